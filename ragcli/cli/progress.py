@@ -1,0 +1,40 @@
+"""A rich progress bar on a terminal; nothing at all in a pipe."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
+    TimeRemainingColumn
+
+
+class BarProgress:
+    """Adapts the library's progress protocol (start / advance) to a rich bar."""
+
+    def __init__(self, progress: Progress, description: str) -> None:
+        self._progress = progress
+        self._task = progress.add_task(description, total=None)
+
+    def start(self, total: int) -> None:
+        self._progress.update(self._task, total=total)
+
+    def advance(self, path: str, status: str) -> None:
+        name = path.rsplit("/", 1)[-1]
+        self._progress.update(self._task, advance=1, status=f"{status}: {name}"[:60])
+
+
+@contextmanager
+def progress_bar(console: Console, description: str, enabled: bool = True) -> Iterator[BarProgress | None]:
+    """Yield a progress receiver when stderr is a terminal, else None."""
+    if not (enabled and console.is_terminal):
+        yield None
+        return
+    columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
+               TextColumn("{task.fields[status]}", style="dim"))
+    with Progress(*columns, console=console, transient=True) as progress:
+        bar = BarProgress(progress, description)
+        progress.update(progress.tasks[0].id, status="")
+        yield bar

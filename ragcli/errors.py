@@ -1,0 +1,47 @@
+"""Errors raised by the library. Each message says what went wrong and how to fix it.
+
+The CLI maps every `RagError` to one line on stderr and exit code 1 (or the class's
+`exit_code`); nothing below the CLI exits the process.
+"""
+
+from __future__ import annotations
+
+
+class RagError(Exception):
+    """Base class for every error ragcli reports to a user."""
+
+    exit_code = 1
+
+
+class UsageError(RagError):
+    """A bad argument or setting value (exit code 2, like a bad flag)."""
+
+    exit_code = 2
+
+
+class NotIndexed(RagError):
+    """The index does not exist yet or holds nothing to search."""
+
+
+class IndexMismatch(RagError):
+    """The index was built with other settings (model, dimension) than asked for."""
+
+
+class IndexCorrupt(RagError):
+    """The index files are damaged beyond automatic repair."""
+
+
+class ReaderError(RagError):
+    """A file could not be read; the message names the file and the reason."""
+
+
+class ModelNotFound(RagError):
+    """A model (embedding, GGUF, cross-encoder) could not be found or loaded."""
+
+
+class UnknownGroup(RagError):
+    """A chunk group that the index does not have was asked for."""
+
+
+class UnknownFilter(RagError):
+    """A filter key that no document carries was asked for."""

@@ -1,0 +1,455 @@
+"""Ingest: files on disk -> documents and chunks in SQLite -> vectors in FAISS.
+
+1. Walk the roots (hidden files skipped, include/exclude globs applied).
+2. Hash each file; a file whose hash and group chunking are unchanged is skipped unread.
+3. Read it (reader per suffix) and split it into the group's windows.
+4. Chunks whose text hash already has a vector reuse it; the rest are embedded in batches.
+5. Each batch of documents is committed in one transaction, so a killed ingest keeps what
+   it finished and the next run resumes from there.
+6. Files gone from an ingested root are pruned; the group's vector file is brought in line
+   and written atomically; vectors no chunk uses any more are dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterable, Protocol, Sequence
+
+from ragcli.errors import IndexMismatch, RagError, ReaderError
+from ragcli.readers import is_probably_binary, read_document, reader_for
+from ragcli.retrieval.analysis import analyze
+from ragcli.splitting import PRESETS, page_at, page_starts, split, validate_settings
+from ragcli.store import NewChunk, Store
+from ragcli.types import ChunkSettings, Document
+from ragcli.walk import FileFilter, resolve_roots, walk_files
+
+DEFAULT_GROUP = "medium"
+
+
+class Embedder(Protocol):
+    model_id: str
+    dimension: int
+    fingerprint: str
+
+    def embed(self, texts: Sequence[str], batch_size: int = 32): ...
+
+    def token_offsets(self, text: str) -> list[tuple[int, int]]: ...
+
+
+class Progress(Protocol):
+    """Receives progress; the CLI draws it, the library never prints."""
+
+    def start(self, total: int) -> None: ...
+
+    def advance(self, path: str, status: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Failure:
+    path: str
+    reason: str
+
+
+@dataclass
+class IngestReport:
+    """What one ingest did."""
+
+    index: str
+    group: str
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    skipped: int = 0
+    failed: list[Failure] = field(default_factory=list)
+    chunks: int = 0
+    embedded: int = 0
+    reused: int = 0
+    vectors: int = 0
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class _Pending:
+    document: Document
+    content_hash: str
+    spans: list
+    page_starts: list[int]
+
+
+def chunking_for(store: Store, group: str, chunking: ChunkSettings | None) -> ChunkSettings:
+    """Explicit settings, else the group's stored ones, else its preset, else the default preset."""
+    if chunking is not None:
+        validate_settings(chunking)
+        return chunking
+    return store.groups().get(group) or PRESETS.get(group, PRESETS[DEFAULT_GROUP])
+
+
+def check_model(store: Store, embedder: Embedder) -> None:
+    """Refuse to mix vectors of different models in one index.
+
+    Raises:
+        IndexMismatch: the index was built with another model; the message gives the rebuild command.
+    """
+    fingerprint = store.get_meta("embedding_fingerprint")
+    if fingerprint is None or fingerprint == embedder.fingerprint:
+        return
+    roots = " ".join(json.loads(store.get_meta("roots", "[]") or "[]")) or "DIR"
+    raise IndexMismatch(
+        f"the index at {store.path} was built with embedding model {store.get_meta('embedding_model')} "
+        f"(dimension {store.get_meta('embedding_dimension')}), not {embedder.model_id} "
+        f"(dimension {embedder.dimension}); rebuild it with: "
+        f"rag ingest --rebuild --embed-model {embedder.model_id} --index {store.path} {roots}"
+    )
+
+
+def record_model(store: Store, embedder: Embedder) -> None:
+    store.set_meta("embedding_model", embedder.model_id)
+    store.set_meta("embedding_fingerprint", embedder.fingerprint)
+    store.set_meta("embedding_dimension", embedder.dimension)
+
+
+def vector_params(store: Store, group: str) -> dict:
+    """What the params file beside a group's vectors records."""
+    settings = store.group(group)
+    return {"model": store.get_meta("embedding_model"), "fingerprint": store.get_meta("embedding_fingerprint"),
+            "chunking": asdict(settings)}
+
+
+class _Batcher:
+    """Collects split documents and writes them, embedding new chunk texts, in batches."""
+
+    def __init__(self, store: Store, embedder: Embedder, group: str, report: IngestReport, size: int):
+        self.store, self.embedder, self.group, self.report, self.size = store, embedder, group, report, size
+        self.pending: list[_Pending] = []
+        self.count = 0
+
+    def add(self, item: _Pending) -> None:
+        self.pending.append(item)
+        self.count += len(item.spans)
+        if self.count >= self.size:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        hashes = {span_hash(span.text): span.text for item in self.pending for span in item.spans}
+        known = self.store.embedding_ids(hashes)
+        missing = [h for h in hashes if h not in known]
+        vectors = self.embedder.embed([hashes[h] for h in missing]) if missing else None
+        with self.store.transaction():
+            if missing:
+                known.update(self.store.insert_embeddings(missing, vectors))
+            for item in self.pending:
+                self._write(item, known)
+        self.report.embedded += len(missing)
+        self.report.reused += sum(len(item.spans) for item in self.pending) - len(missing)
+        self.pending, self.count = [], 0
+
+    def _write(self, item: _Pending, embedding_ids: dict[str, int]) -> None:
+        doc = item.document
+        doc_id = self.store.upsert_document(document_record(doc, item.content_hash))
+        chunks = [
+            NewChunk(order=span.order, text=span.text, start=span.start, end=span.end,
+                     page=page_at(item.page_starts, span.start) if item.page_starts else None,
+                     hash=span_hash(span.text), tokens=" ".join(analyze(span.text)),
+                     embedding_id=embedding_ids[span_hash(span.text)])
+            for span in item.spans
+        ]
+        self.store.replace_chunks(doc_id, self.group, item.content_hash, chunks)
+        self.report.chunks += len(chunks)
+
+
+def span_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def document_record(doc: Document, content_hash: str) -> dict:
+    meta = dict(doc.metadata)
+    return {
+        "path": doc.path, "file_type": doc.file_type, "content_hash": content_hash,
+        "file_name": meta.pop("file_name", Path(doc.path).name), "size": meta.pop("size", len(doc.text)),
+        "modified": meta.pop("modified", None), "created": meta.pop("created", None),
+        "title": meta.pop("title", None), "metadata": meta,
+    }
+
+
+def split_document(doc: Document, settings: ChunkSettings, embedder: Embedder) -> list:
+    tokenize = embedder.token_offsets if settings.split_by == "token" else None
+    return split(doc.text, split_by=settings.split_by, chunk_size=settings.chunk_size,
+                 chunk_overlap=settings.chunk_overlap, tokenize=tokenize)
+
+
+def ingest(
+    index: Path,
+    paths: Sequence[str | Path],
+    *,
+    embedder: Embedder,
+    group: str = DEFAULT_GROUP,
+    chunking: ChunkSettings | None = None,
+    file_filter: FileFilter = FileFilter(),
+    prune: bool = True,
+    rebuild: bool = False,
+    batch_chunks: int = 256,
+    progress: Progress | None = None,
+) -> IngestReport:
+    """Ingest files and folders into the index at `index`.
+
+    Args:
+        index: the index directory (created when missing).
+        paths: folders and files; folders are walked recursively.
+        embedder: the embedding model (must match the index's unless `rebuild`).
+        group: the chunk group (granularity) to fill.
+        chunking: split settings; default: the group's stored settings or its preset.
+        file_filter: include/exclude globs.
+        prune: remove indexed documents under the given folders whose files are gone.
+        rebuild: build a fresh index beside the old one and swap it in when done.
+        batch_chunks: chunks embedded and committed per transaction.
+        progress: optional progress receiver.
+
+    Returns:
+        An `IngestReport`.
+
+    Raises:
+        IndexMismatch: the index uses another embedding model and `rebuild` is off.
+        UsageError: a path does not exist or the chunk settings are invalid.
+    """
+    roots = resolve_roots(paths)
+    if rebuild:
+        return _rebuild(index, roots, embedder=embedder, group=group, chunking=chunking,
+                        file_filter=file_filter, batch_chunks=batch_chunks, progress=progress)
+    started = time.perf_counter()
+    store = Store.create(index)
+    try:
+        check_model(store, embedder)
+        report = IngestReport(index=str(index), group=group)
+        settings = chunking_for(store, group, chunking)
+        _start_group(store, embedder, group, settings)
+        files = [p for root in roots for p in walk_files(root, file_filter)]
+        if progress:
+            progress.start(len(files))
+        batcher = _Batcher(store, embedder, group, report, batch_chunks)
+        for path in files:
+            status = _ingest_file(store, batcher, path, settings, group, embedder, report)
+            if progress:
+                progress.advance(str(path), status)
+        batcher.flush()
+        if prune:
+            _prune(store, roots, set(map(str, files)), report)
+        _finish(store, report, roots)
+    finally:
+        store.close()
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
+def _start_group(store: Store, embedder: Embedder, group: str, settings: ChunkSettings) -> None:
+    with store.transaction():
+        record_model(store, embedder)
+        if store.ensure_group(group, settings):
+            # New settings: every document must be re-chunked, even after an interruption.
+            store.db.execute("DELETE FROM doc_groups WHERE group_name = ?", [group])
+
+
+def _ingest_file(store, batcher, path: Path, settings, group, embedder, report: IngestReport) -> str:
+    if reader_for(path) is None or is_probably_binary(path):
+        report.skipped += 1
+        return "skipped"
+    try:
+        content_hash = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as error:
+        report.failed.append(Failure(str(path), f"cannot read: {error.strerror or error}"))
+        return "failed"
+    existing = store.document_by_path(str(path))
+    if _unchanged(store, existing, content_hash, group):
+        report.unchanged += 1
+        return "unchanged"
+    try:
+        document = read_document(path)
+    except ReaderError as error:
+        report.failed.append(Failure(str(path), str(error)))
+        return "failed"
+    return _queue(batcher, document, content_hash, settings, embedder, report, existing is not None)
+
+
+def _unchanged(store: Store, existing: dict | None, content_hash: str, group: str) -> bool:
+    """Same content, already chunked with the group's current settings."""
+    return bool(existing) and existing["content_hash"] == content_hash and \
+        store.chunked_hash(existing["id"], group) == content_hash
+
+
+def _queue(batcher, document, content_hash, settings, embedder, report, exists: bool) -> str:
+    spans = split_document(document, settings, embedder)
+    starts = page_starts(document.text) if "\f" in document.text else []
+    batcher.add(_Pending(document, content_hash, spans, starts))
+    if exists:
+        report.updated += 1
+        return "updated"
+    report.added += 1
+    return "added"
+
+
+def ingest_documents(
+    index: Path,
+    documents: Iterable[Document],
+    *,
+    embedder: Embedder,
+    group: str = DEFAULT_GROUP,
+    chunking: ChunkSettings | None = None,
+    prune: bool = True,
+    batch_chunks: int = 256,
+    progress: Progress | None = None,
+) -> IngestReport:
+    """Ingest in-memory documents (e.g. a BEIR corpus) keyed by `Document.path`.
+
+    With `prune`, documents in the index that are not among `documents` are removed.
+    """
+    started = time.perf_counter()
+    store = Store.create(index)
+    try:
+        check_model(store, embedder)
+        report = IngestReport(index=str(index), group=group)
+        settings = chunking_for(store, group, chunking)
+        _start_group(store, embedder, group, settings)
+        batcher = _Batcher(store, embedder, group, report, batch_chunks)
+        seen: set[str] = set()
+        for document in documents:
+            seen.add(document.path)
+            status = _ingest_text(store, batcher, document, settings, group, embedder, report)
+            if progress:
+                progress.advance(document.path, status)
+        batcher.flush()
+        if prune:
+            stale = [doc_id for path, doc_id in _all_documents(store).items() if path not in seen]
+            _remove(store, stale, report)
+        _finish(store, report, [])
+    finally:
+        store.close()
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
+def _ingest_text(store, batcher, document: Document, settings, group, embedder, report) -> str:
+    content_hash = span_hash(document.text)
+    existing = store.document_by_path(document.path)
+    if _unchanged(store, existing, content_hash, group):
+        report.unchanged += 1
+        return "unchanged"
+    return _queue(batcher, document, content_hash, settings, embedder, report, existing is not None)
+
+
+def _all_documents(store: Store) -> dict[str, int]:
+    return dict(store.db.execute("SELECT path, id FROM documents").fetchall())
+
+
+def _prune(store: Store, roots: Sequence[Path], seen: set[str], report: IngestReport) -> None:
+    folders = [root for root in roots if root.is_dir()]
+    stale = [doc_id for path, doc_id in store.documents_under(folders).items() if path not in seen]
+    _remove(store, stale, report)
+
+
+def _remove(store: Store, doc_ids: list[int], report: IngestReport) -> None:
+    if doc_ids:
+        with store.transaction():
+            report.removed += store.delete_documents(doc_ids)
+
+
+def _finish(store: Store, report: IngestReport, roots: Sequence[Path]) -> None:
+    """Sync every group's vectors, drop unused vectors, record the run."""
+    for group in store.groups():
+        count = store.sync_vectors(group, vector_params(store, group))
+        if group == report.group:
+            report.vectors = count
+    with store.transaction():
+        store.delete_unused_embeddings()
+        known = json.loads(store.get_meta("roots", "[]") or "[]")
+        store.set_meta("roots", json.dumps(sorted(set(known) | {str(r) for r in roots})))
+        store.set_meta("last_ingest", json.dumps({**report.to_dict(), "failed": len(report.failed)}))
+
+
+def remove_paths(index: Path, paths: Sequence[str]) -> int:
+    """Remove documents by path (a folder removes everything under it); returns how many.
+
+    Raises:
+        NotIndexed: there is no index.
+        RagError: nothing in the index matches a given path.
+    """
+    store = Store.open(index)
+    try:
+        targets = [Path(p).expanduser().resolve() for p in paths]
+        found = store.documents_under(targets)
+        if not found:
+            raise RagError(f"nothing indexed under {', '.join(map(str, paths))}: see `rag ls`")
+        report = IngestReport(index=str(index), group="")
+        _remove(store, list(found.values()), report)
+        _finish(store, report, [])
+        return report.removed
+    finally:
+        store.close()
+
+
+def _rebuild(index: Path, roots: list[Path], **options) -> IngestReport:
+    """Build a fresh index next to the old one; swap directories only when it is complete."""
+    fresh = index.with_name(index.name + ".rebuild")
+    old = index.with_name(index.name + ".old")
+    shutil.rmtree(fresh, ignore_errors=True)
+    report = ingest(fresh, roots, **options)
+    report.index = str(index)
+    shutil.rmtree(old, ignore_errors=True)
+    if index.exists():
+        index.rename(old)
+    fresh.rename(index)
+    shutil.rmtree(old, ignore_errors=True)
+    return report
+
+
+def known_roots(index: Path) -> list[str]:
+    """The roots earlier ingests recorded, for `rag ingest` with no paths.
+
+    Raises:
+        UsageError: nothing was ingested before, so there is nothing to default to.
+    """
+    from ragcli.errors import UsageError
+    from ragcli.store import DATABASE_NAME
+
+    roots: list[str] = []
+    if (index / DATABASE_NAME).is_file():
+        store = Store.open(index)
+        try:
+            roots = json.loads(store.get_meta("roots", "[]") or "[]")
+        finally:
+            store.close()
+    if not roots:
+        raise UsageError("no paths given and none ingested before: rag ingest DIR [DIR ...]")
+    return roots
+
+
+def chunking_override(index: Path, group: str, split_by: str | None, chunk_size: int | None,
+                      chunk_overlap: int | None) -> ChunkSettings | None:
+    """Settings from the flags given, the rest from the group's current settings or preset."""
+    from dataclasses import replace
+
+    from ragcli.store import DATABASE_NAME
+
+    given = {k: v for k, v in {"split_by": split_by, "chunk_size": chunk_size,
+                               "chunk_overlap": chunk_overlap}.items() if v is not None}
+    if not given:
+        return None
+    base = PRESETS.get(group, PRESETS[DEFAULT_GROUP])
+    if (index / DATABASE_NAME).is_file():
+        store = Store.open(index)
+        try:
+            base = store.groups().get(group, base)
+        finally:
+            store.close()
+    settings = replace(base, **given)
+    validate_settings(settings)
+    return settings

@@ -1,0 +1,65 @@
+"""What an index holds: `rag status` and `rag ls` as library calls."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ragcli.store import DATABASE_NAME, Store
+from ragcli.store.vectors import read_params
+
+
+def _size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
+
+
+def index_status(index: Path) -> dict[str, Any]:
+    """Counts, groups, model, sizes and the last ingest of an index.
+
+    Raises:
+        NotIndexed: there is no index at `index`.
+    """
+    store = Store.open(index)
+    try:
+        groups = {}
+        for name, settings in store.groups().items():
+            params = read_params(store.vector_path(name)) or {}
+            groups[name] = {
+                "split_by": settings.split_by, "chunk_size": settings.chunk_size,
+                "chunk_overlap": settings.chunk_overlap,
+                "chunks": store.count("chunks", "group_name = ?", [name]),
+                "vectors": params.get("count", 0),
+                "vectors_current": params.get("generation") == store.vector_generation(name),
+            }
+        return {
+            "index": str(index),
+            "documents": store.count("documents"),
+            "chunks": store.count("chunks"),
+            "embeddings": store.count("embeddings"),
+            "groups": groups,
+            "model": store.get_meta("embedding_model"),
+            "dimension": int(store.get_meta("embedding_dimension") or 0) or None,
+            "fingerprint": store.get_meta("embedding_fingerprint"),
+            "sizes": {"database": sum(_size(index / (DATABASE_NAME + s)) for s in ("", "-wal", "-shm")),
+                      "vectors": _size(index / "vectors")},
+            "roots": json.loads(store.get_meta("roots", "[]") or "[]"),
+            "last_ingest": json.loads(store.get_meta("last_ingest", "null") or "null"),
+        }
+    finally:
+        store.close()
+
+
+def list_documents(index: Path) -> list[dict[str, Any]]:
+    """Every indexed document with its type, size, dates and chunk counts per group."""
+    store = Store.open(index)
+    try:
+        return [
+            {"path": d["path"], "file_type": d["file_type"], "size": d["size"], "modified": d["modified"],
+             "title": d["title"], "chunks": d["chunks"], "ingested_at": d["ingested_at"]}
+            for d in store.list_documents()
+        ]
+    finally:
+        store.close()

@@ -1,0 +1,353 @@
+"""The on-disk index: one directory holding a SQLite database and per-group vector files.
+
+SQLite is the source of truth (documents, chunks, their BM25 token rows and every
+embedding vector); the FAISS files are derived from it and carry a generation number.
+When a vector file's generation differs from the database's (a crash between the two
+writes), it is rebuilt from the stored vectors instead of being trusted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+import sqlite_utils
+
+from ragcli.errors import IndexCorrupt, NotIndexed, UnknownGroup, UsageError
+from ragcli.store.migrations import migrations
+from ragcli.store.vectors import FaissIndex, read_params
+from ragcli.types import Chunk, ChunkSettings
+
+DATABASE_NAME = "index.db"
+VECTORS_DIR = "vectors"
+GROUP_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,39}$")
+_BATCH = 500
+
+
+@dataclass(frozen=True)
+class NewChunk:
+    """A chunk about to be stored: its window, hash, BM25 tokens and embedding id."""
+
+    order: int
+    text: str
+    start: int
+    end: int
+    page: int | None
+    hash: str
+    tokens: str
+    embedding_id: int | None
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def fts_table(group: str) -> str:
+    """Name of the FTS5 table holding the BM25 tokens of one group."""
+    return f"fts_{group}"
+
+
+def _chunk_metadata(row: Sequence[Any]) -> dict[str, Any]:
+    """A chunk's filterable metadata: the document's columns plus its free-form metadata."""
+    meta = json.loads(row[9] or "{}")
+    columns = ("file_name", "file_type", "size", "modified", "created", "title")
+    meta.update({key: value for key, value in zip(columns, row[10:16]) if value is not None})
+    return meta
+
+
+class Store:
+    """An index directory. Open it with `Store.open` (must exist) or `Store.create`."""
+
+    def __init__(self, path: Path, db: sqlite_utils.Database) -> None:
+        self.path = path
+        self.db = db
+
+    @classmethod
+    def open(cls, path: Path) -> "Store":
+        """Open an existing index.
+
+        Raises:
+            NotIndexed: there is no index at `path`.
+        """
+        if not (path / DATABASE_NAME).is_file():
+            raise NotIndexed(f"no index at {path}: run `rag ingest DIR` first (or pass --index PATH)")
+        return cls._connect(path)
+
+    @classmethod
+    def create(cls, path: Path) -> "Store":
+        """Open an index, creating the directory and schema when missing."""
+        path.mkdir(parents=True, exist_ok=True)
+        return cls._connect(path)
+
+    @classmethod
+    def _connect(cls, path: Path) -> "Store":
+        try:
+            conn = sqlite3.connect(str(path / DATABASE_NAME), timeout=30, isolation_level=None,
+                                   check_same_thread=False)
+            conn.execute("PRAGMA busy_timeout = 30000")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            db = sqlite_utils.Database(conn)
+            migrations.apply(db)
+        except sqlite3.DatabaseError as error:
+            raise IndexCorrupt(f"{path / DATABASE_NAME} cannot be opened ({error}): "
+                               "move it away and run `rag ingest` again") from error
+        return cls(path, db)
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction; rolled back on any exception."""
+        conn = self.db.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    # -- meta ---------------------------------------------------------------------------
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
+        return row[0] if row else default
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", [key, str(value)])
+
+    # -- groups -------------------------------------------------------------------------
+    def groups(self) -> dict[str, ChunkSettings]:
+        rows = self.db.execute("SELECT name, split_by, chunk_size, chunk_overlap FROM groups ORDER BY name")
+        return {name: ChunkSettings(by, size, overlap) for name, by, size, overlap in rows.fetchall()}
+
+    def group(self, name: str) -> ChunkSettings:
+        """Settings of one group.
+
+        Raises:
+            UnknownGroup: the index has no such group; the message lists the ones it has.
+        """
+        groups = self.groups()
+        if name not in groups:
+            known = ", ".join(groups) or "none yet"
+            raise UnknownGroup(f"unknown group '{name}' (this index has: {known})")
+        return groups[name]
+
+    def ensure_group(self, name: str, settings: ChunkSettings) -> bool:
+        """Create or update a group; True when its chunking settings changed."""
+        if not GROUP_NAME.match(name):
+            raise UsageError(f"--group '{name}': use letters, digits and _ (starting with a letter)")
+        old = self.groups().get(name)
+        if old == settings:
+            return False
+        self.db.execute(
+            "INSERT OR REPLACE INTO groups (name, split_by, chunk_size, chunk_overlap, created_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [name, settings.split_by, settings.chunk_size, settings.chunk_overlap, now_iso()],
+        )
+        self.db.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {fts_table(name)} USING fts5("
+            "tokens, tokenize = 'unicode61 remove_diacritics 0')"
+        )
+        return old is not None
+
+    # -- documents ----------------------------------------------------------------------
+    def document_by_path(self, path: str) -> dict[str, Any] | None:
+        rows = list(self.db["documents"].rows_where("path = ?", [path]))
+        return rows[0] if rows else None
+
+    def chunked_hash(self, doc_id: int, group: str) -> str | None:
+        """The content hash the group's chunks of a document were made from."""
+        row = self.db.execute(
+            "SELECT content_hash FROM doc_groups WHERE doc_id = ? AND group_name = ?", [doc_id, group]
+        ).fetchone()
+        return row[0] if row else None
+
+    def upsert_document(self, record: Mapping[str, Any]) -> int:
+        """Insert or update a document row by path; returns its id."""
+        values = dict(record)
+        values["metadata"] = json.dumps(values.get("metadata") or {}, ensure_ascii=False, default=str)
+        values["ingested_at"] = now_iso()
+        existing = self.document_by_path(values["path"])
+        if existing:
+            self.db["documents"].update(existing["id"], values)
+            return int(existing["id"])
+        return int(self.db["documents"].insert(values).last_pk)
+
+    def replace_chunks(self, doc_id: int, group: str, content_hash: str, chunks: Sequence[NewChunk]) -> None:
+        """Replace a document's chunks in one group (caller holds the transaction)."""
+        self._delete_chunks("doc_id = ? AND group_name = ?", [doc_id, group])
+        for chunk in chunks:
+            chunk_id = self.db.execute(
+                'INSERT INTO chunks (doc_id, group_name, ord, text, start, "end", page, hash, embedding_id) '
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [doc_id, group, chunk.order, chunk.text, chunk.start, chunk.end, chunk.page,
+                 chunk.hash, chunk.embedding_id],
+            ).lastrowid
+            self.db.execute(f"INSERT INTO {fts_table(group)} (rowid, tokens) VALUES (?, ?)",
+                            [chunk_id, chunk.tokens])
+        self.db.execute(
+            "INSERT OR REPLACE INTO doc_groups (doc_id, group_name, content_hash) VALUES (?, ?, ?)",
+            [doc_id, group, content_hash],
+        )
+
+    def delete_documents(self, doc_ids: Iterable[int]) -> int:
+        """Delete documents with all their chunks (caller holds the transaction)."""
+        count = 0
+        for doc_id in doc_ids:
+            self._delete_chunks("doc_id = ?", [doc_id])
+            self.db.execute("DELETE FROM doc_groups WHERE doc_id = ?", [doc_id])
+            count += self.db.execute("DELETE FROM documents WHERE id = ?", [doc_id]).rowcount
+        return count
+
+    def _delete_chunks(self, where: str, params: list[Any]) -> None:
+        for group in self.groups():
+            self.db.execute(
+                f"DELETE FROM {fts_table(group)} WHERE rowid IN "
+                f"(SELECT id FROM chunks WHERE group_name = ? AND {where})", [group, *params])
+        self.db.execute(f"DELETE FROM chunks WHERE {where}", params)
+
+    def documents_under(self, roots: Sequence[Path]) -> dict[str, int]:
+        """Indexed document paths (-> id) lying under any of the given roots."""
+        found: dict[str, int] = {}
+        for root in roots:
+            prefix = str(root).rstrip("/") + "/"
+            rows = self.db.execute(
+                "SELECT path, id FROM documents WHERE path = ? OR substr(path, 1, ?) = ?",
+                [str(root), len(prefix), prefix])
+            found.update(dict(rows.fetchall()))
+        return found
+
+    def list_documents(self) -> list[dict[str, Any]]:
+        """Every document with its chunk count per group."""
+        docs = {row["id"]: {**row, "metadata": json.loads(row["metadata"] or "{}"), "chunks": {}}
+                for row in self.db["documents"].rows_where(order_by="path")}
+        counts = self.db.execute("SELECT doc_id, group_name, count(*) FROM chunks GROUP BY doc_id, group_name")
+        for doc_id, group, count in counts.fetchall():
+            docs[doc_id]["chunks"][group] = count
+        return list(docs.values())
+
+    # -- embeddings ---------------------------------------------------------------------
+    def embedding_ids(self, hashes: Iterable[str]) -> dict[str, int]:
+        """Ids of already-stored embeddings by chunk hash."""
+        found: dict[str, int] = {}
+        unique = list(dict.fromkeys(hashes))
+        for start in range(0, len(unique), _BATCH):
+            part = unique[start:start + _BATCH]
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(f"SELECT hash, id FROM embeddings WHERE hash IN ({marks})", part)
+            found.update(dict(rows.fetchall()))
+        return found
+
+    def insert_embeddings(self, hashes: Sequence[str], vectors: np.ndarray) -> dict[str, int]:
+        """Store vectors by chunk hash (caller holds the transaction); returns their ids."""
+        ids = {}
+        for chunk_hash, vector in zip(hashes, np.asarray(vectors, dtype=np.float32)):
+            ids[chunk_hash] = self.db.execute(
+                "INSERT INTO embeddings (hash, vector) VALUES (?, ?)", [chunk_hash, vector.tobytes()]
+            ).lastrowid
+        return ids
+
+    def delete_unused_embeddings(self) -> int:
+        return self.db.execute(
+            "DELETE FROM embeddings WHERE id NOT IN (SELECT embedding_id FROM chunks "
+            "WHERE embedding_id IS NOT NULL)").rowcount
+
+    def group_embedding_ids(self, group: str) -> np.ndarray:
+        rows = self.db.execute(
+            "SELECT DISTINCT embedding_id FROM chunks WHERE group_name = ? AND embedding_id IS NOT NULL",
+            [group])
+        return np.fromiter((row[0] for row in rows), dtype=np.int64)
+
+    def vectors_for(self, ids: np.ndarray, dimension: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Yield (ids, vectors) batches for the given embedding ids."""
+        for start in range(0, len(ids), _BATCH):
+            part = [int(i) for i in ids[start:start + _BATCH]]
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(f"SELECT id, vector FROM embeddings WHERE id IN ({marks})", part).fetchall()
+            if rows:
+                yield (np.array([r[0] for r in rows], dtype=np.int64),
+                       np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(-1, dimension))
+
+    # -- chunks -------------------------------------------------------------------------
+    def chunks(self, ids: Sequence[int]) -> dict[int, Chunk]:
+        """Chunks by id, with their document's path and metadata."""
+        found: dict[int, Chunk] = {}
+        for start in range(0, len(ids), _BATCH):
+            part = [int(i) for i in ids[start:start + _BATCH]]
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(
+                'SELECT c.id, c.doc_id, c.group_name, c.ord, c.text, c.start, c."end", c.page, '
+                "d.path, d.metadata, d.file_name, d.file_type, d.size, d.modified, d.created, d.title "
+                f"FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id IN ({marks})", part)
+            for row in rows.fetchall():
+                found[row[0]] = Chunk(*row[:9], metadata=_chunk_metadata(row))
+        return found
+
+    def chunk_ids_for_embeddings(self, group: str, embedding_ids: Sequence[int]) -> dict[int, list[int]]:
+        """Map embedding ids to the ids of the group's chunks that use them."""
+        found: dict[int, list[int]] = {}
+        for start in range(0, len(embedding_ids), _BATCH):
+            part = [int(i) for i in embedding_ids[start:start + _BATCH]]
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(
+                f"SELECT embedding_id, id FROM chunks WHERE group_name = ? AND embedding_id IN ({marks}) "
+                "ORDER BY id", [group, *part])
+            for embedding_id, chunk_id in rows.fetchall():
+                found.setdefault(embedding_id, []).append(chunk_id)
+        return found
+
+    def count(self, table: str, where: str = "", params: Sequence[Any] = ()) -> int:
+        sql = f"SELECT count(*) FROM {table}" + (f" WHERE {where}" if where else "")
+        return int(self.db.execute(sql, list(params)).fetchone()[0])
+
+    # -- vectors ------------------------------------------------------------------------
+    def vector_path(self, group: str) -> Path:
+        return self.path / VECTORS_DIR / f"{group}.faiss"
+
+    def vector_generation(self, group: str) -> int:
+        return int(self.get_meta(f"vectors_generation:{group}", "0") or 0)
+
+    def vector_index(self, group: str) -> FaissIndex:
+        """The group's vector index, rebuilt in memory from SQLite when the file is stale."""
+        path = self.vector_path(group)
+        params = read_params(path)
+        if path.is_file() and params and params.get("generation") == self.vector_generation(group):
+            return FaissIndex.load(path)
+        return self._build_vectors(group, FaissIndex(self.dimension()))
+
+    def dimension(self) -> int:
+        value = self.get_meta("embedding_dimension")
+        if value is None:
+            raise NotIndexed(f"the index at {self.path} has no embeddings yet: run `rag ingest DIR`")
+        return int(value)
+
+    def sync_vectors(self, group: str, params: Mapping[str, Any]) -> int:
+        """Bring the group's vector file in line with its chunks; returns the vector count.
+
+        Only the difference is applied to a file that matches the database; a stale file
+        is rebuilt. The file is written first and the generation committed after it.
+        """
+        index = self.vector_index(group)
+        wanted = self.group_embedding_ids(group)
+        have = index.ids()
+        index.remove(np.setdiff1d(have, wanted, assume_unique=True))
+        self._build_vectors(group, index, np.setdiff1d(wanted, have, assume_unique=True))
+        generation = self.vector_generation(group) + 1
+        index.save(self.vector_path(group), {**params, "group": group, "generation": generation})
+        self.set_meta(f"vectors_generation:{group}", generation)
+        return len(index)
+
+    def _build_vectors(self, group: str, index: FaissIndex, ids: np.ndarray | None = None) -> FaissIndex:
+        ids = self.group_embedding_ids(group) if ids is None else ids
+        for batch_ids, vectors in self.vectors_for(ids, index.dimension):
+            index.add(batch_ids, vectors)
+        return index

@@ -1,0 +1,87 @@
+"""Named schema migrations, applied in order when a store is opened.
+
+Never edit or rename a shipped migration: add a new one with the next number.
+"""
+
+from __future__ import annotations
+
+from sqlite_utils.migrations import Migrations
+
+migrations = Migrations("ragcli")
+
+
+@migrations()
+def m001_create_meta(db):
+    db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+
+
+@migrations()
+def m002_create_documents(db):
+    # AUTOINCREMENT: ids are never reused, so a stale vector file can never point a
+    # recycled id at the wrong text.
+    db.execute(
+        """CREATE TABLE documents (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            path TEXT NOT NULL UNIQUE,
+            file_name TEXT, file_type TEXT, size INTEGER,
+            modified TEXT, created TEXT, title TEXT,
+            content_hash TEXT NOT NULL,
+            metadata TEXT,
+            ingested_at TEXT
+        )"""
+    )
+
+
+@migrations()
+def m003_create_groups(db):
+    db.execute(
+        """CREATE TABLE groups (
+            name TEXT PRIMARY KEY,
+            split_by TEXT NOT NULL, chunk_size INTEGER NOT NULL, chunk_overlap INTEGER NOT NULL,
+            created_at TEXT
+        )"""
+    )
+
+
+@migrations()
+def m004_create_embeddings(db):
+    db.execute(
+        """CREATE TABLE embeddings (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            hash TEXT NOT NULL UNIQUE,
+            vector BLOB NOT NULL
+        )"""
+    )
+
+
+@migrations()
+def m005_create_chunks(db):
+    db.execute(
+        """CREATE TABLE chunks (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            doc_id INTEGER NOT NULL REFERENCES documents(id),
+            group_name TEXT NOT NULL REFERENCES groups(name),
+            ord INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            start INTEGER NOT NULL, "end" INTEGER NOT NULL, page INTEGER,
+            hash TEXT NOT NULL,
+            embedding_id INTEGER REFERENCES embeddings(id)
+        )"""
+    )
+    db.execute("CREATE INDEX idx_chunks_doc_group ON chunks (doc_id, group_name, ord)")
+    db.execute("CREATE INDEX idx_chunks_group_embedding ON chunks (group_name, embedding_id)")
+    db.execute("CREATE INDEX idx_chunks_embedding ON chunks (embedding_id)")
+
+
+@migrations()
+def m006_create_doc_groups(db):
+    # Which content hash of a document each group was chunked from: a document is
+    # unchanged for a group only when both match.
+    db.execute(
+        """CREATE TABLE doc_groups (
+            doc_id INTEGER NOT NULL REFERENCES documents(id),
+            group_name TEXT NOT NULL REFERENCES groups(name),
+            content_hash TEXT NOT NULL,
+            PRIMARY KEY (doc_id, group_name)
+        )"""
+    )

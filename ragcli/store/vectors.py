@@ -1,0 +1,123 @@
+"""Vector files: a FAISS index plus a small JSON params file, written atomically.
+
+FAISS specifics stay in this module; retrieval and ingest only see `VectorIndex`
+(add, remove, search with an allow-list, ids, len), so another engine can replace it.
+Vectors are L2-normalised, so inner product is cosine similarity.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Protocol
+
+import numpy as np
+
+FORMAT_VERSION = 1
+
+
+class VectorIndex(Protocol):
+    """What the rest of ragcli needs from a vector engine."""
+
+    dimension: int
+
+    def add(self, ids: np.ndarray, vectors: np.ndarray) -> None: ...
+
+    def remove(self, ids: Iterable[int]) -> None: ...
+
+    def search(
+        self, queries: np.ndarray, k: int, allowed_ids: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def ids(self) -> np.ndarray: ...
+
+    def __len__(self) -> int: ...
+
+
+class FaissIndex:
+    """Exact inner-product search over an id-mapped flat FAISS index."""
+
+    def __init__(self, dimension: int, index: Any = None) -> None:
+        import faiss
+
+        self.dimension = dimension
+        self._index = index if index is not None else faiss.IndexIDMap2(faiss.IndexFlatIP(dimension))
+
+    def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        """Add vectors under the given int64 ids."""
+        if len(ids):
+            self._index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32),
+                                     np.asarray(ids, dtype=np.int64))
+
+    def remove(self, ids: Iterable[int]) -> None:
+        """Remove vectors by id; unknown ids are ignored."""
+        array = np.fromiter(ids, dtype=np.int64)
+        if len(array):
+            self._index.remove_ids(array)
+
+    def search(self, queries: np.ndarray, k: int, allowed_ids: np.ndarray | None = None):
+        """Return (scores, ids) of the k nearest vectors per query; ids are -1 past the end."""
+        import faiss
+
+        params = None
+        if allowed_ids is not None:
+            params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(np.asarray(allowed_ids, dtype=np.int64)))
+        k = max(1, min(k, len(self)))
+        queries = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
+        return self._index.search(queries, k, params=params)
+
+    def ids(self) -> np.ndarray:
+        import faiss
+
+        return faiss.vector_to_array(self._index.id_map).astype(np.int64)
+
+    def __len__(self) -> int:
+        return int(self._index.ntotal)
+
+    def save(self, path: Path, params: Mapping[str, Any]) -> None:
+        """Write the index and its params beside it, each through a temp file and os.replace.
+
+        The params file is written last and names the generation; a reader that finds the
+        generation differing from the database's rebuilds instead of trusting the file.
+        """
+        import faiss
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        faiss.write_index(self._index, str(tmp))
+        _fsync_replace(tmp, path)
+        meta = {"format_version": FORMAT_VERSION, "dimension": self.dimension,
+                "count": len(self), "metric": "inner_product", "normalized": True, **params}
+        write_json_atomic(params_path(path), meta)
+
+    @classmethod
+    def load(cls, path: Path) -> "FaissIndex":
+        import faiss
+
+        index = faiss.read_index(str(path))
+        return cls(index.d, index)
+
+
+def params_path(index_path: Path) -> Path:
+    return index_path.with_suffix(".json")
+
+
+def read_params(index_path: Path) -> dict[str, Any] | None:
+    """The params of a vector file, or None when absent or unreadable."""
+    try:
+        return json.loads(params_path(index_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
+    _fsync_replace(tmp, path)
+
+
+def _fsync_replace(tmp: Path, final: Path) -> None:
+    with open(tmp, "rb") as handle:
+        os.fsync(handle.fileno())
+    os.replace(tmp, final)

@@ -1,0 +1,69 @@
+"""Plain value types passed between the pipeline stages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class Document:
+    """A read document: its text and the metadata stored beside it.
+
+    Paged formats (PDF) separate pages with a form feed (``\\f``), so page numbers can be
+    recovered from character offsets and the ``page`` split can use them.
+    """
+
+    path: str
+    text: str
+    file_type: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Span:
+    """One window of a document produced by the splitter.
+
+    ``start``/``end`` are character offsets into the document text, so
+    ``text == document.text[start:end]`` up to the separators the splitter keeps.
+    """
+
+    text: str
+    order: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class ChunkSettings:
+    """How one group of chunks is cut: unit, window size and overlap (AdalFlow semantics)."""
+
+    split_by: str = "token"
+    chunk_size: int = 256
+    chunk_overlap: int = 25
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A stored chunk with where it came from."""
+
+    id: int
+    doc_id: int
+    group: str
+    order: int
+    text: str
+    start: int
+    end: int
+    page: int | None
+    path: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A retrieved chunk with its score and, for fused modes, each retriever's part."""
+
+    chunk: Chunk
+    score: float
+    rank: int = 0
+    sources: Mapping[str, Mapping[str, float]] = field(default_factory=dict)

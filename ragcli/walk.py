@@ -1,0 +1,64 @@
+"""Finding the files to ingest under the roots a user names."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from ragcli.errors import UsageError
+
+
+@dataclass(frozen=True)
+class FileFilter:
+    """Include/exclude globs, matched against the path relative to its root and the file name."""
+
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+    def accepts(self, relative: str) -> bool:
+        name = relative.rsplit("/", 1)[-1]
+
+        def hit(pattern: str) -> bool:
+            return fnmatch(relative, pattern) or fnmatch(name, pattern)
+
+        if self.include and not any(hit(p) for p in self.include):
+            return False
+        return not any(hit(p) for p in self.exclude)
+
+
+def resolve_roots(paths: Sequence[str | Path]) -> list[Path]:
+    """Absolute, de-duplicated roots.
+
+    Raises:
+        UsageError: a path does not exist.
+    """
+    roots: list[Path] = []
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if not path.exists():
+            raise UsageError(f"{raw}: no such file or directory")
+        resolved = path.resolve()
+        if resolved not in roots:
+            roots.append(resolved)
+    return roots
+
+
+def walk_files(root: Path, file_filter: FileFilter) -> Iterator[Path]:
+    """Files under a root in sorted order, skipping hidden files and folders.
+
+    A root that is a file is yielded as is: naming a file explicitly means the user wants it.
+    """
+    if root.is_file():
+        yield root
+        return
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            if name.startswith("."):
+                continue
+            path = Path(folder) / name
+            if file_filter.accepts(path.relative_to(root).as_posix()) and path.is_file():
+                yield path

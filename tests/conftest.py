@@ -1,0 +1,44 @@
+"""Shared fixtures: every test gets its own index home; the model cache is shared per session."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def model_cache_dir(tmp_path_factory) -> Path:
+    """One ONNX export cache for the whole run: exporting is slow, reusing it is safe."""
+    return tmp_path_factory.mktemp("model-cache")
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path, monkeypatch, model_cache_dir) -> Path:
+    """Point every index, config and cache location at this test's own folder."""
+    index = tmp_path / "index"
+    monkeypatch.setenv("RAG_INDEX", str(index))
+    monkeypatch.setenv("RAG_CACHE_DIR", str(model_cache_dir))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    for name in ("RAG_EMBED_MODEL", "RAG_MODEL", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return index
+
+
+@pytest.fixture
+def fixtures_dir() -> Path:
+    return FIXTURES
+
+
+@pytest.fixture
+def fake_embedder():
+    from fakes import HashEmbedder
+
+    return HashEmbedder()

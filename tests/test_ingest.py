@@ -1,0 +1,197 @@
+"""Ingest orchestration with a deterministic fake embedder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fakes import HashEmbedder
+from ragcli.errors import IndexMismatch, UsageError
+from ragcli.ingest import ingest, remove_paths
+from ragcli.status import index_status, list_documents
+from ragcli.store import Store
+from ragcli.types import ChunkSettings
+from ragcli.walk import FileFilter
+
+WORDS = ChunkSettings("word", 20, 5)
+
+
+def write_corpus(root: Path) -> Path:
+    (root / "sub").mkdir(parents=True)
+    (root / "bread.md").write_text("# Bread\n\n" + "Sourdough bread needs flour water salt and patience. " * 8)
+    (root / "tea.txt").write_text("Green tea is steamed or pan fired to stop oxidation. " * 6)
+    (root / "sub" / "river.txt").write_text("The Danube flows through ten countries to the Black Sea. " * 5)
+    (root / ".hidden.txt").write_text("secret notes that must never be indexed")
+    (root / "blob.txt").write_bytes(b"\x00\x01binary\x00")
+    return root
+
+
+def run(index: Path, root: Path, embedder, **kwargs):
+    kwargs.setdefault("chunking", WORDS)
+    return ingest(index, [root], embedder=embedder, group="medium", **kwargs)
+
+
+def test_first_ingest_stores_documents_chunks_and_vectors(tmp_path, isolated_home):
+    root = write_corpus(tmp_path / "docs")
+    report = run(isolated_home, root, HashEmbedder())
+    assert (report.added, report.updated, report.unchanged, report.removed) == (3, 0, 0, 0)
+    assert report.skipped == 1  # the binary file; the hidden one is never even listed
+    status = index_status(isolated_home)
+    assert status["documents"] == 3
+    assert status["groups"]["medium"]["chunks"] == report.chunks > 3
+    assert status["groups"]["medium"]["vectors"] == status["embeddings"] == report.embedded
+    assert status["groups"]["medium"]["vectors_current"]
+    paths = [d["path"] for d in list_documents(isolated_home)]
+    assert not any(".hidden" in p for p in paths)
+    assert str((root / "sub" / "river.txt").resolve()) in paths
+
+
+def test_reingest_of_unchanged_files_embeds_nothing(tmp_path, isolated_home):
+    root = write_corpus(tmp_path / "docs")
+    first = run(isolated_home, root, HashEmbedder())
+    embedder = HashEmbedder()
+    second = run(isolated_home, root, embedder)
+    assert second.unchanged == 3 and second.added == second.updated == 0
+    assert second.embedded == 0 and embedder.calls == 0
+    assert index_status(isolated_home)["chunks"] == first.chunks
+
+
+def test_changed_file_is_rechunked_and_only_new_text_embedded(tmp_path, isolated_home):
+    root = write_corpus(tmp_path / "docs")
+    run(isolated_home, root, HashEmbedder())
+    (root / "tea.txt").write_text("Black tea is fully oxidised before drying. " * 6)
+    embedder = HashEmbedder()
+    report = run(isolated_home, root, embedder)
+    assert (report.updated, report.unchanged) == (1, 2)
+    assert all("Black tea" in text for text in embedder.embedded_texts)
+    store = Store.open(isolated_home)
+    texts = [row[0] for row in store.db.execute("SELECT text FROM chunks")]
+    assert not any("Green tea" in t for t in texts)
+    assert store.count("embeddings") == len(set(texts))  # old vectors dropped
+    store.close()
+
+
+def test_deleted_files_are_pruned_unless_asked_not_to(tmp_path, isolated_home):
+    root = write_corpus(tmp_path / "docs")
+    run(isolated_home, root, HashEmbedder())
+    (root / "sub" / "river.txt").unlink()
+    kept = run(isolated_home, root, HashEmbedder(), prune=False)
+    assert kept.removed == 0 and index_status(isolated_home)["documents"] == 3
+    pruned = run(isolated_home, root, HashEmbedder())
+    assert pruned.removed == 1 and index_status(isolated_home)["documents"] == 2
+
+
+def test_identical_chunks_in_different_files_are_embedded_once(tmp_path, isolated_home):
+    root = tmp_path / "docs"
+    root.mkdir()
+    text = "Identical paragraph about lighthouses and their keepers on stormy nights."
+    (root / "a.txt").write_text(text)
+    (root / "b.txt").write_text(text)
+    embedder = HashEmbedder()
+    report = run(isolated_home, root, embedder)
+    assert report.chunks == 2 and report.embedded == 1 and len(embedder.embedded_texts) == 1
+
+
+def test_another_model_is_refused_with_the_rebuild_command(tmp_path, isolated_home):
+    root = write_corpus(tmp_path / "docs")
+    run(isolated_home, root, HashEmbedder(64))
+    with pytest.raises(IndexMismatch, match="rag ingest --rebuild --embed-model fake-hash-32"):
+        run(isolated_home, root, HashEmbedder(32))
+    report = run(isolated_home, root, HashEmbedder(32), rebuild=True)
+    assert report.added == 3
+    assert index_status(isolated_home)["dimension"] == 32
+
+
+def test_new_chunk_settings_rechunk_every_document(tmp_path, isolated_home):
+    root = write_corpus(tmp_path / "docs")
+    first = run(isolated_home, root, HashEmbedder())
+    second = run(isolated_home, root, HashEmbedder(), chunking=ChunkSettings("word", 10, 2))
+    assert second.updated == 3 and second.chunks > first.chunks
+    assert index_status(isolated_home)["groups"]["medium"]["chunk_size"] == 10
+
+
+def test_groups_live_side_by_side(tmp_path, isolated_home):
+    root = write_corpus(tmp_path / "docs")
+    run(isolated_home, root, HashEmbedder())
+    ingest(isolated_home, [root], embedder=HashEmbedder(), group="fine", chunking=ChunkSettings("word", 8, 2))
+    groups = index_status(isolated_home)["groups"]
+    assert set(groups) == {"medium", "fine"}
+    assert groups["fine"]["chunks"] > groups["medium"]["chunks"]
+
+
+def test_bad_overlap_is_a_usage_error(tmp_path, isolated_home):
+    root = write_corpus(tmp_path / "docs")
+    with pytest.raises(UsageError, match="overlap"):
+        run(isolated_home, root, HashEmbedder(), chunking=ChunkSettings("word", 10, 10))
+
+
+def test_include_and_exclude_globs(tmp_path, isolated_home):
+    root = write_corpus(tmp_path / "docs")
+    report = run(isolated_home, root, HashEmbedder(), file_filter=FileFilter(include=("*.txt",), exclude=("sub/*",)))
+    assert report.added == 1
+    assert [Path(d["path"]).name for d in list_documents(isolated_home)] == ["tea.txt"]
+
+
+def test_unreadable_file_is_reported_and_the_rest_ingested(tmp_path, isolated_home):
+    root = write_corpus(tmp_path / "docs")
+    (root / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
+    report = run(isolated_home, root, HashEmbedder())
+    assert report.added == 3
+    assert [Path(f.path).name for f in report.failed] == ["broken.pdf"]
+    assert "broken.pdf" in report.failed[0].reason or report.failed[0].reason
+
+
+def test_stale_vector_file_is_rebuilt_from_the_database(tmp_path, isolated_home):
+    root = write_corpus(tmp_path / "docs")
+    run(isolated_home, root, HashEmbedder())
+    store = Store.open(isolated_home)
+    store.set_meta("vectors_generation:medium", 99)  # as if a crash hit between the two writes
+    index = store.vector_index("medium")
+    assert len(index) == store.count("embeddings")
+    query = HashEmbedder().embed(["Danube Black Sea countries"])
+    scores, ids = index.search(query, 1)
+    chunk_ids = store.chunk_ids_for_embeddings("medium", [int(ids[0][0])])
+    chunk = store.chunks(chunk_ids[int(ids[0][0])])
+    assert next(iter(chunk.values())).path.endswith("river.txt")
+    store.close()
+
+
+def test_rm_removes_documents_and_their_vectors(tmp_path, isolated_home):
+    root = write_corpus(tmp_path / "docs")
+    run(isolated_home, root, HashEmbedder())
+    assert remove_paths(isolated_home, [str(root / "sub")]) == 1
+    status = index_status(isolated_home)
+    assert status["documents"] == 2
+    assert status["groups"]["medium"]["vectors"] == status["embeddings"]
+
+
+def test_last_ingest_and_roots_are_recorded(tmp_path, isolated_home):
+    root = write_corpus(tmp_path / "docs")
+    run(isolated_home, root, HashEmbedder())
+    status = index_status(isolated_home)
+    assert status["roots"] == [str(root.resolve())]
+    assert status["last_ingest"]["added"] == 3
+    params = json.loads((isolated_home / "vectors" / "medium.json").read_text())
+    assert params["model"] == "fake-hash-64" and params["dimension"] == 64
+    assert params["chunking"] == {"split_by": "word", "chunk_size": 20, "chunk_overlap": 5}
+
+
+EXPECTED_COLUMNS = {
+    "documents": ["id", "path", "file_name", "file_type", "size", "modified", "created", "title",
+                  "content_hash", "metadata", "ingested_at"],
+    "chunks": ["id", "doc_id", "group_name", "ord", "text", "start", "end", "page", "hash", "embedding_id"],
+    "embeddings": ["id", "hash", "vector"],
+    "groups": ["name", "split_by", "chunk_size", "chunk_overlap", "created_at"],
+    "doc_groups": ["doc_id", "group_name", "content_hash"],
+    "meta": ["key", "value"],
+}
+
+
+def test_migrations_from_blank(isolated_home):
+    store = Store.create(isolated_home)
+    for table, columns in EXPECTED_COLUMNS.items():
+        assert [c.name for c in store.db[table].columns] == columns
+    assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    store.close()
