@@ -29,6 +29,7 @@ from ragcli.types import ChunkSettings, Document
 from ragcli.walk import FileFilter, resolve_roots, walk_files
 
 DEFAULT_GROUP = "medium"
+TEXT_FILE_TYPES = frozenset({"txt", "md", "html"})
 
 
 class Embedder(Protocol):
@@ -260,7 +261,9 @@ def _start_group(store: Store, embedder: Embedder, group: str, settings: ChunkSe
 
 
 def _ingest_file(store, batcher, path: Path, settings, group, embedder, report: IngestReport) -> str:
-    if reader_for(path) is None or is_probably_binary(path):
+    reader = reader_for(path)
+    # PDF and DOCX are binary containers; only text formats are sniffed for NUL bytes.
+    if reader is None or (reader.file_type in TEXT_FILE_TYPES and is_probably_binary(path)):
         report.skipped += 1
         return "skipped"
     try:

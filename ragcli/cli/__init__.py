@@ -1,17 +1,40 @@
-"""The `rag` command: a thin typer layer over the library, with one error boundary."""
+"""The `rag` command: a thin typer layer over the library, with one error boundary.
+
+The boundary lives in the click group (`_RagGroup.invoke`), so it applies the same way to
+the installed entry point and to in-process `CliRunner` tests: a `RagError` becomes one
+line on stderr and its exit code (1, or 2 for bad values), Ctrl-C exits 130.
+"""
 
 from __future__ import annotations
 
 import sys
 
 import typer
+from typer.core import TyperGroup
 
 from ragcli import __version__
 from ragcli.cli import ingest as ingest_commands
+from ragcli.errors import RagError
+
+
+class _RagGroup(TyperGroup):
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except RagError as error:
+            typer.echo(f"rag: error: {error}", err=True)
+            raise typer.Exit(error.exit_code) from None
+        except KeyboardInterrupt:
+            typer.echo("rag: interrupted", err=True)
+            raise typer.Exit(130) from None
+        except BrokenPipeError:
+            _silence_stdout()
+            raise typer.Exit(0) from None
+
 
 app = typer.Typer(
     name="rag",
-    help="Local-first retrieval-augmented generation: ingest folders, query them, ask them.",
+    cls=_RagGroup,
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
     add_completion=False,
@@ -34,6 +57,11 @@ def _root(
 
     Example: rag ingest ~/notes && rag query "how do I reset the router?"
     """
+    import logging
+
+    # Parser libraries (pypdf) log recoverable oddities; the per-file report already says
+    # what matters, so keep their warnings off the terminal.
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
 
 
 app.command("ingest")(ingest_commands.ingest)
@@ -43,41 +71,17 @@ app.command("rm")(ingest_commands.rm)
 
 
 def main() -> None:
-    """Entry point: run the app; map library errors to one line on stderr and an exit code."""
-    from ragcli.errors import RagError
-
+    """Entry point. A closed pipe (`rag ls | head -1`) ends quietly with exit 0."""
     try:
-        app(standalone_mode=False)
-    except RagError as error:
-        typer.echo(f"rag: error: {error}", err=True)
-        sys.exit(error.exit_code)
-    except KeyboardInterrupt:
-        typer.echo("rag: interrupted", err=True)
-        sys.exit(130)
+        app()
     except BrokenPipeError:
-        _quiet_broken_pipe()
-    except (typer.Exit, SystemExit) as done:
-        sys.exit(getattr(done, "exit_code", getattr(done, "code", 0)))
-    except Exception as error:  # click usage errors and aborts
-        _click_error(error)
+        _silence_stdout()
+        sys.exit(0)
 
 
-def _click_error(error: Exception) -> None:
-    import click
-
-    if isinstance(error, click.exceptions.ClickException):
-        error.show()
-        sys.exit(error.exit_code)
-    if isinstance(error, click.exceptions.Abort):
-        typer.echo("rag: interrupted", err=True)
-        sys.exit(130)
-    raise error
-
-
-def _quiet_broken_pipe() -> None:
-    """The reader went away (`rag ls | head -1`): stop quietly with exit 0."""
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
     import os
 
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
-    sys.exit(0)

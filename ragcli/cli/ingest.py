@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ragcli.cli.options import EmbedModelOption, GroupOption, IndexOption, JsonOption
@@ -69,7 +70,8 @@ def ingest(
                             file_filter=FileFilter(tuple(include or ()), tuple(exclude or ())),
                             prune=prune, rebuild=rebuild, progress=bar)
     for failure in report.failed:
-        err.print(f"[red]failed[/red] {failure.path}: {failure.reason}", highlight=False, markup=True)
+        message = failure.reason if failure.path in failure.reason else f"{failure.path}: {failure.reason}"
+        err.print(f"[red]failed[/red] {escape(message)}", highlight=False)
     if json_output:
         emit_json("ingest", report.to_dict())
     else:
@@ -133,10 +135,12 @@ def ls(index: IndexOption = None, json_output: JsonOption = False) -> None:
     if json_output:
         emit_json("documents", {"documents": documents})
         return
-    table = Table("path", "type", "size", "chunks", "modified")
+    table = Table("type", "size", "chunks", "modified")
+    table.add_column("path", overflow="fold")
     for doc in documents:
         chunks = ", ".join(f"{g}:{n}" for g, n in doc["chunks"].items())
-        table.add_row(doc["path"], doc["file_type"], human_size(doc["size"] or 0), chunks, doc["modified"] or "")
+        table.add_row(doc["file_type"], human_size(doc["size"] or 0), chunks, (doc["modified"] or "")[:10],
+                      doc["path"])
     stdout_console().print(table)
 
 

@@ -1,0 +1,112 @@
+"""Document readers: one module per format and a registry keyed by file suffix.
+
+Usage::
+
+    from ragcli.readers import read_document, reader_for, SUPPORTED_SUFFIXES
+    document = read_document(Path("notes.md"))
+
+Each reader's third-party parser (pypdf, python-docx, selectolax) is imported only when
+a file of its format is read, so importing this package stays cheap.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import MappingProxyType
+from typing import Mapping
+
+from ragcli.readers.base import Reader, reader_error
+from ragcli.readers.docx import DocxReader
+from ragcli.readers.html import HtmlReader
+from ragcli.readers.markdown import MarkdownReader
+from ragcli.readers.pdf import PdfReader
+from ragcli.readers.text import TextReader, has_unicode_bom
+from ragcli.types import Document
+
+__all__ = [
+    "READERS",
+    "SUPPORTED_SUFFIXES",
+    "Reader",
+    "is_probably_binary",
+    "read_document",
+    "reader_for",
+    "reader_versions",
+]
+
+_BUILTIN_READERS: tuple[Reader, ...] = (
+    TextReader(),
+    MarkdownReader(),
+    PdfReader(),
+    DocxReader(),
+    HtmlReader(),
+)
+
+# Read-only: the registry is fixed at import, so no module can change another's readers.
+READERS: Mapping[str, Reader] = MappingProxyType(
+    {suffix: reader for reader in _BUILTIN_READERS for suffix in reader.suffixes}
+)
+SUPPORTED_SUFFIXES: frozenset[str] = frozenset(READERS)
+
+_SNIFF_BYTES = 8192
+
+
+def reader_for(path: Path | str) -> Reader | None:
+    """Return the reader for a file's suffix (any case), or None if unsupported."""
+    return READERS.get(Path(path).suffix.lower())
+
+
+def reader_versions() -> dict[str, str]:
+    """Return ``{file_type: version}`` for every reader, for the index fingerprint."""
+    return {reader.file_type: reader.version for reader in _BUILTIN_READERS}
+
+
+def read_document(path: Path) -> Document:
+    """Read any supported file into a Document.
+
+    Args:
+        path: The file to read.
+
+    Returns:
+        The Document; ``path`` is absolute and resolved, ``metadata`` has file_name,
+        file_type, size, modified and created (ISO-8601 UTC), plus title and pages
+        where the format provides them.
+
+    Raises:
+        ReaderError: The suffix is not supported, the file is missing, or its reader
+            cannot read it; the message names the file and the reason.
+    """
+    path = Path(path)
+    reader = reader_for(path)
+    if reader is None:
+        supported = ", ".join(sorted(SUPPORTED_SUFFIXES))
+        raise reader_error(
+            path,
+            f"unsupported file type {path.suffix or '(no suffix)'!r}; "
+            f"supported: {supported}",
+        )
+    if not path.is_file():
+        raise reader_error(path, "no such file; check the path")
+    return reader.read(path)
+
+
+def is_probably_binary(path: Path) -> bool:
+    """Return True if the file's first 8 KiB contain a NUL byte.
+
+    This is a content sniff for the walker, to skip binary files among text-like ones.
+    PDF and DOCX files are binary containers by nature and usually answer True, so call
+    it only for files whose reader is text-based (txt, md, html) or that have no reader.
+    A UTF-16/UTF-32 file with a BOM has NUL bytes but is text, so it answers False.
+
+    Args:
+        path: The file to sniff.
+
+    Returns:
+        True for binary content; False for text or an unreadable file (whose reader
+        will then report the real problem).
+    """
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(_SNIFF_BYTES)
+    except OSError:
+        return False
+    return b"\x00" in head and not has_unicode_bom(head)

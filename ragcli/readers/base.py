@@ -1,0 +1,131 @@
+"""The Reader protocol and the pieces every reader shares.
+
+A reader turns one file into a `Document`: normalised text plus the file metadata the
+store keeps filterable (file_name, file_type, size, modified, created, title, pages).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from ragcli.errors import ReaderError
+from ragcli.types import Document
+
+
+@runtime_checkable
+class Reader(Protocol):
+    """Reads one file format into a `Document`.
+
+    Attributes:
+        suffixes: Lower-case file suffixes this reader handles, with the dot (".pdf").
+        file_type: Short type stored on the document ("txt", "md", "pdf", ...).
+        version: Bumped whenever the reader's output changes, so the index fingerprint
+            changes and old chunks are rebuilt.
+    """
+
+    suffixes: tuple[str, ...]
+    file_type: str
+    version: str
+
+    def read(self, path: Path) -> Document:
+        """Read `path` into a Document.
+
+        Raises:
+            ReaderError: The file cannot be read; the message names the file and why.
+        """
+        ...
+
+
+def reader_error(path: Path, reason: str) -> ReaderError:
+    """Build the ReaderError every reader raises: "<path>: <reason>".
+
+    Args:
+        path: The file that could not be read.
+        reason: What is wrong and, where possible, how to fix it.
+
+    Returns:
+        The error, for the caller to raise.
+    """
+    return ReaderError(f"{path}: {reason}")
+
+
+def read_bytes(path: Path) -> bytes:
+    """Read a whole file, turning OS errors into a ReaderError.
+
+    Raises:
+        ReaderError: The file is missing, unreadable or a directory.
+    """
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        reason = (
+            f"cannot read file ({exc.strerror or exc}); check it exists and is readable"
+        )
+        raise reader_error(path, reason) from exc
+
+
+def normalise_text(text: str) -> str:
+    """Normalise line endings, drop NUL characters and apply Unicode NFC.
+
+    NFC matters for search: a "é" typed as one code point and one written as "e" plus a
+    combining accent must produce the same tokens and the same chunk hash.
+    """
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+    return unicodedata.normalize("NFC", text)
+
+
+def _iso_utc(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, tz=timezone.utc).isoformat(
+        timespec="seconds"
+    )
+
+
+def file_metadata(path: Path, file_type: str) -> dict[str, Any]:
+    """Return the filesystem metadata every document carries.
+
+    ``created`` comes from ``st_ctime``: the creation time on Windows, the last metadata
+    change on Unix, which is the closest portable value.
+
+    Raises:
+        ReaderError: The file cannot be stat-ed.
+    """
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise reader_error(
+            path, f"cannot read file ({exc.strerror or exc}); check it exists"
+        ) from exc
+    return {
+        "file_name": path.name,
+        "file_type": file_type,
+        "size": st.st_size,
+        "modified": _iso_utc(st.st_mtime),
+        "created": _iso_utc(st.st_ctime),
+    }
+
+
+def build_document(path: Path, text: str, file_type: str, **extra: Any) -> Document:
+    """Assemble a Document with normalised text, the resolved path and full metadata.
+
+    Args:
+        path: The file read.
+        text: Its extracted text (normalised here).
+        file_type: The short type, e.g. "pdf".
+        **extra: Extra metadata (title, pages); ``None`` values are left out.
+
+    Returns:
+        The Document, with ``path`` absolute and resolved.
+    """
+    metadata = file_metadata(path, file_type)
+    if isinstance(extra.get("title"), str):
+        extra["title"] = normalise_text(extra["title"]).strip() or None
+    metadata.update({key: value for key, value in extra.items() if value is not None})
+    return Document(
+        path=str(path.resolve()),
+        text=normalise_text(text),
+        file_type=file_type,
+        metadata=metadata,
+    )

@@ -1,0 +1,123 @@
+"""HTML pages (.html, .htm), read with selectolax's Lexbor parser.
+
+Only visible prose is kept: scripts, styles, navigation and hidden elements are dropped.
+Block elements (p, div, h1, li ...) become paragraphs separated by a blank line, so the
+passage splitter sees the page's structure; table cells are joined by " | " as in DOCX.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ragcli.readers.base import build_document
+from ragcli.readers.text import read_text_file
+from ragcli.types import Document
+
+# Elements whose content is never shown as page text, or is site chrome repeated on
+# every page (nav), which would make every page match navigation words.
+_NOISE_TAGS = "head script style noscript template nav svg iframe object".split()
+_HIDDEN = "[hidden], [aria-hidden='true']"
+_BLOCK_TAGS = frozenset(
+    "address article aside blockquote caption dd details dialog div dl dt fieldset "
+    "figcaption figure footer form h1 h2 h3 h4 h5 h6 header hr li main ol p pre "
+    "section summary table tbody thead tfoot ul".split()
+)
+# A table row is one line, as in the DOCX reader, not a paragraph of its own.
+_ROW_TAGS = frozenset({"tr"})
+_CELL_TAGS = frozenset({"td", "th"})
+# Markers used while walking; neither survives whitespace collapsing of real text.
+_BREAK, _CELL = "\n\n", "\t"
+_SPACES = re.compile(r"\s+")
+
+
+def _markers(tag: str) -> tuple[str, str]:
+    """Return the (before, after) markers an element adds around its content."""
+    if tag in _BLOCK_TAGS:
+        return _BREAK, _BREAK
+    if tag in _ROW_TAGS:
+        return "", "\n"
+    if tag in _CELL_TAGS:
+        return _CELL, ""
+    return ("\n", "") if tag == "br" else ("", "")
+
+
+def _walk(root: Any) -> str:
+    """Flatten the element tree to text plus break and cell markers.
+
+    Iterative rather than recursive, so deeply nested pages cannot hit the recursion
+    limit; a plain string on the stack is the marker that closes an element.
+    """
+    parts: list[str] = []
+    stack: list[Any] = [root]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            parts.append(item)
+        elif item.tag == "-text":
+            parts.append(_SPACES.sub(" ", item.text(deep=False)))
+        elif item.tag == "pre":
+            # Preformatted text keeps its line breaks; tabs would read as cell markers.
+            parts.append(_BREAK + item.text().replace(_CELL, " ") + _BREAK)
+        else:
+            before, after = _markers(item.tag)
+            parts.append(before)
+            stack.append(after)
+            stack.extend(reversed(list(item.iter(include_text=True))))
+    return "".join(parts)
+
+
+def _tidy(raw: str) -> str:
+    """Trim each line, join table cells with " | " and keep at most one blank line."""
+    lines = []
+    for line in raw.split("\n"):
+        cells = (_SPACES.sub(" ", cell).strip() for cell in line.split(_CELL))
+        lines.append(" | ".join(cell for cell in cells if cell))
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def _title(tree: Any) -> str | None:
+    """Return the <title>, else the first <h1>."""
+    for selector in ("title", "h1"):
+        node = tree.css_first(selector)
+        if node is not None and node.text(strip=True):
+            return node.text(strip=True)
+    return None
+
+
+def extract_html(html: str) -> tuple[str, str | None]:
+    """Return the visible text of an HTML page and its title.
+
+    Args:
+        html: The page source.
+
+    Returns:
+        ``(text, title)``; paragraphs in ``text`` are separated by blank lines.
+    """
+    from selectolax.lexbor import LexborHTMLParser
+
+    tree = LexborHTMLParser(html)
+    title = _title(tree)
+    tree.strip_tags(_NOISE_TAGS)
+    for node in tree.css(_HIDDEN):
+        node.decompose()
+    root = tree.body if tree.body is not None else tree.root
+    return (_tidy(_walk(root)) if root is not None else ""), title
+
+
+class HtmlReader:
+    """Reads the visible text of HTML pages."""
+
+    suffixes: tuple[str, ...] = (".html", ".htm")
+    file_type = "html"
+    version = "1"
+
+    def read(self, path: Path) -> Document:
+        """Read an HTML file (UTF-8, or UTF-16 with a BOM) into a Document.
+
+        Raises:
+            ReaderError: The file cannot be read or is not valid Unicode text.
+        """
+        text, title = extract_html(read_text_file(path))
+        return build_document(path, text, self.file_type, title=title)

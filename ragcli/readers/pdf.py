@@ -1,0 +1,107 @@
+"""PDF files, read with pypdf.
+
+Pages are joined with a form feed (``\\f``) so the splitter and citations can recover
+page numbers from character offsets. pypdf is imported when a PDF is read, not at
+start-up.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from pathlib import Path
+from typing import Any
+
+from ragcli.readers.base import build_document, reader_error
+from ragcli.types import Document
+
+PAGE_SEPARATOR = "\f"
+
+# pypdf signals a damaged file with its own errors but also, deep in the object parser,
+# with plain Python ones; any of these on open or extraction means the file is corrupt.
+_PARSER_ERRORS: tuple[type[BaseException], ...] = (
+    ValueError,
+    KeyError,
+    IndexError,
+    TypeError,
+    AttributeError,
+    AssertionError,
+    RecursionError,
+    zlib.error,
+    struct.error,
+)
+
+
+def _open(path: Path) -> Any:
+    """Open a PDF and make sure its pages can be read (decrypting an empty password)."""
+    from pypdf import PasswordType, PdfReader
+
+    pdf = PdfReader(path)
+    # pypdf already tries the empty user password; a PDF that only restricts printing or
+    # copying opens with it, one that needs a real password does not.
+    if pdf.is_encrypted and pdf.decrypt("") == PasswordType.NOT_DECRYPTED:
+        raise reader_error(
+            path,
+            "encrypted PDF (a password is needed); "
+            "save a decrypted copy, e.g. `qpdf --decrypt`",
+        )
+    return pdf
+
+
+def _title(pdf: Any) -> str | None:
+    """Return the document title from the PDF info dictionary, if set."""
+    info = pdf.metadata
+    title = info.title if info is not None else None
+    return str(title) if title else None
+
+
+def _page_texts(pdf: Any) -> list[str]:
+    """Extract each page's text; a stray form feed inside a page becomes a newline."""
+    return [
+        (page.extract_text() or "").replace(PAGE_SEPARATOR, "\n") for page in pdf.pages
+    ]
+
+
+class PdfReader:
+    """Reads the text layer of PDF files, one ``\\f``-separated section per page."""
+
+    suffixes: tuple[str, ...] = (".pdf",)
+    file_type = "pdf"
+    version = "1"
+
+    def read(self, path: Path) -> Document:
+        """Read a PDF into a Document with a ``pages`` count in its metadata.
+
+        Raises:
+            ReaderError: The PDF is unreadable, corrupt, encrypted, has no pages, or has
+                no text layer at all (a scan that needs OCR first).
+        """
+        from pypdf.errors import DependencyError, PyPdfError
+
+        try:
+            pdf = _open(path)
+            pages = _page_texts(pdf)
+            title = _title(pdf)
+        except OSError as exc:
+            raise reader_error(
+                path, f"cannot read file ({exc.strerror or exc})"
+            ) from exc
+        except DependencyError as exc:
+            raise reader_error(
+                path, f"encrypted PDF needs an extra package: {exc}"
+            ) from exc
+        except (PyPdfError, *_PARSER_ERRORS) as exc:
+            raise reader_error(
+                path,
+                f"corrupt PDF: {exc or type(exc).__name__}; re-export or repair it",
+            ) from exc
+        if not pages:
+            raise reader_error(path, "corrupt PDF: it has no pages")
+        if not any(text.strip() for text in pages):
+            raise reader_error(
+                path,
+                "no text layer (scanned PDF?); "
+                "run OCR first, e.g. `ocrmypdf in.pdf out.pdf`",
+            )
+        text = PAGE_SEPARATOR.join(pages)
+        return build_document(path, text, self.file_type, title=title, pages=len(pages))
