@@ -43,6 +43,8 @@ def ingest(
     rebuild: Annotated[bool, typer.Option(help="Build a fresh index (e.g. for another model) and swap it "
                                           "in when complete.")] = False,
     embed_model: EmbedModelOption = None,
+    batch_size: Annotated[int, typer.Option(min=1, help="Chunks embedded and committed per transaction "
+                                            "(smaller: less memory, finer resume points).")] = 256,
     strict: Annotated[bool, typer.Option(help="Exit 1 when any file failed to read (default: report "
                                          "failures, exit 0).")] = False,
     json_output: JsonOption = False,
@@ -68,7 +70,7 @@ def ingest(
     with progress_bar(err, "ingesting") as bar:
         report = run_ingest(settings.index, roots, embedder=embedder, group=group, chunking=chunking,
                             file_filter=FileFilter(tuple(include or ()), tuple(exclude or ())),
-                            prune=prune, rebuild=rebuild, progress=bar)
+                            prune=prune, rebuild=rebuild, batch_chunks=batch_size, progress=bar)
     for failure in report.failed:
         message = failure.reason if failure.path in failure.reason else f"{failure.path}: {failure.reason}"
         err.print(f"[red]failed[/red] {escape(message)}", highlight=False)
