@@ -1,27 +1,28 @@
 """Settings and where things live on disk.
 
-Environment variables are read here and nowhere else. Precedence for every setting:
-command-line flag > environment variable > default (the config file layer arrives with
-`rag config`). Values are passed down explicitly as a frozen `Settings`.
+Every setting has one name, one environment variable and one line in the config file
+(TOML, `rag config path`). Precedence, highest first:
+
+    command-line flag > environment variable > config file > the index's own settings > default
+
+The index layer is applied where an index is opened (its embedding model, its groups);
+everything else is resolved here, once, into a frozen `Settings` passed down explicitly.
+Environment variables are read in this module and nowhere else.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Callable, Mapping
 
-from ragcli.errors import ModelNotFound
+from ragcli.errors import ModelNotFound, UsageError
 
 APP_NAME = "ragcli"
 GGUF_FILE_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-ENV_INDEX = "RAG_INDEX"
-ENV_EMBED_MODEL = "RAG_EMBED_MODEL"
-ENV_MODEL = "RAG_MODEL"
-ENV_CACHE = "RAG_CACHE_DIR"
+ENV_CONFIG = "RAG_CONFIG"
 
 
 def default_index_dir() -> Path:
@@ -36,6 +37,16 @@ def default_cache_dir() -> Path:
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir(APP_NAME))
+
+
+def default_config_path(environ: Mapping[str, str] | None = None) -> Path:
+    """`$RAG_CONFIG`, else config.toml in platformdirs' user config dir."""
+    env = os.environ if environ is None else environ
+    if env.get(ENV_CONFIG):
+        return Path(env[ENV_CONFIG]).expanduser()
+    from platformdirs import user_config_dir
+
+    return Path(user_config_dir(APP_NAME)) / "config.toml"
 
 
 def default_gguf_path() -> Path:
@@ -56,6 +67,64 @@ def default_gguf_path() -> Path:
     return path
 
 
+def _path(value: Any) -> Path:
+    return Path(str(value)).expanduser()
+
+
+def _positive_int(value: Any) -> int:
+    number = int(value)
+    if number < 1:
+        raise ValueError("must be 1 or more")
+    return number
+
+
+def _choice(*choices: str) -> Callable[[Any], str]:
+    def parse(value: Any) -> str:
+        if str(value) not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}")
+        return str(value)
+
+    return parse
+
+
+def _text(value: Any) -> str:
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Key:
+    """One setting: its parser, environment variable and help."""
+
+    name: str
+    parse: Callable[[Any], Any]
+    help: str
+
+    @property
+    def env(self) -> str:
+        return "RAG_" + self.name.upper()
+
+
+KEYS: dict[str, Key] = {key.name: key for key in (
+    Key("index", _path, "index directory"),
+    Key("cache_dir", _path, "cache for derived model files (ONNX exports)"),
+    Key("embed_model", _text, "embedding model folder (sentence-transformers layout)"),
+    Key("model", _text, "GGUF model file for answers and LLM retrieval"),
+    Key("group", _text, "chunk group used when --group is not given"),
+    Key("mode", _choice("bm25", "dense", "hybrid", "llm"), "retrieval mode"),
+    Key("top_k", _positive_int, "hits returned by query, chunks considered by ask"),
+    Key("ctx", _positive_int, "model context size in tokens"),
+    Key("max_tokens", _positive_int, "longest answer in tokens"),
+    Key("threads", _positive_int, "threads for generation"),
+    Key("color", _choice("auto", "always", "never"), "colour on the terminal"),
+)}
+
+
+def _defaults() -> dict[str, Any]:
+    return {"index": default_index_dir(), "cache_dir": default_cache_dir(), "embed_model": None,
+            "model": None, "group": None, "mode": "hybrid", "top_k": 10, "ctx": 2048, "max_tokens": 256,
+            "threads": None, "color": "auto"}
+
+
 @dataclass(frozen=True)
 class Settings:
     """Resolved settings for one command.
@@ -63,30 +132,97 @@ class Settings:
     Attributes:
         index: the index directory.
         cache_dir: derived model files (ONNX exports) cache.
-        embed_model: embedding model path or None for the packaged default.
+        embed_model: embedding model path or None for the index's own / the packaged default.
         gguf_model: GGUF path or None for the packaged default.
+        values: every setting by name (see `KEYS`).
+        sources: where each value came from: flag, env:NAME, config:PATH or default.
     """
 
     index: Path
     cache_dir: Path
     embed_model: str | None = None
     gguf_model: str | None = None
+    values: Mapping[str, Any] = field(default_factory=dict)
+    sources: Mapping[str, str] = field(default_factory=dict)
 
-    def with_flags(self, **flags: object) -> "Settings":
+    def get(self, name: str) -> Any:
+        return self.values.get(name)
+
+    def with_flags(self, **flags: Any) -> "Settings":
         """Return a copy where every flag that was given (not None) wins."""
-        given = {key: value for key, value in flags.items() if value is not None}
-        if "index" in given:
-            given["index"] = Path(str(given["index"])).expanduser()
-        return replace(self, **given)
+        values, sources = dict(self.values), dict(self.sources)
+        for name, value in flags.items():
+            if value is None:
+                continue
+            name = "model" if name == "gguf_model" else name
+            values[name] = _parse(KEYS[name], value, "flag") if name in KEYS else value
+            sources[name] = "flag"
+        return _settings(values, sources)
 
 
-def load_settings(environ: Mapping[str, str] | None = None, **flags: object) -> Settings:
-    """Build `Settings` from the environment and flags (flags win)."""
+def _parse(key: Key, value: Any, origin: str) -> Any:
+    try:
+        return key.parse(value)
+    except (TypeError, ValueError) as error:
+        raise UsageError(f"{origin}: bad value {value!r} for {key.name}: {error}") from None
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """Parse and validate a config file; a missing file is empty.
+
+    Raises:
+        UsageError: invalid TOML, an unknown key or a bad value; the message names file and key.
+    """
+    import tomllib
+
+    if not path.is_file():
+        return {}
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise UsageError(f"{path}: not valid TOML ({error})") from None
+    values = {}
+    for name, value in raw.items():
+        if name not in KEYS:
+            raise UsageError(f"{path}: unknown key '{name}' (known: {', '.join(KEYS)})")
+        values[name] = _parse(KEYS[name], value, str(path))
+    return values
+
+
+def load_settings(environ: Mapping[str, str] | None = None, **flags: Any) -> Settings:
+    """Resolve every setting: flags > environment > config file > defaults."""
     env = os.environ if environ is None else environ
-    base = Settings(
-        index=Path(env[ENV_INDEX]).expanduser() if env.get(ENV_INDEX) else default_index_dir(),
-        cache_dir=Path(env[ENV_CACHE]).expanduser() if env.get(ENV_CACHE) else default_cache_dir(),
-        embed_model=env.get(ENV_EMBED_MODEL) or None,
-        gguf_model=env.get(ENV_MODEL) or None,
-    )
-    return base.with_flags(**flags)
+    config = default_config_path(env)
+    values, sources = _defaults(), {name: "default" for name in KEYS}
+    for name, value in read_config_file(config).items():
+        values[name], sources[name] = value, f"config:{config}"
+    for key in KEYS.values():
+        if env.get(key.env):
+            values[key.name], sources[key.name] = _parse(key, env[key.env], key.env), f"env:{key.env}"
+    return _settings(values, sources).with_flags(**flags)
+
+
+def _settings(values: dict[str, Any], sources: dict[str, str]) -> Settings:
+    return Settings(index=values["index"], cache_dir=values["cache_dir"], embed_model=values.get("embed_model"),
+                    gguf_model=values.get("model"), values=values, sources=sources)
+
+
+def set_config_value(path: Path, name: str, value: str) -> Any:
+    """Validate and write one key into the config file (atomically); returns the parsed value.
+
+    Raises:
+        UsageError: unknown key or bad value.
+    """
+    import tomli_w
+
+    if name not in KEYS:
+        raise UsageError(f"unknown setting '{name}' (known: {', '.join(KEYS)})")
+    parsed = _parse(KEYS[name], value, f"rag config set {name}")
+    data = read_config_file(path)
+    data[name] = str(parsed) if isinstance(parsed, Path) else parsed
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(tomli_w.dumps({k: str(v) if isinstance(v, Path) else v for k, v in data.items()}),
+                   encoding="utf-8")
+    os.replace(tmp, path)
+    return parsed

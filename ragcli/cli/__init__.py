@@ -13,7 +13,10 @@ import typer
 from typer.core import TyperGroup
 
 from ragcli import __version__
+from ragcli.cli import ask as ask_commands
+from ragcli.cli import config as config_commands
 from ragcli.cli import ingest as ingest_commands
+from ragcli.cli import query as query_commands
 from ragcli.errors import RagError
 
 
@@ -68,6 +71,9 @@ app.command("ingest")(ingest_commands.ingest)
 app.command("status")(ingest_commands.status)
 app.command("ls")(ingest_commands.ls)
 app.command("rm")(ingest_commands.rm)
+app.add_typer(config_commands.app, name="config")
+app.command("query")(query_commands.query)
+app.command("ask")(ask_commands.ask)
 
 
 def main() -> None:

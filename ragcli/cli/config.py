@@ -1,0 +1,55 @@
+"""`rag config path|show|set`: the configuration file and where each value comes from."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ragcli.cli.options import JsonOption
+from ragcli.cli.render import emit_json, stderr_console, stdout_console
+from ragcli.config import KEYS, default_config_path, load_settings, set_config_value
+
+app = typer.Typer(help="Show and change settings (flag > environment > config file > index > default).",
+                  no_args_is_help=True)
+
+
+@app.command("path")
+def path() -> None:
+    """Print the config file's path (it need not exist yet).
+
+    Example: $EDITOR "$(rag config path)"
+    """
+    typer.echo(str(default_config_path()))
+
+
+@app.command("show")
+def show(json_output: JsonOption = False) -> None:
+    """Show every setting, its value and where it came from (flag, env, config file, default).
+
+    Example: RAG_TOP_K=5 rag config show
+    """
+    settings = load_settings()
+    rows = [{"key": name, "value": None if settings.get(name) is None else str(settings.get(name)),
+             "source": settings.sources[name], "env": key.env, "help": key.help} for name, key in KEYS.items()]
+    if json_output:
+        emit_json("config", {"path": str(default_config_path()), "settings": rows})
+        return
+    table = Table("key", "value", "source", "environment")
+    for row in rows:
+        table.add_row(row["key"], row["value"] or "-", row["source"], row["env"])
+    stdout_console().print(table)
+
+
+@app.command("set")
+def set_value(
+    key: Annotated[str, typer.Argument(help=f"One of: {', '.join(KEYS)}.")],
+    value: Annotated[str, typer.Argument(help="The new value.")],
+) -> None:
+    """Write one setting into the config file.
+
+    Example: rag config set top_k 5
+    """
+    parsed = set_config_value(default_config_path(), key, value)
+    stderr_console().print(f"{key} = {parsed} written to {default_config_path()}", highlight=False)
