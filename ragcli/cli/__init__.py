@@ -14,7 +14,10 @@ from typer.core import TyperGroup
 
 from ragcli import __version__
 from ragcli.cli import ask as ask_commands
+from ragcli.cli import completions as completion_commands
 from ragcli.cli import config as config_commands
+from ragcli.cli import doctor as doctor_commands
+from ragcli.cli import eval as eval_commands
 from ragcli.cli import ingest as ingest_commands
 from ragcli.cli import query as query_commands
 from ragcli.errors import RagError
@@ -72,14 +75,20 @@ app.command("status")(ingest_commands.status)
 app.command("ls")(ingest_commands.ls)
 app.command("rm")(ingest_commands.rm)
 app.add_typer(config_commands.app, name="config")
+app.command("doctor")(doctor_commands.doctor)
+app.command("completions")(completion_commands.completions)
+completion_commands.enable()
 app.command("query")(query_commands.query)
 app.command("ask")(ask_commands.ask)
+app.add_typer(eval_commands.app, name="eval")
 
 
 def main() -> None:
     """Entry point. A closed pipe (`rag ls | head -1`) ends quietly with exit 0."""
+    from ragcli.cli.completions import COMPLETE_VAR
+
     try:
-        app()
+        app(prog_name="rag", complete_var=COMPLETE_VAR)
     except BrokenPipeError:
         _silence_stdout()
         sys.exit(0)

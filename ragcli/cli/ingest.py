@@ -146,8 +146,15 @@ def ls(index: IndexOption = None, json_output: JsonOption = False) -> None:
     stdout_console().print(table)
 
 
+def _complete_paths(incomplete: str) -> list[str]:
+    from ragcli.cli.completions import indexed_paths
+
+    return indexed_paths(incomplete)
+
+
 def rm(
-    paths: Annotated[List[str], typer.Argument(help="Indexed files or folders to remove.")],
+    paths: Annotated[List[str], typer.Argument(help="Indexed files or folders to remove.",
+                                              autocompletion=_complete_paths)],
     index: IndexOption = None,
     json_output: JsonOption = False,
 ) -> None:

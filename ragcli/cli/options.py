@@ -18,8 +18,14 @@ EmbedModelOption = Annotated[
     typer.Option("--embed-model", help="Embedding model: a local sentence-transformers folder "
                  "(default: $RAG_EMBED_MODEL, else the packaged all-MiniLM-L6-v2).", show_default=False),
 ]
+def _complete_groups(incomplete: str) -> list[str]:
+    from ragcli.cli.completions import group_names
+
+    return group_names(incomplete)
+
+
 GroupOption = Annotated[
     Optional[str],
     typer.Option("--group", "-g", help="Chunk group (granularity), e.g. fine, medium, coarse.",
-                 show_default=False),
+                 show_default=False, autocompletion=_complete_groups),
 ]

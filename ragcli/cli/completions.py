@@ -1,0 +1,68 @@
+"""`rag completions bash|zsh|fish`: shell completion scripts generated from the app itself.
+
+The scripts are thin shims: the shell calls `rag` back with `_RAG_COMPLETE` set, and the
+app answers from its own options, so they never go stale for option names; the committed
+copies in `completions/` are checked against this output by a test.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+COMPLETE_VAR = "_RAG_COMPLETE"
+FILE_NAMES = {"bash": "rag.bash", "zsh": "_rag", "fish": "rag.fish"}
+
+
+class Shell(str, Enum):
+    bash = "bash"
+    zsh = "zsh"
+    fish = "fish"
+
+
+def enable() -> None:
+    """Register typer's completion classes (off because the app hides --install-completion)."""
+    from typer._completion_classes import completion_init
+
+    completion_init()
+
+
+def script(shell: str) -> str:
+    from typer._completion_shared import get_completion_script
+
+    return get_completion_script(prog_name="rag", complete_var=COMPLETE_VAR, shell=shell).strip() + "\n"
+
+
+def completions(shell: Annotated[Shell, typer.Argument(help="bash, zsh or fish.")]) -> None:
+    """Print the completion script for a shell.
+
+    Example: rag completions bash > ~/.local/share/bash-completion/completions/rag
+    """
+    typer.echo(script(shell.value), nl=False)
+
+
+def group_names(incomplete: str) -> list[str]:
+    """Completion for --group: the current index's groups."""
+    return [name for name in _index_values("SELECT name FROM groups") if name.startswith(incomplete)]
+
+
+def indexed_paths(incomplete: str) -> list[str]:
+    """Completion for `rag rm`: the indexed document paths."""
+    return [path for path in _index_values("SELECT path FROM documents ORDER BY path")
+            if path.startswith(incomplete) or Path(path).name.startswith(incomplete)]
+
+
+def _index_values(sql: str) -> list[str]:
+    import sqlite3
+
+    from ragcli.config import load_settings
+
+    try:
+        index = load_settings().index / "index.db"
+        with sqlite3.connect(f"file:{index}?mode=ro", uri=True) as conn:
+            return [row[0] for row in conn.execute(sql)]
+    except Exception:  # completion must never print a traceback into the shell
+        return []
