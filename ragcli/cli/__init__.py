@@ -8,6 +8,8 @@ line on stderr and its exit code (1, or 2 for bad values), Ctrl-C exits 130.
 from __future__ import annotations
 
 import sys
+from enum import Enum
+from typing import Annotated, Optional
 
 import typer
 from typer.core import TyperGroup
@@ -54,20 +56,39 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+class Color(str, Enum):
+    auto = "auto"
+    always = "always"
+    never = "never"
+
+
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                 help="Show the version and exit."),
+    ctx: typer.Context,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Show the version and exit.")] = False,
+    color: Annotated[Optional[Color], typer.Option(
+        help="Colour: auto (terminal only, honours NO_COLOR), always or never. Default: $RAG_COLOR or auto.",
+        show_default=False)] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only data and errors: no messages.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log what happens to stderr.")] = False,
 ) -> None:
     """Local-first retrieval-augmented generation: ingest folders, query them, ask them.
 
     Example: rag ingest ~/notes && rag query "how do I reset the router?"
     """
     import logging
+    import os
 
+    from ragcli.cli.render import OutputOptions
+
+    chosen = color.value if color else os.environ.get("RAG_COLOR", "auto")
+    ctx.obj = OutputOptions(color=chosen, quiet=quiet, verbose=verbose)
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
+                        format="rag: %(name)s: %(message)s")
     # Parser libraries (pypdf) log recoverable oddities; the per-file report already says
-    # what matters, so keep their warnings off the terminal.
-    logging.getLogger("pypdf").setLevel(logging.ERROR)
+    # what matters, so keep their warnings off the terminal unless asked for.
+    logging.getLogger("pypdf").setLevel(logging.INFO if verbose else logging.ERROR)
 
 
 app.command("ingest")(ingest_commands.ingest)

@@ -27,8 +27,10 @@ class BarProgress:
 
 @contextmanager
 def progress_bar(console: Console, description: str, enabled: bool = True) -> Iterator[BarProgress | None]:
-    """Yield a progress receiver when stderr is a terminal, else None."""
-    if not (enabled and console.is_terminal):
+    """Yield a progress receiver when stderr really is a terminal (not merely forced to colour)."""
+    import sys
+
+    if not (enabled and sys.stderr.isatty() and not console.quiet):
         yield None
         return
     columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 from rich.console import Console
@@ -11,13 +12,48 @@ from rich.console import Console
 SCHEMA_VERSION = 1
 
 
+@dataclass(frozen=True)
+class OutputOptions:
+    """The global --color / --quiet / --verbose choices, kept on the click context."""
+
+    color: str = "auto"
+    quiet: bool = False
+    verbose: bool = False
+
+
+def _current_context():
+    # typer >= 0.22 vendors click as typer._click; older releases use click itself.
+    try:
+        from typer._click.globals import get_current_context
+    except ImportError:  # pragma: no cover - depends on the installed typer
+        from click import get_current_context
+    return get_current_context(silent=True)
+
+
+def output_options() -> OutputOptions:
+    """The current command's global output options (defaults outside a command)."""
+    context = _current_context()
+    obj = context.find_root().obj if context is not None else None
+    return obj if isinstance(obj, OutputOptions) else OutputOptions()
+
+
+def _console(**kwargs: Any) -> Console:
+    """A console honouring --color: auto follows the terminal and NO_COLOR (rich does both)."""
+    color = output_options().color
+    if color == "never":
+        kwargs["no_color"] = True
+    elif color == "always":
+        kwargs.update(force_terminal=True, color_system="standard")
+    return Console(**kwargs)
+
+
 def stdout_console() -> Console:
-    return Console(file=sys.stdout, soft_wrap=False)
+    return _console(file=sys.stdout, soft_wrap=False)
 
 
 def stderr_console() -> Console:
-    """Messages and progress; rich itself honours NO_COLOR and non-terminals."""
-    return Console(stderr=True)
+    """Messages and progress; silent under --quiet."""
+    return _console(stderr=True, quiet=output_options().quiet)
 
 
 def emit_json(kind: str, payload: dict[str, Any]) -> None:
