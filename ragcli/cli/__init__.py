@@ -25,7 +25,34 @@ from ragcli.cli import query as query_commands
 from ragcli.errors import RagError
 
 
+_GLOBAL_FLAGS = frozenset({"-q", "--quiet", "-v", "--verbose"})
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """Move --color/-q/-v given after a command name to the front, so they work everywhere."""
+    moved: list[str] = []
+    rest: list[str] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            rest.extend(args[index:])
+            break
+        if arg in _GLOBAL_FLAGS or arg.startswith("--color="):
+            moved.append(arg)
+        elif arg == "--color" and index + 1 < len(args):
+            moved.extend(args[index:index + 2])
+            index += 1
+        else:
+            rest.append(arg)
+        index += 1
+    return moved + rest
+
+
 class _RagGroup(TyperGroup):
+    def parse_args(self, ctx, args):
+        return super().parse_args(ctx, hoist_global_options(list(args)))
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)

@@ -15,7 +15,7 @@ class BarProgress:
 
     def __init__(self, progress: Progress, description: str) -> None:
         self._progress = progress
-        self._task = progress.add_task(description, total=None)
+        self._task = progress.add_task(description, total=None, status="")
 
     def start(self, total: int) -> None:
         self._progress.update(self._task, total=total)
@@ -37,6 +37,4 @@ def progress_bar(console: Console, description: str, enabled: bool = True) -> It
                TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
                TextColumn("{task.fields[status]}", style="dim"))
     with Progress(*columns, console=console, transient=True) as progress:
-        bar = BarProgress(progress, description)
-        progress.update(progress.tasks[0].id, status="")
-        yield bar
+        yield BarProgress(progress, description)

