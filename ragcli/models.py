@@ -18,3 +18,11 @@ def embedder_for(settings: Settings, index_model: str | None = None, *, runtime:
     if model == DEFAULT_MODEL_ID:
         model = None
     return load_embedder(model, cache_dir=settings.cache_dir, runtime=runtime)
+
+
+def generator_for(settings: Settings, *, n_ctx: int | None = None, threads: int | None = None, seed: int = 0):
+    """Load the GGUF model: --model / $RAG_MODEL / config, else the packaged SmolLM2."""
+    from ragcli.llm import load_generator
+
+    return load_generator(settings.gguf_model, settings, n_ctx=n_ctx or int(settings.get("ctx") or 2048),
+                          threads=threads or settings.get("threads"), seed=seed)

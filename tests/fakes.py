@@ -37,3 +37,88 @@ class HashEmbedder:
 
     def token_offsets(self, text: str) -> list[tuple[int, int]]:
         return [(m.start(), m.end()) for m in _WORD.finditer(text)]
+
+
+class ScriptedGenerator:
+    """A Generator that returns canned replies and records every call.
+
+    `replies` is a list (used in turn; the last one repeats) or a function of the last
+    user message. Tokens are counted as words and punctuation marks.
+    """
+
+    def __init__(self, replies, n_ctx: int = 2048) -> None:
+        self.model_id = "fake-scripted"
+        self.n_ctx = n_ctx
+        self._replies = replies
+        self.calls: list[dict] = []
+
+    def complete(self, messages, *, max_tokens=256, temperature=0.0, stop=(), grammar=None) -> str:
+        self.calls.append({"messages": list(messages), "max_tokens": max_tokens, "grammar": grammar})
+        if callable(self._replies):
+            return self._replies(messages[-1]["content"])
+        return self._replies[min(len(self.calls), len(self._replies)) - 1]
+
+    def stream(self, messages, **kwargs):
+        yield self.complete(messages, **kwargs)
+
+    def count_tokens(self, text: str) -> int:
+        return len(re.findall(r"\w+|[^\w\s]", text))
+
+
+_SOURCE_BLOCK = re.compile(r"^\[(\d+)\] [^\n]*\n([^\n]+)", re.MULTILINE)
+
+
+class EchoGenerator:
+    """A deterministic chat model: answers with the first sentence of source [1], cited.
+
+    `reply` overrides that: a fixed string, or a function of the messages. Tokens are
+    whitespace-separated words; `stream` yields them one by one (with their spaces).
+    Every call is recorded in `calls` as (messages, keyword arguments).
+    """
+
+    def __init__(self, reply=None, *, n_ctx: int = 2048, model_id: str = "echo") -> None:
+        self.reply = reply
+        self.n_ctx = n_ctx
+        self.model_id = model_id
+        self.fingerprint = f"{model_id}-v1"
+        self.calls: list[tuple[list, dict]] = []
+        self.last_usage = {"prompt": 0, "completion": 0}
+
+    def _answer(self, messages) -> str:
+        if callable(self.reply):
+            return self.reply(messages)
+        if self.reply is not None:
+            return self.reply
+        match = _SOURCE_BLOCK.search(messages[-1]["content"])
+        if match is None:
+            return "I could not find this in your documents."
+        first = re.split(r"(?<=[.!?])\s", match.group(2).strip())[0].rstrip(".")
+        return f"{first} [{match.group(1)}]."
+
+    def complete(self, messages, *, max_tokens=256, temperature=0.0, stop=(), grammar=None) -> str:
+        return "".join(self.stream(messages, max_tokens=max_tokens, temperature=temperature, stop=stop,
+                                   grammar=grammar))
+
+    def stream(self, messages, *, max_tokens=256, temperature=0.0, stop=(), grammar=None):
+        self.calls.append((list(messages), {"max_tokens": max_tokens, "temperature": temperature}))
+        pieces = re.findall(r"\S+\s*", self._answer(messages))[:max_tokens]
+        self.last_usage = {"prompt": sum(self.count_tokens(m["content"]) for m in messages),
+                           "completion": len(pieces)}
+        yield from pieces
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+def hits_for(texts) -> list:
+    """First-stage hits over `texts`: chunk ids 100, 101, ..., scores 10, 9, ..., a "bm25" source."""
+    from ragcli.types import Chunk, Hit
+
+    hits = []
+    for index, text in enumerate(texts):
+        chunk = Chunk(id=100 + index, doc_id=index, group="medium", order=0, text=text, start=0,
+                      end=len(text), page=None, path=f"doc{index}.txt")
+        score = 10.0 - index
+        hits.append(Hit(chunk=chunk, score=score, rank=index + 1,
+                        sources={"bm25": {"rank": index + 1, "score": score}}))
+    return hits

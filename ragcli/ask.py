@@ -1,0 +1,446 @@
+"""Answering a question from the index with a local GGUF model: the `rag ask` pipeline.
+
+The steps of `Asker.stream` (each one a field of `Pipeline`, replaceable by any callable
+with the same signature; the ones marked *optional* are skipped when set to None):
+
+1. **Cache**: the same question, options, model file and index state return the stored
+   answer at once (`ragcli.answer_cache`; any ingest changes the state).
+2. **Rewrite** (only with ``rewrite="multi"|"hyde"``): ``rewrite(question, how, query_options,
+   generator_factory) -> [SearchRequest]`` (`ragcli.rewrite.rewrite`).
+3. **Retrieve**: ``retrieve(requests, search) -> [Hit]`` runs each request through the
+   `Searcher` and fuses several with RRF (`ragcli.rewrite.retrieve_all`). With a reranker
+   or a rewrite, ``max(top_k, candidates)`` hits are fetched first.
+4. **Rerank** (only when ``query.rerank`` is set): ``rerank(question, hits, query_options,
+   generator_factory) -> [Hit]`` (`ragcli.rerank.rerank`); hits are then cut to ``top_k``.
+5. **Gate** (optional): ``gate(queries, hits) -> [Hit]`` keeps the relevant hits
+   (`relevant_hits`). When none is left the answer is "I could not find this in your
+   documents." with ``abstained=True`` and the model is never called.
+6. **Build context**: ``build_context(hits, budget=, count_tokens=) -> [Source]`` dedupes,
+   merges adjacent chunks, fits ``n_ctx - max_tokens - prompt`` tokens and numbers the
+   sources (`ragcli.context.build_context`).
+7. **Prompt**: ``prompt(question, sources) -> messages`` (`ragcli.prompting.PROMPTS`).
+8. **Generate**: ``generate(generator, messages, options) -> Iterator[str]``; pieces are
+   yielded as they come (`stream_answer`).
+9. **Annotate** (optional): ``annotate(answer, sources) -> (SentenceSupport, ...)``
+   (`ragcli.support.annotate_support`).
+10. **Finish**: an answer that declines ("not found") is marked ``abstained``; citations
+    ``[n]`` naming no source are removed from the text and listed in ``invalid_citations``;
+    when the model cites nothing, each sentence's best-supported source (label supported or
+    partial) from step 9 is attached instead and ``citations_inferred`` is True.
+
+Example::
+
+    from dataclasses import replace
+    from ragcli.ask import Asker, AskOptions, Pipeline
+    from ragcli.config import load_settings
+
+    settings = load_settings()
+    pipeline = replace(Pipeline(), annotate=None)          # skip support annotation
+    with Asker(settings.index, settings=settings, pipeline=pipeline) as asker:
+        print(asker.ask("How do I reset the router?").text)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field, fields, replace
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from ragcli.answer_cache import AnswerCache, cache_key, index_state
+from ragcli.config import Settings
+from ragcli.context import Source, build_context, context_budget
+from ragcli.llm import Generator, Message, check_gguf, load_generator
+from ragcli.prompting import NOT_FOUND, cited_prompt, parse_citations, prompt_overhead, says_not_found
+from ragcli.prompting import strip_invalid_citations
+from ragcli.query import QueryOptions, Searcher
+from ragcli.retrieval.analysis import analyze
+from ragcli.rewrite import SearchRequest, retrieve_all, rewrite
+from ragcli.support import SentenceSupport, annotate_support
+from ragcli.types import Hit
+
+__all__ = ["Answer", "AskOptions", "Asker", "Pipeline", "SentenceSupport", "Source", "relevant_hits"]
+
+# A hit counts as relevant when it shares a content word with the question (what BM25
+# matches on) or its dense cosine reaches this. For all-MiniLM-L6-v2, unrelated sentence
+# pairs score about 0.0-0.2 and paraphrases 0.5+; 0.3 leaves room for loosely worded questions.
+DENSE_RELEVANCE = 0.3
+# Words of the question's form, not its topic: sharing only these with a passage is no match.
+QUESTION_WORDS = ("what which who whom whose when where why how do does did can could should would "
+                  "i you me my your we our tell explain about please know")
+
+
+@dataclass(frozen=True)
+class AskOptions:
+    """How to answer one question.
+
+    Attributes:
+        query: retrieval settings (mode, top_k, rerank, filters, ...).
+        model: GGUF path; None for `Settings.gguf_model`, else the packaged SmolLM2.
+        n_ctx: the model's context window (the sources' budget comes out of it).
+        max_tokens: answer length limit.
+        temperature: sampling temperature (0: greedy, reproducible).
+        threads: CPU threads for generation (None: all cores).
+        seed: sampling seed.
+        rewrite: None, "multi" or "hyde".
+        use_cache: look up and store answers in the index's answer cache.
+    """
+
+    query: QueryOptions = field(default_factory=QueryOptions)
+    model: str | None = None
+    n_ctx: int = 2048
+    max_tokens: int = 256
+    temperature: float = 0.0
+    threads: int | None = None
+    seed: int = 0
+    rewrite: str | None = None
+    use_cache: bool = True
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A finished answer with everything needed to check it.
+
+    Attributes:
+        question: as asked.
+        text: the answer (citations to missing sources removed).
+        abstained: True when the documents held nothing relevant or the model declined.
+        sources: the numbered context given to the model.
+        citations: source numbers cited in `text` (all valid), or inferred (see below).
+        support: per-sentence support annotation.
+        timings: seconds: rewrite, retrieve, rerank, prompt (context + messages),
+            first_token (from the start of the call), generate, total.
+        tokens: prompt and completion tokens as the model counted them.
+        cached: served from the answer cache.
+        retrieved: every hit retrieved before context building (not cached).
+        invalid_citations: numbers the model cited that name no source (removed from `text`).
+        citations_inferred: the model cited nothing; `citations` come from the support annotation.
+        model: the model file name.
+    """
+
+    question: str
+    text: str
+    abstained: bool
+    sources: tuple[Source, ...] = ()
+    citations: tuple[int, ...] = ()
+    support: tuple[SentenceSupport, ...] = ()
+    timings: Mapping[str, float] = field(default_factory=dict)
+    tokens: Mapping[str, int] = field(default_factory=dict)
+    cached: bool = False
+    retrieved: tuple[Hit, ...] = ()
+    invalid_citations: tuple[int, ...] = ()
+    citations_inferred: bool = False
+    model: str = ""
+
+    def source(self, number: int) -> Source | None:
+        """The source cited as ``[number]``."""
+        return next((source for source in self.sources if source.number == number), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of `rag ask --json` (without the envelope)."""
+        return {
+            "question": self.question, "answer": self.text, "abstained": self.abstained, "model": self.model,
+            "citations": [{"number": n, "path": s.path, "page": s.page}
+                          for n in self.citations if (s := self.source(n)) is not None],
+            "citations_inferred": self.citations_inferred,
+            "invalid_citations": list(self.invalid_citations),
+            "sources": [asdict(source) for source in self.sources],
+            "support": [asdict(item) for item in self.support],
+            "timings": {key: round(value, 4) for key, value in self.timings.items()},
+            "tokens": dict(self.tokens), "cached": self.cached,
+        }
+
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any]) -> "Answer":
+        """Rebuild an answer from `to_dict` output (the answer cache's format)."""
+        sources = tuple(Source(**{**s, "chunk_ids": tuple(s["chunk_ids"])}) for s in record["sources"])
+        return cls(question=record["question"], text=record["answer"], abstained=record["abstained"],
+                   sources=sources, citations=tuple(c["number"] for c in record["citations"]),
+                   support=tuple(SentenceSupport(**item) for item in record["support"]),
+                   timings=record["timings"], tokens=record["tokens"], cached=record["cached"],
+                   invalid_citations=tuple(record["invalid_citations"]),
+                   citations_inferred=record["citations_inferred"], model=record["model"])
+
+
+def relevant_hits(queries: Sequence[str], hits: Sequence[Hit]) -> list[Hit]:
+    """The hits sharing a content word with a query, or with a dense cosine >= `DENSE_RELEVANCE`."""
+    ignored = set(analyze(QUESTION_WORDS))
+    terms = {term for query in queries for term in analyze(query)} - ignored
+    return [hit for hit in hits
+            if terms & set(analyze(hit.chunk.text)) or _dense_score(hit) >= DENSE_RELEVANCE]
+
+
+def _dense_score(hit: Hit) -> float:
+    return float(hit.sources.get("dense", {}).get("score", -1.0))
+
+
+def stream_answer(generator: Generator, messages: Sequence[Message], options: AskOptions) -> Iterator[str]:
+    """The default generation stage: stream the model's answer."""
+    return generator.stream(messages, max_tokens=options.max_tokens, temperature=options.temperature)
+
+
+def rerank_hits(question: str, hits: Sequence[Hit], options: QueryOptions,
+                generator_factory: Callable[[], Generator]) -> list[Hit]:
+    """The default rerank stage: `ragcli.rerank.rerank` (imported only when reranking)."""
+    from ragcli.rerank import rerank
+
+    return rerank(question, hits, options, generator_factory=generator_factory)
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """The stages of `Asker` (see the module docstring for each signature)."""
+
+    rewrite: Callable[..., list[SearchRequest]] = rewrite
+    retrieve: Callable[..., list[Hit]] = retrieve_all
+    rerank: Callable[..., list[Hit]] | None = rerank_hits
+    gate: Callable[[Sequence[str], Sequence[Hit]], list[Hit]] | None = relevant_hits
+    build_context: Callable[..., list[Source]] = build_context
+    prompt: Callable[[str, Sequence[Source]], list[Message]] = cited_prompt
+    generate: Callable[[Generator, Sequence[Message], AskOptions], Iterator[str]] = stream_answer
+    annotate: Callable[[str, Sequence[Source]], tuple[SentenceSupport, ...]] | None = annotate_support
+
+    def fingerprint(self) -> list[str]:
+        """Names of the stages, so answers of a customised pipeline are cached apart.
+
+        Stages are known by qualified name (and a `functools.partial` by its arguments too);
+        two different lambdas look alike, so pass ``use_cache=False`` while experimenting.
+        """
+        return [stage_name(getattr(self, stage.name)) for stage in fields(self)]
+
+
+def stage_name(stage: Any) -> str:
+    """A stable name for a stage callable (no memory addresses, so it holds across runs)."""
+    if stage is None:
+        return "skipped"
+    if isinstance(stage, partial):
+        return f"{stage_name(stage.func)}{stage.args!r}{sorted(stage.keywords.items())!r}"
+    target = stage if hasattr(stage, "__qualname__") else type(stage)
+    return f"{target.__module__}.{target.__qualname__}"
+
+
+def first_stage(options: AskOptions) -> QueryOptions:
+    """Retrieval options before reranking/fusion: deeper lists, no reranker inside the search."""
+    query = options.query
+    deeper = (query.rerank is not None or options.rewrite is not None) and query.mode != "llm"
+    top_k = max(query.top_k, query.candidates) if deeper else query.top_k
+    return replace(query, rerank=None, top_k=top_k)
+
+
+class Asker:
+    """Opens the index and loads the model once; answers many questions.
+
+    Args:
+        index: the index directory.
+        settings: resolved settings (models, cache dir).
+        generator: a ready model; None to load the GGUF the options name, on first need.
+        pipeline: the stages (default: `Pipeline()`).
+
+    Raises:
+        NotIndexed: there is no index at `index`.
+    """
+
+    def __init__(self, index: Path, *, settings: Settings, generator: Generator | None = None,
+                 pipeline: Pipeline | None = None) -> None:
+        self.settings = settings
+        self.pipeline = pipeline or Pipeline()
+        self._injected = generator
+        self._loaded: tuple[tuple, Generator] | None = None
+        self._active = AskOptions()
+        self.searcher = Searcher(Path(index), settings=settings, generator_factory=self._active_generator)
+        self._cache: AnswerCache | None = None
+        self._state: dict[str, Any] = {}
+
+    def __enter__(self) -> "Asker":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the index and the answer cache."""
+        self.searcher.close()
+        if self._cache is not None:
+            self._cache.close()
+
+    # -- models ---------------------------------------------------------------------------
+    def generator(self, options: AskOptions) -> Generator:
+        """The model for `options` (the injected one, else loaded once per model/ctx/threads/seed)."""
+        if self._injected is not None:
+            return self._injected
+        key = (options.model, options.n_ctx, options.threads, options.seed)
+        if self._loaded is None or self._loaded[0] != key:
+            generator = load_generator(options.model, self.settings, n_ctx=options.n_ctx,
+                                       threads=options.threads, seed=options.seed)
+            self._loaded = (key, generator)
+        return self._loaded[1]
+
+    def _active_generator(self) -> Generator:
+        return self.generator(self._active)
+
+    def model_fingerprint(self, options: AskOptions) -> str:
+        """Identity of the model file without loading it.
+
+        Raises:
+            ModelNotFound: the GGUF file is missing or not GGUF (checked before any retrieval).
+        """
+        if self._injected is not None:
+            injected = self._injected
+            return f"{getattr(injected, 'fingerprint', injected.model_id)}:n_ctx={injected.n_ctx}"
+        from ragcli.config import default_gguf_path
+
+        chosen = options.model or self.settings.gguf_model
+        path = check_gguf(Path(chosen).expanduser() if chosen else default_gguf_path())
+        stat = path.stat()
+        return f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+
+    # -- answering ------------------------------------------------------------------------
+    def ask(self, question: str, options: AskOptions = AskOptions()) -> Answer:
+        """Answer one question (`stream` without the pieces)."""
+        for item in self.stream(question, options):
+            if isinstance(item, Answer):
+                return item
+        raise AssertionError("stream() ended without an Answer")  # pragma: no cover
+
+    def stream(self, question: str, options: AskOptions = AskOptions()) -> Iterator[str | Answer]:
+        """Yield the answer's text pieces as generated, then the final `Answer` last.
+
+        Raises:
+            ModelNotFound, ContextTooSmall, NotIndexed, UsageError and the retrieval errors.
+        """
+        started = time.perf_counter()
+        self._active = options
+        model = self.model_fingerprint(options)  # a missing model fails before any retrieval
+        key = self._cache_key(question, options, model) if options.use_cache else None
+        cached = self._cache_get(key, started)
+        if cached is not None:
+            yield cached.text
+            yield cached
+            return
+        run = _Run(question, options, started)
+        hits = self._retrieve(run)
+        if not hits:
+            answer = run.abstain()
+        else:
+            answer = yield from self._generate(run, hits)
+        if key is not None:
+            self._answer_cache().put(key, answer.to_dict(), state=self._state)
+        yield answer
+
+    def _retrieve(self, run: "_Run") -> list[Hit]:
+        stages, options = self.pipeline, run.options
+        first = first_stage(options)
+        requests = [SearchRequest(run.question, first)]
+        if options.rewrite is not None:
+            requests = stages.rewrite(run.question, options.rewrite, first, self._active_generator)
+        run.lap("rewrite")
+        hits = stages.retrieve(requests, self.searcher.search)
+        run.lap("retrieve")
+        if options.query.rerank is not None and stages.rerank is not None:
+            hits = stages.rerank(run.question, hits, options.query, self._active_generator)
+        run.retrieved = tuple(hits[:options.query.top_k])
+        run.lap("rerank")
+        queries = [request.query for request in requests if request.is_query]
+        return list(run.retrieved) if stages.gate is None else stages.gate(queries, run.retrieved)
+
+    def _generate(self, run: "_Run", hits: list[Hit]) -> Iterator[str]:
+        stages, options = self.pipeline, run.options
+        generator = self.generator(options)
+        overhead = prompt_overhead(stages.prompt, run.question, generator.count_tokens)
+        budget = context_budget(min(generator.n_ctx, options.n_ctx), options.max_tokens, overhead)
+        sources = stages.build_context(hits, budget=budget, count_tokens=generator.count_tokens)
+        messages = stages.prompt(run.question, sources)
+        run.lap("prompt")
+        pieces: list[str] = []
+        for piece in stages.generate(generator, messages, options):
+            if not pieces:
+                run.timings["first_token"] = time.perf_counter() - run.started
+            pieces.append(piece)
+            yield piece
+        run.lap("generate")
+        return run.finish("".join(pieces), tuple(sources), generator, stages.annotate)
+
+    # -- cache ----------------------------------------------------------------------------
+    def _answer_cache(self) -> AnswerCache:
+        if self._cache is None:
+            self._cache = AnswerCache(self.searcher.store.path)
+        return self._cache
+
+    def _cache_key(self, question: str, options: AskOptions, model: str) -> str:
+        self._state = index_state(self.searcher.store.db)
+        normalised = asdict(replace(options, use_cache=True, threads=None, model=None))
+        normalised["pipeline"] = self.pipeline.fingerprint()
+        return cache_key(question, normalised, model, self._state)
+
+    def _cache_get(self, key: str | None, started: float) -> Answer | None:
+        record = self._answer_cache().get(key) if key is not None else None
+        if record is None:
+            return None
+        elapsed = time.perf_counter() - started
+        timings = {"rewrite": 0.0, "retrieve": 0.0, "rerank": 0.0, "prompt": 0.0, "first_token": elapsed,
+                   "generate": 0.0, "total": elapsed}
+        return replace(Answer.from_dict(record), cached=True, timings=timings)
+
+
+class _Run:
+    """The state of answering one question: options, clocks and the hits seen so far."""
+
+    def __init__(self, question: str, options: AskOptions, started: float) -> None:
+        self.question = question
+        self.options = options
+        self.started = started
+        self.timings: dict[str, float] = {}
+        self.retrieved: tuple[Hit, ...] = ()
+        self._last = started
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.timings[name] = now - self._last
+        self._last = now
+
+    def _totals(self) -> dict[str, float]:
+        total = time.perf_counter() - self.started
+        self.timings.setdefault("first_token", total)
+        return {name: self.timings.get(name, 0.0) for name in
+                ("rewrite", "retrieve", "rerank", "prompt", "first_token", "generate")} | {"total": total}
+
+    def abstain(self, sources: tuple[Source, ...] = (), text: str = NOT_FOUND,
+                tokens: Mapping[str, int] | None = None, model: str = "") -> Answer:
+        """The answer when nothing relevant was found (or the model declined)."""
+        return Answer(self.question, text, True, sources, timings=self._totals(),
+                      tokens=dict(tokens or {"prompt": 0, "completion": 0}), retrieved=self.retrieved,
+                      model=model)
+
+    def finish(self, text: str, sources: tuple[Source, ...], generator: Generator,
+               annotate: Callable[..., tuple[SentenceSupport, ...]] | None) -> Answer:
+        """Check citations, annotate support and detect a declined answer (step 10)."""
+        tokens = _usage(generator, text)
+        if says_not_found(text):
+            return self.abstain(sources, text.strip() or NOT_FOUND, tokens, generator.model_id)
+        citations, invalid = parse_citations(text, len(sources))
+        text = strip_invalid_citations(text, len(sources)).strip() if invalid else text.strip()
+        support = annotate(text, sources) if annotate is not None else ()
+        inferred = not citations
+        if inferred:
+            citations = _supported_sources(support)
+        return Answer(self.question, text, False, sources, citations, support, self._totals(), tokens,
+                      retrieved=self.retrieved, invalid_citations=invalid, citations_inferred=inferred,
+                      model=generator.model_id)
+
+
+def _supported_sources(support: Sequence[SentenceSupport]) -> tuple[int, ...]:
+    """Each supported or partially supported sentence's best source, in answer order, once."""
+    found: list[int] = []
+    for item in support:
+        if item.label != "unsupported" and item.source is not None and item.source not in found:
+            found.append(item.source)
+    return tuple(found)
+
+
+def _usage(generator: Generator, text: str) -> dict[str, int]:
+    """Token counts the model reported for its last call, else the completion counted here."""
+    usage = getattr(generator, "last_usage", None)
+    if usage:
+        return {"prompt": int(usage.get("prompt", 0)), "completion": int(usage.get("completion", 0))}
+    return {"prompt": 0, "completion": generator.count_tokens(text)}

@@ -1,0 +1,185 @@
+"""`rag ask`: answer a question from the index with the local GGUF model, citing sources."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from typing import Annotated, Iterable, Iterator, List, Optional
+
+import typer
+
+from ragcli.cli.options import EmbedModelOption, GroupOption, IndexOption
+from ragcli.cli.query import Fusion, Mode, Rerank, parse_weights
+from ragcli.cli.render import SCHEMA_VERSION, emit_json, emit_jsonl, stderr_console, stdout_console
+from ragcli.config import load_settings
+
+SUPPORT_STYLES = {"supported": "green", "partial": "yellow", "unsupported": "red"}
+
+
+class Rewrite(str, Enum):
+    multi = "multi"
+    hyde = "hyde"
+
+
+def ask(
+    question: Annotated[Optional[str], typer.Argument(
+        metavar="QUESTION", help="The question; '-' (or no QUESTION with a pipe) reads one question per line "
+        "from stdin and answers each as a JSON line.", show_default=False)] = None,
+    mode: Annotated[Mode, typer.Option("--mode", "-m", help="Retrieval: bm25, dense, hybrid or llm "
+                                       "(as in `rag query`).")] = Mode.hybrid,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Chunks retrieved for the context "
+                                       "(before merging and the token budget).")] = 5,
+    group: GroupOption = None,
+    filters: Annotated[Optional[List[str]], typer.Option(
+        "--filter", "-f", help="key=value metadata filter, repeatable (as in `rag query`).",
+        show_default=False)] = None,
+    min_score: Annotated[Optional[float], typer.Option(
+        help="Drop hits scoring below this (as in `rag query`).", show_default=False)] = None,
+    rerank: Annotated[Optional[Rerank], typer.Option(
+        help="Rerank the candidates.", show_default=False)] = None,
+    rerank_model: Annotated[Optional[str], typer.Option(
+        help="Model for --rerank.", show_default=False)] = None,
+    candidates: Annotated[int, typer.Option(min=1, help="Candidates fetched before reranking, fusion of "
+                                            "rewrites, or llm selection.")] = 50,
+    require: Annotated[Optional[List[str]], typer.Option(help="Keep only chunks containing this word.",
+                                                         show_default=False)] = None,
+    exclude: Annotated[Optional[List[str]], typer.Option(help="Drop chunks containing this word.",
+                                                         show_default=False)] = None,
+    fusion: Annotated[Fusion, typer.Option(help="Hybrid fusion: rrf or score.")] = Fusion.rrf,
+    weights: Annotated[Optional[str], typer.Option(help="Fusion weights 'bm25,dense', e.g. 1,0.5.",
+                                                   show_default="1,1")] = None,
+    model: Annotated[Optional[str], typer.Option(
+        help="GGUF model file (default: $RAG_MODEL, else the packaged SmolLM2-135M-Instruct).",
+        show_default=False)] = None,
+    ctx: Annotated[int, typer.Option("--ctx", min=128, help="Model context window in tokens; the sources get "
+                                     "what the prompt and --max-tokens leave.")] = 2048,
+    max_tokens: Annotated[int, typer.Option(min=1, help="Longest answer, in tokens.")] = 256,
+    temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature (0: greedy, "
+                                               "reproducible).")] = 0.0,
+    threads: Annotated[Optional[int], typer.Option(min=1, help="CPU threads (default: all cores).",
+                                                   show_default=False)] = None,
+    seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
+    rewrite: Annotated[Optional[Rewrite], typer.Option(
+        help="Rewrite the question first: multi (the model writes alternative queries, results fused) or "
+        "hyde (search with the embedding of a hypothetical answer).", show_default=False)] = None,
+    no_cache: Annotated[bool, typer.Option(
+        "--no-cache", help="Do not reuse or store a cached answer (answers are cached per question, "
+        "settings and index state).")] = False,
+    json_output: Annotated[bool, typer.Option(
+        "--json", help="One JSON document: answer, abstained, citations, sources, support, timings, "
+        "tokens, cached.")] = False,
+    index: IndexOption = None,
+    embed_model: EmbedModelOption = None,
+) -> None:
+    """Answer a question from your documents with a local model, citing the sources [1], [2].
+
+    On a terminal the answer streams as it is generated, followed by its sources (path and
+    page) and each sentence's support: green supported, yellow partial, red unsupported. When
+    nothing relevant is found it says so instead of guessing.
+
+    Examples:
+
+        rag ask "How long does sourdough rest?"
+
+        rag ask "Who built the lighthouse?" --mode bm25 --rerank llm --json
+
+        cat questions.txt | rag ask - --max-tokens 64 > answers.jsonl
+    """
+    from ragcli.ask import Asker, AskOptions
+    from ragcli.query import QueryOptions
+    from ragcli.retrieval.filters import parse_filters
+
+    settings = load_settings(index=index, embed_model=embed_model, gguf_model=model)
+    query = QueryOptions(
+        mode=mode.value, top_k=top_k, group=group, filters=parse_filters(filters or ()), min_score=min_score,
+        rerank=rerank.value if rerank else None, rerank_model=rerank_model, candidates=candidates,
+        require=tuple(require or ()), exclude=tuple(exclude or ()), fusion=fusion.value,
+        weights=parse_weights(weights) or (1.0, 1.0))
+    options = AskOptions(query=query, model=model, n_ctx=ctx, max_tokens=max_tokens, temperature=temperature,
+                         threads=threads, seed=seed, rewrite=rewrite.value if rewrite else None,
+                         use_cache=not no_cache)
+    questions = _stdin_questions(question)
+    with Asker(settings.index, settings=settings) as asker:
+        if questions is not None:
+            print_answers(asker, questions, options)
+        else:
+            print_answer(asker, str(question), options, json_output=json_output)
+
+
+def print_answer(asker, question: str, options, *, json_output: bool = False) -> None:
+    """Answer one question on stdout: streamed text and sources, or one JSON document.
+
+    Also the body of `rag query --answer`.
+    """
+    if json_output:
+        emit_json("answer", asker.ask(question, options).to_dict())
+    else:
+        _print_streamed(asker.stream(question, options))
+
+
+def print_answers(asker, questions: Iterable[str], options) -> None:
+    """Answer each question as one JSON line (stdin mode)."""
+    emit_jsonl({"schema_version": SCHEMA_VERSION, "kind": "answer", **asker.ask(line, options).to_dict()}
+               for line in questions)
+
+
+def _stdin_questions(question: Optional[str]) -> Optional[Iterator[str]]:
+    """None for a single QUESTION argument, else the non-empty lines of stdin."""
+    if question not in (None, "-"):
+        return None
+    if question is None and sys.stdin.isatty():
+        raise typer.BadParameter("give a QUESTION, or '-' / a pipe to read questions from stdin",
+                                 param_hint="QUESTION")
+    return (line.strip() for line in sys.stdin if line.strip())
+
+
+def _print_streamed(items) -> None:
+    """Answer text to stdout as it comes; then sources (and support, on a terminal)."""
+    from ragcli.ask import Answer
+
+    answer = None
+    for item in items:
+        if isinstance(item, Answer):
+            answer = item
+        else:
+            sys.stdout.write(item)
+            sys.stdout.flush()
+    sys.stdout.write("\n")
+    sys.stdout.flush()
+    if answer is not None:
+        _print_sources(answer)
+
+
+def _print_sources(answer) -> None:
+    console = stdout_console()
+    if answer.invalid_citations:
+        cited = ", ".join(f"[{n}]" for n in answer.invalid_citations)
+        stderr_console().print(f"warning: the answer cited {cited}, which no source has; removed",
+                               markup=False)
+    shown = [answer.source(n) for n in answer.citations] if answer.citations else list(answer.sources)
+    if not shown:
+        return
+    title = "Sources (inferred from support):" if answer.citations_inferred else "Sources:"
+    console.print(f"\n{title}", markup=False, highlight=False)
+    for source in shown:
+        where = f"{source.path}:{source.page}" if source.page is not None else source.path
+        console.print(f"  [{source.number}] {where}", markup=False, highlight=False)
+    if console.is_terminal and answer.support:
+        _print_support(console, answer)
+
+
+def _print_support(console, answer) -> None:
+    from rich.text import Text
+
+    console.print("\nSupport (green supported, yellow partial, red unsupported):", highlight=False,
+                  markup=False)
+    for item in answer.support:
+        source = f"[{item.source}]" if item.source is not None else "[-]"
+        line = Text(f"  {source} {item.score:.2f}  ")
+        width = max(console.width - len(line) - 1, 20)
+        line.append(_shorten(item.sentence, width), style=SUPPORT_STYLES.get(item.label, ""))
+        console.print(line, highlight=False)
+
+
+def _shorten(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"

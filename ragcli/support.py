@@ -1,0 +1,133 @@
+"""Answer-support annotation, after RAGTools' ``annotate_support``.
+
+1. The answer is cut into sentences where a sentence end (`ragcli.splitting.SENTENCE_ENDS`,
+   including the full-width Chinese ones) is followed by a space or the end, and at line
+   breaks. Citation markers such as ``[2]`` are kept in the sentence but not scored.
+2. Each sentence is scored against each source by **content-word overlap**: the share of
+   the sentence's BM25 terms (`ragcli.retrieval.analysis.analyze`: stemmed, stop words
+   removed, CJK bigrams) that occur in the source. With an embedder, the score is the mean
+   of that overlap and the cosine similarity of sentence and source (negative cosines count
+   as 0), so a faithful paraphrase is not marked unsupported for using other words.
+3. The best source and its score label the sentence:
+
+   - ``supported``: score >= 0.6 (most content words come from that source),
+   - ``partial``: 0.3 <= score < 0.6,
+   - ``unsupported``: below 0.3, or a sentence with no content words at all.
+
+   The thresholds are RAGTools' spirit (a sentence is "supported" when most of it can be
+   traced to the context) tuned so that copying a source clause scores ~1.0 and a generic
+   sentence sharing one word scores well under 0.3.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from ragcli.context import Source
+from ragcli.retrieval.analysis import analyze
+from ragcli.splitting import SENTENCE_ENDS
+
+SUPPORTED = 0.6
+PARTIAL = 0.3
+LABELS = ("supported", "partial", "unsupported")
+
+_ASCII_ENDS = re.escape("".join(c for c in SENTENCE_ENDS if c.isascii()))
+_WIDE_ENDS = re.escape("".join(c for c in SENTENCE_ENDS if not c.isascii()))
+_CITATIONS = r"(?:\s*\[\d[\d,\s]*\])*"
+# A sentence ends at an ASCII terminator followed by a space or the end ("3.14" does not
+# end one), or at a full-width terminator anywhere (Chinese uses no spaces); citations
+# written right after the terminator stay with their sentence.
+_SENTENCE = re.compile(rf".+?(?:[{_ASCII_ENDS}]+{_CITATIONS}(?=\s|$)|[{_WIDE_ENDS}]+{_CITATIONS}|$)")
+_CITATION = re.compile(r"\[\d[\d,\s]*\]")
+
+
+class SentenceEmbedder(Protocol):
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class SentenceSupport:
+    """How well one answer sentence is backed by the sources.
+
+    Attributes:
+        sentence: the sentence as written in the answer.
+        label: "supported", "partial" or "unsupported".
+        score: 0..1, the best source's score.
+        source: the best source's number, or None when no source shares anything with it.
+    """
+
+    sentence: str
+    label: str
+    score: float
+    source: int | None
+
+
+def split_sentences(text: str) -> list[str]:
+    """Cut an answer into sentences; a citation right after a sentence end stays with it."""
+    return [match.group().strip() for line in text.splitlines()
+            for match in _SENTENCE.finditer(line) if match.group().strip()]
+
+
+def label_for(score: float) -> str:
+    """The support label of a score (thresholds in the module docstring)."""
+    if score >= SUPPORTED:
+        return "supported"
+    return "partial" if score >= PARTIAL else "unsupported"
+
+
+def overlap(sentence_terms: set[str], source_terms: set[str]) -> float:
+    """Share of the sentence's content terms found in the source (0 when it has none)."""
+    if not sentence_terms:
+        return 0.0
+    return len(sentence_terms & source_terms) / len(sentence_terms)
+
+
+def annotate_support(answer: str, sources: Sequence[Source], *,
+                     embedder: SentenceEmbedder | None = None) -> tuple[SentenceSupport, ...]:
+    """Label every sentence of `answer` with its best source and a support score.
+
+    Args:
+        answer: the generated answer text.
+        sources: the numbered sources the model was given.
+        embedder: optional; adds embedding similarity to the word-overlap score.
+
+    Returns:
+        One `SentenceSupport` per sentence, in answer order.
+    """
+    sentences = split_sentences(answer)
+    if not sentences:
+        return ()
+    scores = _overlap_matrix(sentences, sources)
+    if embedder is not None and sources:
+        scores = (scores + _cosine_matrix(embedder, sentences, sources)) / 2
+    return tuple(_annotate(sentence, row, sources) for sentence, row in zip(sentences, scores))
+
+
+def _overlap_matrix(sentences: Sequence[str], sources: Sequence[Source]) -> np.ndarray:
+    source_terms = [set(analyze(source.text)) for source in sources]
+    matrix = np.zeros((len(sentences), len(sources)), dtype=np.float64)
+    for row, sentence in enumerate(sentences):
+        terms = set(analyze(_CITATION.sub(" ", sentence)))
+        for column, terms_of_source in enumerate(source_terms):
+            matrix[row, column] = overlap(terms, terms_of_source)
+    return matrix
+
+
+def _cosine_matrix(embedder: SentenceEmbedder, sentences: Sequence[str],
+                   sources: Sequence[Source]) -> np.ndarray:
+    texts = [_CITATION.sub(" ", s) for s in sentences] + [s.text for s in sources]
+    vectors = np.asarray(embedder.embed(texts))
+    sentence_vectors, source_vectors = vectors[: len(sentences)], vectors[len(sentences):]
+    return np.clip(sentence_vectors @ source_vectors.T, 0.0, 1.0)
+
+
+def _annotate(sentence: str, row: np.ndarray, sources: Sequence[Source]) -> SentenceSupport:
+    if not len(row) or float(row.max()) <= 0.0:
+        return SentenceSupport(sentence, "unsupported", 0.0, None)
+    best = int(row.argmax())
+    score = round(float(row[best]), 4)
+    return SentenceSupport(sentence, label_for(score), score, sources[best].number)

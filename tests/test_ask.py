@@ -1,0 +1,202 @@
+"""The ask pipeline's logic with a fake embedder (HashEmbedder) and a fake model (EchoGenerator)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from fakes import EchoGenerator, HashEmbedder
+from ragcli.ask import Answer, Asker, AskOptions, Pipeline, relevant_hits
+from ragcli.config import load_settings
+from ragcli.context import ContextTooSmall
+from ragcli.errors import ModelNotFound
+from ragcli.ingest import ingest
+from ragcli.prompting import NOT_FOUND
+from ragcli.query import QueryOptions
+from ragcli.rewrite import parse_queries
+from ragcli.types import Chunk, ChunkSettings, Hit
+
+WORDS = ChunkSettings("word", 12, 3)
+BREAD = ("Sourdough bread needs flour, water, salt and a lively starter. The dough rests overnight "
+         "in a cool place. Bake it at a high heat in a covered pot for forty minutes.")
+TEA = "Green tea is steamed or pan fired soon after picking, which stops oxidation of the leaves."
+CAFE = "Les cafés de Vienne servent le café avec un verre d'eau. Müller's café is in Wien."
+
+
+@pytest.fixture
+def embedder(monkeypatch):
+    fake = HashEmbedder(dimension=512)  # few hash collisions: unrelated texts score ~0
+    monkeypatch.setattr("ragcli.models.embedder_for", lambda *args, **kwargs: fake)
+    return fake
+
+
+@pytest.fixture
+def corpus(tmp_path, isolated_home, embedder) -> Path:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "bread.md").write_text(BREAD)
+    (root / "tea.txt").write_text(TEA)
+    (root / "cafe.txt").write_text(CAFE)
+    ingest(isolated_home, [root], embedder=embedder, group="medium", chunking=WORDS)
+    return root
+
+
+def make_asker(index, generator=None, **kwargs) -> Asker:
+    return Asker(index, settings=load_settings(), generator=generator or EchoGenerator(), **kwargs)
+
+
+BM25 = AskOptions(query=QueryOptions(mode="bm25", top_k=5))
+
+
+def test_answer_cites_a_numbered_source_mapped_to_path(corpus, isolated_home):
+    with make_asker(isolated_home) as asker:
+        answer = asker.ask("How long does sourdough bread bake?", BM25)
+    assert not answer.abstained and answer.citations == (1,)
+    assert answer.source(1).path.endswith("bread.md")
+    assert answer.text.endswith("[1].") and not answer.citations_inferred
+    assert set(answer.timings) >= {"retrieve", "rerank", "prompt", "first_token", "total"}
+    assert answer.tokens["completion"] > 0 and answer.tokens["prompt"] > 0
+    assert answer.retrieved and all(isinstance(h, Hit) for h in answer.retrieved)
+
+
+def test_adjacent_chunks_of_a_document_are_merged_into_one_source(corpus, isolated_home):
+    with make_asker(isolated_home) as asker:
+        answer = asker.ask("sourdough dough bake starter overnight pot", BM25)
+    bread = [s for s in answer.sources if s.path.endswith("bread.md")]
+    assert len(bread) == 1 and len(bread[0].chunk_ids) > 1
+    assert bread[0].text == BREAD  # every window of the file, overlaps written once
+
+
+def test_stream_yields_pieces_then_the_answer(corpus, isolated_home):
+    with make_asker(isolated_home) as asker:
+        items = list(asker.stream("green tea oxidation", BM25))
+    pieces, final = items[:-1], items[-1]
+    assert isinstance(final, Answer) and len(pieces) > 2
+    assert "".join(pieces).strip() == final.text
+
+
+def test_nothing_relevant_abstains_without_calling_the_model(corpus, isolated_home):
+    generator = EchoGenerator()
+    with make_asker(isolated_home, generator) as asker:
+        answer = asker.ask("quantum chromodynamics gluon", AskOptions(query=QueryOptions(mode="dense")))
+    assert answer.abstained and answer.text == NOT_FOUND
+    assert answer.sources == () and answer.citations == ()
+    assert generator.calls == []
+
+
+def test_model_saying_not_found_is_marked_abstained(corpus, isolated_home):
+    generator = EchoGenerator(reply="The sources do not contain this.")
+    with make_asker(isolated_home, generator) as asker:
+        answer = asker.ask("green tea price", BM25)
+    assert answer.abstained and answer.citations == () and answer.sources
+
+
+def test_invalid_citations_are_removed_and_reported(corpus, isolated_home):
+    generator = EchoGenerator(reply="Green tea is steamed [1]. It is from Mars [7].")
+    with make_asker(isolated_home, generator) as asker:
+        answer = asker.ask("green tea", BM25)
+    assert answer.citations == (1,) and answer.invalid_citations == (7,)
+    assert "[7]" not in answer.text
+
+
+def test_uncited_answer_gets_citations_from_support(corpus, isolated_home):
+    generator = EchoGenerator(reply="Green tea is steamed or pan fired. Jupiter is big.")
+    with make_asker(isolated_home, generator) as asker:
+        answer = asker.ask("green tea steamed", BM25)
+    assert answer.citations_inferred and len(answer.citations) == 1
+    assert answer.source(answer.citations[0]).path.endswith("tea.txt")
+    assert [s.label for s in answer.support] == ["supported", "unsupported"]
+
+
+def test_support_annotation_stage_can_be_skipped(corpus, isolated_home):
+    with make_asker(isolated_home, pipeline=replace(Pipeline(), annotate=None)) as asker:
+        answer = asker.ask("green tea", BM25)
+    assert answer.support == () and answer.citations == (1,)
+
+
+def test_budget_from_model_context_and_too_small_error(corpus, isolated_home):
+    question = "sourdough bread green tea cafe"
+    with make_asker(isolated_home, EchoGenerator(n_ctx=2048)) as asker:
+        roomy = asker.ask(question, replace(BM25, max_tokens=16))
+    small = EchoGenerator(n_ctx=130)
+    with make_asker(isolated_home, small) as asker:
+        tight = asker.ask(question, replace(BM25, max_tokens=16))
+        prompt = sum(small.count_tokens(m["content"]) for m in small.calls[-1][0])
+        assert prompt <= 130 - 16
+        assert 0 < sum(len(s.text) for s in tight.sources) < sum(len(s.text) for s in roomy.sources)
+        with pytest.raises(ContextTooSmall, match="raise --ctx"):
+            asker.ask("sourdough bread", replace(BM25, max_tokens=60, use_cache=False))
+
+
+def test_cache_hit_miss_and_invalidation_by_ingest(corpus, isolated_home, embedder):
+    generator = EchoGenerator()
+    with make_asker(isolated_home, generator) as asker:
+        first = asker.ask("green tea oxidation", BM25)
+        again = asker.ask("green  tea oxidation", BM25)
+        assert not first.cached and again.cached and len(generator.calls) == 1
+        assert again.text == first.text and again.sources == first.sources and again.support == first.support
+        assert not asker.ask("green tea oxidation", replace(BM25, max_tokens=20)).cached
+        assert not asker.ask("green tea oxidation", replace(BM25, use_cache=False)).cached
+        (corpus / "new.txt").write_text("Black tea is fully oxidised.")
+        ingest(isolated_home, [corpus], embedder=embedder, group="medium", chunking=WORDS)
+        after = asker.ask("green tea oxidation", BM25)
+        assert not after.cached and len(generator.calls) == 4
+
+
+def test_missing_model_fails_before_retrieval(corpus, isolated_home, tmp_path):
+    asker = Asker(isolated_home, settings=load_settings())
+    with pytest.raises(ModelNotFound, match="does not exist"):
+        asker.ask("green tea", replace(BM25, model=str(tmp_path / "none.gguf")))
+    asker.close()
+
+
+def test_multi_rewrite_fuses_the_alternative_queries(corpus, isolated_home):
+    def reply(messages):
+        if "different search queries" in messages[-1]["content"]:
+            return "1. leaves oxidation\n2. \"pan fired leaves\"\n3. green tea"
+        return "Green tea is steamed [1]."
+    with make_asker(isolated_home, EchoGenerator(reply=reply)) as asker:
+        answer = asker.ask("green tea", replace(BM25, rewrite="multi"))
+    assert answer.retrieved[0].chunk.path.endswith("tea.txt")
+    found_by = {name for hit in answer.retrieved for name in hit.sources}
+    assert {"question", "rewrite1", "rewrite2"} <= found_by
+
+
+def test_hyde_searches_the_dense_side_with_a_hypothetical_passage(corpus, isolated_home, embedder):
+    passage = "Steamed green tea leaves stop oxidation."
+    generator = EchoGenerator(reply=lambda m: passage if "short passage" in m[-1]["content"] else "Tea [1].")
+    with make_asker(isolated_home, generator) as asker:
+        answer = asker.ask("green tea", replace(BM25, rewrite="hyde"))
+    assert passage in embedder.embedded_texts
+    assert "hyde" in answer.retrieved[0].sources
+
+
+def test_parse_queries_strips_markers_and_repeats():
+    text = ("Here:\n1. bread baking time\n- \"bread baking time\"\n* Query 3: oven heat\n"
+            "how long to bake bread?")
+    assert parse_queries(text, "How long to bake bread?", 5) == ["Here:", "bread baking time", "oven heat"]
+
+
+def test_relevance_gate_uses_content_words_and_dense_score():
+    def make(text, dense=None):
+        sources = {"dense": {"rank": 1, "score": dense}} if dense is not None else {}
+        return Hit(Chunk(1, 1, "medium", 0, text, 0, len(text), None, "a.md"), 1.0, 1, sources)
+    hits = [make("What is this about?"), make("Bread rises.", 0.1), make("Unrelated words", 0.5)]
+    kept = relevant_hits(["What is bread about?"], hits)
+    assert [h.chunk.text for h in kept] == ["Bread rises.", "Unrelated words"]
+
+
+def test_generate_stage_is_replaceable_and_cached_apart(corpus, isolated_home):
+    """An extractive stage (no model text at all) plugs in where generation was."""
+    def extractive(generator, messages, options):
+        yield "Green tea is steamed or pan fired [1]."
+
+    generator = EchoGenerator(reply="unused")
+    with make_asker(isolated_home, generator) as asker:
+        plain = asker.ask("green tea", BM25)
+    with make_asker(isolated_home, generator, pipeline=replace(Pipeline(), generate=extractive)) as asker:
+        answer = asker.ask("green tea", BM25)
+    assert not answer.cached and answer.text == "Green tea is steamed or pan fired [1]."
+    assert answer.support[0].label == "supported" and plain.text == "unused"
