@@ -1,0 +1,407 @@
+"""`rag eval retrieval`, `rag eval answers`, `rag eval generate`."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, Iterator, List, Optional, Sequence
+
+import typer
+from rich import box
+from rich.table import Table
+
+from ragcli.cli.options import EmbedModelOption, GroupOption, IndexOption, JsonOption
+from ragcli.cli.progress import progress_bar
+from ragcli.cli.render import emit_json, emit_jsonl, stderr_console, stdout_console
+from ragcli.config import load_settings
+from ragcli.evaluation.metrics import RETRIEVAL_MEASURES
+
+app = typer.Typer(
+    no_args_is_help=True,
+    help="Measure retrieval and answer quality on labelled sets.\n\n"
+    "Example: rag eval retrieval ./scifact --modes bm25,dense,hybrid",
+)
+
+RETRIEVAL_METRICS = tuple(RETRIEVAL_MEASURES)
+# Short column headings keep seven metrics readable in 80 columns.
+COLUMN_NAMES = {
+    "ndcg@10": "nDCG@10",
+    "recall@1": "R@1",
+    "recall@5": "R@5",
+    "recall@10": "R@10",
+    "recall@100": "R@100",
+    "mrr@10": "MRR@10",
+    "map@100": "MAP@100",
+}
+
+DatasetArgument = Annotated[
+    Path,
+    typer.Argument(
+        metavar="DATASET",
+        help="A BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv), a folder with "
+        "corpus.jsonl and qa.jsonl, or a QA JSON Lines file (run on the current index).",
+        show_default=False,
+    ),
+]
+ModesOption = Annotated[
+    str, typer.Option("--modes", help="Comma-separated retrieval modes to compare: bm25, dense, hybrid, llm.")
+]
+RerankOption = Annotated[
+    str,
+    typer.Option(
+        "--rerank",
+        help="Comma-separated rerankers, each combined with every mode: none, cross-encoder, llm, keyword.",
+    ),
+]
+LimitOption = Annotated[
+    Optional[int], typer.Option("--limit", min=1, help="Only the first N queries.", show_default=False)
+]
+FailUnderOption = Annotated[
+    Optional[List[str]],
+    typer.Option(
+        "--fail-under",
+        metavar="METRIC=VALUE",
+        help="Exit 1 when any configuration scores below this floor, e.g. ndcg@10=0.6 (repeatable).",
+        show_default=False,
+    ),
+]
+FusionOption = Annotated[
+    Optional[str],
+    typer.Option(
+        "--fusion", help="Hybrid fusion: rrf or score (default: the query default).", show_default=False
+    ),
+]
+WeightsOption = Annotated[
+    Optional[str],
+    typer.Option("--weights", help="Hybrid weights 'bm25,dense', e.g. 1,0.5.", show_default=False),
+]
+
+
+def split_list(value: str, allowed: Sequence[str], option: str) -> list[str]:
+    """`a,b` -> ["a", "b"], each checked against `allowed` (a usage error, exit 2, otherwise)."""
+    items = [item.strip() for item in value.split(",") if item.strip()]
+    bad = [item for item in items if item not in allowed]
+    if bad or not items:
+        raise typer.BadParameter(
+            f"{', '.join(bad) or 'nothing given'}: choose from {', '.join(allowed)}", param_hint=option
+        )
+    return items
+
+
+def parse_floors(values: Sequence[str] | None, known: Sequence[str]) -> dict[str, float]:
+    """`["ndcg@10=0.6"]` -> {"ndcg@10": 0.6}; unknown metrics and bad numbers are usage errors."""
+    floors = {}
+    for value in values or ():
+        name, _, number = value.partition("=")
+        name = name.strip().lower()
+        try:
+            floors[name] = float(number)
+        except ValueError:
+            raise typer.BadParameter(
+                f"{value!r}: expected METRIC=VALUE, e.g. ndcg@10=0.6", param_hint="--fail-under"
+            ) from None
+        if name not in known:
+            raise typer.BadParameter(
+                f"unknown metric {name!r}: choose from {', '.join(known)}", param_hint="--fail-under"
+            )
+    return floors
+
+
+def _stages(enabled: bool):
+    """A factory of progress bars, one per described stage, drawn on a terminal's stderr."""
+    console = stderr_console()
+
+    @contextmanager
+    def stage(description: str) -> Iterator[Any]:
+        with progress_bar(console, description, enabled=enabled) as bar:
+            yield bar
+
+    return stage
+
+
+def _query_options(top_k: int, group: str | None, fusion: str | None, weights: str | None) -> Any:
+    from ragcli.cli.query import parse_weights
+    from ragcli.query import QueryOptions
+
+    flags: dict[str, Any] = {"top_k": top_k, "group": group, "candidates": max(50, top_k)}
+    if fusion is not None:
+        flags["fusion"] = split_list(fusion, ("rrf", "score"), "--fusion")[0]
+    if weights is not None:
+        flags["weights"] = parse_weights(weights)
+    return QueryOptions(**flags)
+
+
+def _fail_under(failures: list[str]) -> None:
+    if failures:
+        console = stderr_console()
+        for failure in failures:
+            console.print(f"rag: fail-under: {failure}", highlight=False)
+        raise typer.Exit(1)
+
+
+def _stop_if_partial(report: Any) -> None:
+    """Ctrl-C: the finished part was reported above; exit 130 as an interrupted command does."""
+    if report.partial:
+        stderr_console().print(
+            f"rag: interrupted after {report.completed} finished; the results above cover only those",
+            highlight=False,
+        )
+        raise typer.Exit(130)
+
+
+def _print_table(table: Table) -> None:
+    """Print a wide metrics table; in a pipe there is no terminal width to respect, so use 160."""
+    console = stdout_console()
+    if not console.is_terminal:
+        console.width = 160
+    console.print(table)
+
+
+def _cell(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def retrieval(
+    dataset: DatasetArgument,
+    modes: ModesOption = "bm25,dense,hybrid",
+    rerank: RerankOption = "none",
+    top_k: Annotated[
+        int,
+        typer.Option(
+            "--top-k", "-k", min=1, help="Hits retrieved per query (metrics look at most 100 deep)."
+        ),
+    ] = 100,
+    group: GroupOption = None,
+    limit: LimitOption = None,
+    fusion: FusionOption = None,
+    weights: WeightsOption = None,
+    index: IndexOption = None,
+    embed_model: EmbedModelOption = None,
+    output: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write every configuration's per-query run to this file in TREC run format.",
+            show_default=False,
+        ),
+    ] = None,
+    fail_under: FailUnderOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Score retrieval on a labelled set: nDCG@10, recall@1/5/10/100, MRR@10, MAP@100, ms/query.
+
+    A dataset with a corpus is ingested into its own index under the cache dir (reused when
+    unchanged; --index to choose it). A QA file runs on the current index, matching its
+    "relevant" entries to indexed paths. Ctrl-C stops early and reports the finished queries.
+
+    Example: rag eval retrieval ./scifact --modes bm25,dense,hybrid --fail-under ndcg@10=0.6
+    """
+    from ragcli.evaluation.retrieval_eval import configurations, evaluate_retrieval, write_trec_run
+    from ragcli.evaluation.metrics import floor_failures
+    from ragcli.query import MODES, RERANKERS
+
+    floors = parse_floors(fail_under, RETRIEVAL_METRICS)
+    chosen = configurations(
+        split_list(modes, MODES, "--modes"),
+        split_list(rerank, ("none", *RERANKERS), "--rerank"),
+        base=_query_options(top_k, group, fusion, weights),
+    )
+    settings = load_settings(index=index, embed_model=embed_model)
+    report = evaluate_retrieval(
+        dataset,
+        settings=settings,
+        configs=chosen,
+        index=index,
+        group=group,
+        limit=limit,
+        progress=_stages(True),
+        generator_factory=_generator_factory(settings),
+    )
+    if output is not None:
+        with output.open("w", encoding="utf-8") as handle:
+            write_trec_run(handle, report)
+    if json_output:
+        emit_json("eval-retrieval", report.to_dict())
+    else:
+        _print_retrieval(report)
+    _stop_if_partial(report)
+    _fail_under(floor_failures(((r.name, r.metrics) for r in report.configurations), floors))
+
+
+def _generator_factory(settings: Any, model: str | None = None):
+    def load() -> Any:
+        from ragcli.llm import load_generator
+
+        return load_generator(model, settings)
+
+    return load
+
+
+def _print_retrieval(report: Any) -> None:
+    title = f"{report.dataset}: {report.completed} of {report.queries} queries"
+    if report.partial:
+        title += " (partial: interrupted)"
+    table = Table(
+        "configuration",
+        *(COLUMN_NAMES[m] for m in RETRIEVAL_METRICS),
+        "ms/query",
+        title=title,
+        box=box.SIMPLE_HEAD,
+    )
+    for result in report.configurations:
+        table.add_row(
+            result.name,
+            *(_cell(result.metrics.get(m)) for m in RETRIEVAL_METRICS),
+            f"{result.ms_per_query:.1f}",
+        )
+    _print_table(table)
+    ingest = report.ingest
+    if ingest:
+        stderr_console().print(
+            f"index {report.index}: {ingest['added']} added, {ingest['updated']} updated, "
+            f"{ingest['unchanged']} unchanged, {ingest['embedded']} embedded",
+            highlight=False,
+        )
+
+
+def answers(
+    dataset: Annotated[
+        Path,
+        typer.Argument(
+            metavar="QA_FILE|DATASET_DIR",
+            help="A QA JSON Lines file (run on the current index) or a folder with "
+            "corpus.jsonl and qa.jsonl (ingested into its own index).",
+            show_default=False,
+        ),
+    ],
+    modes: ModesOption = "hybrid",
+    rerank: RerankOption = "none",
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Hits retrieved per question.")] = 5,
+    group: GroupOption = None,
+    limit: LimitOption = None,
+    fusion: FusionOption = None,
+    weights: WeightsOption = None,
+    model: Annotated[
+        Optional[str],
+        typer.Option(
+            "--model",
+            help="GGUF model file (default: $RAG_MODEL, else the packaged SmolLM2).",
+            show_default=False,
+        ),
+    ] = None,
+    max_tokens: Annotated[int, typer.Option(min=1, help="Answer length limit in tokens.")] = 256,
+    n_ctx: Annotated[int, typer.Option(min=256, help="The model's context window in tokens.")] = 2048,
+    threads: Annotated[
+        Optional[int],
+        typer.Option(min=1, help="CPU threads for generation (default: all).", show_default=False),
+    ] = None,
+    cache: Annotated[
+        bool,
+        typer.Option(help="Reuse cached answers (off: every question is generated, so timings are real)."),
+    ] = False,
+    index: IndexOption = None,
+    embed_model: EmbedModelOption = None,
+    details: Annotated[
+        bool, typer.Option(help="With --json, include every question's answer and scores.")
+    ] = False,
+    fail_under: FailUnderOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Score answers: exact match, F1, answer in output, citation validity, supported, abstention.
+
+    Runs `rag ask` on each question with the given settings; several --modes are compared side
+    by side. Questions with an empty "answers" list are unanswerable: abstaining is right.
+
+    Example: rag eval answers ./xquad-en --limit 50 --modes bm25,hybrid --json
+    """
+    from ragcli.ask import AskOptions
+    from ragcli.evaluation.answer_eval import ANSWER_METRICS, answer_configurations, evaluate_answers
+    from ragcli.evaluation.metrics import floor_failures
+    from ragcli.query import MODES, RERANKERS
+
+    floors = parse_floors(fail_under, ANSWER_METRICS)
+    base = AskOptions(
+        query=_query_options(top_k, group, fusion, weights),
+        model=model,
+        max_tokens=max_tokens,
+        n_ctx=n_ctx,
+        threads=threads,
+        use_cache=cache,
+    )
+    chosen = answer_configurations(
+        split_list(modes, MODES, "--modes"), split_list(rerank, ("none", *RERANKERS), "--rerank"), base=base
+    )
+    settings = load_settings(index=index, embed_model=embed_model, gguf_model=model)
+    report = evaluate_answers(
+        dataset, settings=settings, configs=chosen, index=index, limit=limit, progress=_stages(True)
+    )
+    if json_output:
+        emit_json("eval-answers", report.to_dict(details))
+    else:
+        _print_answers(report, ANSWER_METRICS)
+    _stop_if_partial(report)
+    _fail_under(floor_failures(((r.name, r.metrics) for r in report.configurations), floors))
+
+
+def _print_answers(report: Any, names: Sequence[str]) -> None:
+    title = f"{report.dataset}: {report.completed} of {report.questions} questions"
+    title += f" ({report.answerable} answerable)"
+    if report.partial:
+        title += " (partial: interrupted)"
+    headers = {"seconds_per_question": "s/question", "seconds_per_question_median": "median s"}
+    table = Table(
+        "configuration", *(headers.get(name, name) for name in names), title=title, box=box.SIMPLE_HEAD
+    )
+    for result in report.configurations:
+        metrics = result.metrics
+        table.add_row(
+            result.name, *(_cell(metrics[name], 2 if name.startswith("seconds") else 3) for name in names)
+        )
+    _print_table(table)
+
+
+def generate(
+    folder: Annotated[
+        Path,
+        typer.Argument(
+            metavar="DIR",
+            help="A folder of documents, or a BEIR folder (its corpus.jsonl is used).",
+            show_default=False,
+        ),
+    ],
+    n: Annotated[int, typer.Option("--n", "-n", min=1, help="Question/answer pairs to make.")] = 50,
+    seed: Annotated[int, typer.Option(help="Sampling seed (same seed, corpus and model: same output).")] = 0,
+    model: Annotated[
+        Optional[str],
+        typer.Option(
+            "--model",
+            help="GGUF model file (default: $RAG_MODEL, else the packaged SmolLM2).",
+            show_default=False,
+        ),
+    ] = None,
+    threads: Annotated[
+        Optional[int],
+        typer.Option(min=1, help="CPU threads for generation (default: all).", show_default=False),
+    ] = None,
+) -> None:
+    """Make synthetic question/answer pairs from a corpus with the local model, as JSON Lines.
+
+    Each line is {"_id", "question", "answers", "relevant", "chunk_id", "context"}, tied to the
+    chunk it was asked about; malformed or ungrounded pairs are dropped. The output feeds
+    `rag eval retrieval` and `rag eval answers` directly. Progress goes to stderr.
+
+    Example: rag eval generate ~/notes --n 50 > qa.jsonl
+    """
+    from ragcli.evaluation.generate import generate_qa
+    from ragcli.llm import load_generator
+
+    settings = load_settings(gguf_model=model)
+    generator = load_generator(model, settings, threads=threads, seed=seed)
+    with _stages(True)("generating") as bar:
+        emit_jsonl(generate_qa(folder, generator, n=n, seed=seed, progress=bar))
+
+
+app.command("retrieval")(retrieval)
+app.command("answers")(answers)
+app.command("generate")(generate)

@@ -1,0 +1,321 @@
+"""Answer evaluation: ask every question per configuration and score the answers.
+
+Per question (`score_answer`), then averaged per configuration (`summarize`):
+
+- ``exact_match``, ``f1``: SQuAD v1.1 normalised, best over the gold answers; answerable
+  questions only. Citation markers (``[1]``) are removed from the answer first.
+- ``answer_in_output``: a normalised gold answer occurs in the normalised answer (answerable).
+- ``citation_validity``: of the sources the model cited, the share that exist and were
+  retrieved; answers citing nothing are left out (inferred citations are not the model's).
+- ``supported``: share of the answer's sentences the support annotation labels "supported";
+  answers that abstained or have no sentences are left out.
+- ``context_recall``: share of a gold answer's tokens present in the context the model was
+  given, best over gold answers (ragas' context recall without an LLM); answerable only.
+- ``abstained``: share of all questions answered "not found"; ``abstained_unanswerable``
+  (questions with no gold answer, where abstaining is right) and ``abstained_answerable``.
+- ``seconds_per_question`` (mean) and ``seconds_per_question_median``: wall clock per ask.
+
+A metric with no question to average over is None (``null`` in JSON).
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Iterable, Protocol, Sequence
+
+from ragcli.evaluation.datasets import QACase
+from ragcli.evaluation.metrics import answer_in_output, context_recall, exact_match, f1
+
+ANSWER_METRICS = (
+    "exact_match",
+    "f1",
+    "answer_in_output",
+    "citation_validity",
+    "supported",
+    "context_recall",
+    "abstained",
+    "abstained_unanswerable",
+    "abstained_answerable",
+    "seconds_per_question",
+    "seconds_per_question_median",
+)
+_CITATION = re.compile(r"\[\s*\d+(?:\s*,\s*\d+)*\s*\]")
+
+
+class AskerLike(Protocol):
+    """What evaluation needs of `ragcli.ask.Asker`."""
+
+    def ask(self, question: str, options: Any) -> Any: ...
+
+
+class Progress(Protocol):
+    def start(self, total: int) -> None: ...
+
+    def advance(self, path: str, status: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class AnswerConfiguration:
+    """One answering setup: a display name and the `AskOptions` it runs with."""
+
+    name: str
+    options: Any
+
+
+def answer_configurations(
+    modes: Sequence[str], reranks: Sequence[str | None] = (None,), *, base: Any = None
+) -> list[AnswerConfiguration]:
+    """Every retrieval mode combined with every reranker, on top of `base` `AskOptions`."""
+    if base is None:
+        from ragcli.ask import AskOptions
+
+        base = AskOptions(use_cache=False)
+    result = []
+    for rerank in [None if r in (None, "", "none") else r for r in reranks]:
+        for mode in modes:
+            name = mode if rerank is None else f"{mode}+{rerank}"
+            result.append(
+                AnswerConfiguration(name, replace(base, query=replace(base.query, mode=mode, rerank=rerank)))
+            )
+    return result
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """One question's answer and its scores (None where a metric does not apply)."""
+
+    id: str
+    question: str
+    answer: str
+    answerable: bool
+    abstained: bool
+    seconds: float
+    exact_match: float | None = None
+    f1: float | None = None
+    answer_in_output: float | None = None
+    citation_validity: float | None = None
+    supported: float | None = None
+    context_recall: float | None = None
+
+
+def strip_citations(text: str) -> str:
+    """The answer without its ``[n]`` / ``[n, m]`` citation markers."""
+    return " ".join(_CITATION.sub(" ", text).split())
+
+
+def citation_validity(answer: Any) -> float | None:
+    """Share of the sources the model cited that exist and were retrieved; None if it cited none."""
+    cited = [] if getattr(answer, "citations_inferred", False) else list(answer.citations)
+    cited += list(getattr(answer, "invalid_citations", ()))
+    if not cited:
+        return None
+    retrieved = {hit.chunk.id for hit in getattr(answer, "retrieved", ())}
+    sources = {source.number: source for source in answer.sources}
+
+    def valid(number: int) -> bool:
+        source = sources.get(number)
+        # Cached answers keep no retrieved hits; then existing is all that can be checked.
+        return source is not None and (not retrieved or set(source.chunk_ids) <= retrieved)
+
+    return sum(map(valid, cited)) / len(cited)
+
+
+def supported_share(answer: Any) -> float | None:
+    """Share of the answer's sentences labelled "supported"; None for abstentions or no sentences."""
+    if answer.abstained or not answer.support:
+        return None
+    return sum(item.label == "supported" for item in answer.support) / len(answer.support)
+
+
+def score_answer(case: QACase, answer: Any, seconds: float) -> CaseResult:
+    """Score one `Answer` against one question's gold answers."""
+    text = strip_citations(answer.text)
+    scores: dict[str, float | None] = {
+        "citation_validity": citation_validity(answer),
+        "supported": supported_share(answer),
+    }
+    if case.answerable:
+        context = "\n".join(source.text for source in answer.sources)
+        scores.update(
+            exact_match=exact_match(text, case.answers),
+            f1=f1(text, case.answers),
+            answer_in_output=answer_in_output(text, case.answers),
+            context_recall=context_recall(context, case.answers),
+        )
+    return CaseResult(
+        id=case.id,
+        question=case.question,
+        answer=answer.text,
+        answerable=case.answerable,
+        abstained=bool(answer.abstained),
+        seconds=seconds,
+        **scores,
+    )
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    present = [value for value in values if value is not None]
+    return statistics.fmean(present) if present else None
+
+
+def summarize(results: Sequence[CaseResult]) -> dict[str, float | None]:
+    """The configuration's metrics (`ANSWER_METRICS`) over its scored questions."""
+    answerable = [r for r in results if r.answerable]
+    unanswerable = [r for r in results if not r.answerable]
+    seconds = [r.seconds for r in results]
+    return {
+        "exact_match": _mean(r.exact_match for r in answerable),
+        "f1": _mean(r.f1 for r in answerable),
+        "answer_in_output": _mean(r.answer_in_output for r in answerable),
+        "citation_validity": _mean(r.citation_validity for r in results),
+        "supported": _mean(r.supported for r in results),
+        "context_recall": _mean(r.context_recall for r in answerable),
+        "abstained": _mean(float(r.abstained) for r in results),
+        "abstained_unanswerable": _mean(float(r.abstained) for r in unanswerable),
+        "abstained_answerable": _mean(float(r.abstained) for r in answerable),
+        "seconds_per_question": statistics.fmean(seconds) if seconds else None,
+        "seconds_per_question_median": statistics.median(seconds) if seconds else None,
+    }
+
+
+@dataclass
+class AnswerConfigurationResult:
+    """One configuration's per-question results and their summary."""
+
+    name: str
+    options: Any
+    cases: list[CaseResult] = field(default_factory=list)
+
+    @property
+    def metrics(self) -> dict[str, float | None]:
+        return summarize(self.cases)
+
+    def to_dict(self, details: bool = False) -> dict[str, Any]:
+        query = self.options.query
+        record: dict[str, Any] = {
+            "name": self.name,
+            "mode": query.mode,
+            "rerank": query.rerank,
+            "top_k": query.top_k,
+            "metrics": {k: None if v is None else round(v, 4) for k, v in self.metrics.items()},
+        }
+        if details:
+            record["questions"] = [vars(case) for case in self.cases]
+        return record
+
+
+@dataclass
+class AnswerReport:
+    """The result of `run_answers`."""
+
+    dataset: str
+    index: str
+    questions: int
+    answerable: int = 0
+    completed: int = 0
+    partial: bool = False
+    configurations: list[AnswerConfigurationResult] = field(default_factory=list)
+
+    def to_dict(self, details: bool = False) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "index": self.index,
+            "questions": self.questions,
+            "answerable": self.answerable,
+            "completed": self.completed,
+            "partial": self.partial,
+            "metric_names": list(ANSWER_METRICS),
+            "configurations": [result.to_dict(details) for result in self.configurations],
+        }
+
+
+def run_answers(
+    asker: AskerLike,
+    cases: Sequence[QACase],
+    configs: Sequence[AnswerConfiguration],
+    *,
+    dataset: str = "",
+    index: str = "",
+    limit: int | None = None,
+    progress: Progress | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> AnswerReport:
+    """Ask every question under every configuration and score the answers.
+
+    Each question goes through all configurations before the next, so an interruption
+    (Ctrl-C) keeps the same finished questions for each; the report is then ``partial``.
+
+    Args:
+        asker: answers ``ask(question, options) -> Answer``.
+        cases: the questions.
+        configs: the configurations to compare.
+        dataset, index: names for the report.
+        limit: only the first `limit` questions.
+        progress: receives ``start(total)`` and ``advance(question_id, configuration)``.
+        clock: seconds, for the time per question.
+    """
+    chosen = list(cases)[:limit] if limit else list(cases)
+    report = AnswerReport(
+        dataset=dataset,
+        index=index,
+        questions=len(chosen),
+        answerable=sum(case.answerable for case in chosen),
+        configurations=[AnswerConfigurationResult(c.name, c.options) for c in configs],
+    )
+    if progress is not None:
+        progress.start(len(chosen) * len(configs))
+    try:
+        for case in chosen:
+            for result in report.configurations:
+                started = clock()
+                answer = asker.ask(case.question, result.options)
+                result.cases.append(score_answer(case, answer, clock() - started))
+                if progress is not None:
+                    progress.advance(case.id, result.name)
+            report.completed += 1
+    except KeyboardInterrupt:
+        report.partial = True
+        for result in report.configurations:
+            result.cases = result.cases[: report.completed]
+    return report
+
+
+def evaluate_answers(
+    source: Path,
+    *,
+    settings: Any,
+    configs: Sequence[AnswerConfiguration],
+    index: Path | None = None,
+    limit: int | None = None,
+    progress: Callable[[str], Any] | None = None,
+    generator: Any = None,
+) -> AnswerReport:
+    """`rag eval answers`: load the questions, index the corpus if the set has one, ask, score.
+
+    Args:
+        source: a QA JSON Lines file (run on `settings.index`) or a folder with corpus.jsonl
+            and qa.jsonl (ingested into its dedicated index, reused when unchanged).
+        settings: resolved settings.
+        configs: the configurations to compare (`answer_configurations`).
+        index: ``--index``: the index to use instead.
+        limit: only the first `limit` questions.
+        progress: opens a progress receiver for a described stage (None: no progress).
+        generator: a ready language model (tests); None loads the GGUF the options name.
+    """
+    from ragcli.ask import Asker
+    from ragcli.evaluation.datasets import load_qa_set
+    from ragcli.evaluation.indexes import resolve_index, stage
+
+    dataset = load_qa_set(source)
+    group = configs[0].options.query.group if configs else None
+    target, _ = resolve_index(
+        dataset.corpus, dataset.source, settings=settings, index=index, group=group, progress=progress
+    )
+    with Asker(target, settings=settings, generator=generator) as asker, stage(progress, "answering") as bar:
+        return run_answers(
+            asker, dataset.cases, configs, dataset=dataset.name, index=str(target), limit=limit, progress=bar
+        )

@@ -1,0 +1,255 @@
+"""Reading evaluation sets: BEIR folders, QA JSON Lines files, and QA dataset folders.
+
+BEIR layout (https://github.com/beir-cellar/beir): ``corpus.jsonl`` (``_id``, ``title``, ``text``),
+``queries.jsonl`` (``_id``, ``text``) and ``qrels/test.tsv`` (``query-id  corpus-id  score`` with a
+header line). A QA file holds one JSON object per line:
+``{"_id"?, "question", "answers"?: [...], "relevant"?: [document ids or paths]}``; a QA dataset
+folder holds ``corpus.jsonl`` beside ``qa.jsonl`` (the layout of xquad-en).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Mapping
+
+from ragcli.errors import UsageError
+from ragcli.types import Document
+
+CORPUS_FILE = "corpus.jsonl"
+QUERIES_FILE = "queries.jsonl"
+QRELS_FILE = Path("qrels") / "test.tsv"
+QA_FILE = "qa.jsonl"
+
+
+@dataclass(frozen=True)
+class QACase:
+    """One question: its gold answers (empty = unanswerable) and relevant documents."""
+
+    id: str
+    question: str
+    answers: tuple[str, ...] = ()
+    relevant: tuple[str, ...] = ()
+
+    @property
+    def answerable(self) -> bool:
+        return bool(self.answers)
+
+
+@dataclass(frozen=True)
+class RetrievalSet:
+    """Queries with relevance judgments, and the corpus they are judged against.
+
+    Attributes:
+        name: a short name (the folder or file stem).
+        source: the dataset folder or QA file.
+        queries: query id -> query text, judged queries only, in file order.
+        qrels: query id -> {document id: relevance}; for a QA file, ids are its `relevant` entries.
+        corpus: the corpus file, or None for a QA file run against an existing index.
+    """
+
+    name: str
+    source: Path
+    queries: Mapping[str, str]
+    qrels: Mapping[str, Mapping[str, int]]
+    corpus: Path | None = None
+    skipped: int = 0
+
+
+@dataclass(frozen=True)
+class QASet:
+    """Questions to answer and, for a dataset folder, the corpus to index first."""
+
+    name: str
+    source: Path
+    cases: tuple[QACase, ...]
+    corpus: Path | None = None
+
+
+def _json_lines(path: Path) -> Iterator[tuple[int, dict]]:
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"cannot read {path}: {error.strerror or error}") from error
+    with handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise UsageError(
+                    f"{path}:{number}: not valid JSON ({error.msg}); expected one JSON object per line"
+                ) from error
+            if not isinstance(record, dict):
+                raise UsageError(f"{path}:{number}: expected a JSON object per line")
+            yield number, record
+
+
+def beir_document(record: Mapping[str, object]) -> Document:
+    """A BEIR corpus record as a Document: path = ``_id``, text = title, newline, text.
+
+    Shared by every BEIR index built for evaluation, so the same corpus always yields the same
+    documents (and content hashes), and an index built once is reused as it is.
+    """
+    title = str(record.get("title") or "")
+    text = str(record.get("text") or "")
+    return Document(
+        path=str(record["_id"]),
+        text=f"{title}\n{text}" if title else text,
+        file_type="beir",
+        metadata={"title": title},
+    )
+
+
+def read_corpus(path: Path) -> Iterator[Document]:
+    """Stream the documents of a BEIR ``corpus.jsonl``.
+
+    Raises:
+        UsageError: the file is missing, not JSON Lines, or a record has no ``_id``.
+    """
+    for number, record in _json_lines(path):
+        if "_id" not in record:
+            raise UsageError(f'{path}:{number}: corpus record without an "_id"')
+        yield beir_document(record)
+
+
+def read_queries(path: Path) -> dict[str, str]:
+    """Query id -> text from a BEIR ``queries.jsonl``."""
+    return {
+        str(record["_id"]): str(record.get("text", "")) for _, record in _json_lines(path) if "_id" in record
+    }
+
+
+def read_qrels(path: Path) -> dict[str, dict[str, int]]:
+    """Query id -> {document id: relevance} from a BEIR qrels TSV with a header line.
+
+    Raises:
+        UsageError: the file is missing or a row does not have three columns with an integer score.
+    """
+    qrels: dict[str, dict[str, int]] = {}
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            rows = csv.reader(handle, delimiter="\t")
+            next(rows, None)  # the header: query-id, corpus-id, score
+            for number, row in enumerate(rows, 2):
+                if not row:
+                    continue
+                if len(row) < 3 or not row[2].strip().lstrip("-").isdigit():
+                    raise UsageError(f"{path}:{number}: expected query-id<TAB>corpus-id<TAB>score")
+                qrels.setdefault(row[0], {})[row[1]] = int(row[2])
+    except OSError as error:
+        raise UsageError(f"cannot read {path}: {error.strerror or error}") from error
+    return qrels
+
+
+def read_qa(path: Path) -> list[QACase]:
+    """The questions of a QA JSON Lines file; a line without ``_id`` gets ``q<line number>``.
+
+    ``answers`` may also be a single string (``answer``); ``relevant`` may be one string.
+
+    Raises:
+        UsageError: a line is not a JSON object or has no ``question``.
+    """
+    cases = []
+    for number, record in _json_lines(path):
+        if not str(record.get("question") or "").strip():
+            raise UsageError(f'{path}:{number}: QA record without a "question"')
+        answers = record.get("answers", record.get("answer", []))
+        relevant = record.get("relevant", [])
+        cases.append(
+            QACase(
+                id=str(record.get("_id") or f"q{number}"),
+                question=str(record["question"]).strip(),
+                answers=tuple(map(str, [answers] if isinstance(answers, str) else answers or [])),
+                relevant=tuple(map(str, [relevant] if isinstance(relevant, str) else relevant or [])),
+            )
+        )
+    return cases
+
+
+def _missing(path: Path, what: str) -> UsageError:
+    return UsageError(
+        f"{path} is not {what}: expected a BEIR folder ({CORPUS_FILE}, {QUERIES_FILE}, "
+        f"{QRELS_FILE.as_posix()}), a folder with {CORPUS_FILE} and {QA_FILE}, "
+        "or a QA JSON Lines file"
+    )
+
+
+def load_retrieval_set(path: Path) -> RetrievalSet:
+    """Load what `rag eval retrieval` needs from a BEIR folder, a QA folder or a QA file.
+
+    A BEIR folder's queries are those with judgments in ``qrels/test.tsv``. For QA input each
+    question with a non-empty ``relevant`` list is a query judged relevant (1) on those entries;
+    questions without one are counted in `skipped`.
+
+    Raises:
+        UsageError: the path is none of the supported layouts.
+    """
+    path = Path(path).expanduser()
+    if path.is_dir():
+        corpus = path / CORPUS_FILE
+        if not corpus.is_file():
+            raise _missing(path, "an evaluation set")
+        if (path / QRELS_FILE).is_file() and (path / QUERIES_FILE).is_file():
+            return _beir_set(path)
+        if (path / QA_FILE).is_file():
+            return _qa_retrieval_set(path, path / QA_FILE, corpus)
+        raise _missing(path, "a complete evaluation set")
+    if path.is_file():
+        return _qa_retrieval_set(path, path, None)
+    raise UsageError(f"{path} does not exist: give a BEIR folder or a QA JSON Lines file")
+
+
+def _beir_set(path: Path) -> RetrievalSet:
+    texts = read_queries(path / QUERIES_FILE)
+    qrels = read_qrels(path / QRELS_FILE)
+    missing = [qid for qid in qrels if qid not in texts]
+    if missing:
+        raise UsageError(
+            f"{path / QRELS_FILE}: query {missing[0]} has judgments but no text in "
+            f"{QUERIES_FILE} ({len(missing)} such queries)"
+        )
+    queries = {qid: text for qid, text in texts.items() if qid in qrels}
+    return RetrievalSet(name=path.name, source=path, queries=queries, qrels=qrels, corpus=path / CORPUS_FILE)
+
+
+def _qa_retrieval_set(name_path: Path, qa_path: Path, corpus: Path | None) -> RetrievalSet:
+    cases = read_qa(qa_path)
+    judged = [case for case in cases if case.relevant]
+    if not judged:
+        raise UsageError(
+            f'{qa_path}: no question lists "relevant" documents, so retrieval cannot be '
+            "scored; add them, or use `rag eval answers` for answer metrics"
+        )
+    return RetrievalSet(
+        name=name_path.stem if name_path.is_file() else name_path.name,
+        source=name_path,
+        queries={case.id: case.question for case in judged},
+        qrels={case.id: dict.fromkeys(case.relevant, 1) for case in judged},
+        corpus=corpus,
+        skipped=len(cases) - len(judged),
+    )
+
+
+def load_qa_set(path: Path) -> QASet:
+    """Load what `rag eval answers` needs: a QA file, or a folder with corpus.jsonl and qa.jsonl.
+
+    Raises:
+        UsageError: the path is neither.
+    """
+    path = Path(path).expanduser()
+    if path.is_dir():
+        if not (path / CORPUS_FILE).is_file() or not (path / QA_FILE).is_file():
+            raise UsageError(
+                f"{path} is not a QA dataset folder: expected {CORPUS_FILE} and {QA_FILE} "
+                "(the layout of xquad-en), or give a QA JSON Lines file"
+            )
+        return QASet(
+            name=path.name, source=path, cases=tuple(read_qa(path / QA_FILE)), corpus=path / CORPUS_FILE
+        )
+    if path.is_file():
+        return QASet(name=path.stem, source=path, cases=tuple(read_qa(path)))
+    raise UsageError(f"{path} does not exist: give a QA JSON Lines file or a dataset folder")

@@ -1,0 +1,133 @@
+"""The dedicated index an evaluation set's corpus is ingested into, and keeping it current.
+
+Each (dataset folder, chunk group settings, embedding model) gets its own index under the
+cache dir, so evaluating never touches the user's own index and a second run reuses the
+first one's work: `ingest_documents` skips documents whose text is unchanged, so an
+unchanged corpus embeds nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from contextlib import nullcontext
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable, ContextManager
+
+from ragcli.config import Settings
+from ragcli.evaluation.datasets import read_corpus
+from ragcli.splitting import PRESETS
+from ragcli.store import DATABASE_NAME
+
+DEFAULT_GROUP = "medium"
+
+
+def dataset_index_path(dataset: Path, *, settings: Settings, group: str = DEFAULT_GROUP) -> Path:
+    """Where the corpus of `dataset` is indexed: ``cache_dir/eval/<name>-<hash>``.
+
+    The short hash covers the dataset's absolute path, the group's chunk settings and the
+    embedding model, so changing any of them builds a separate index instead of churning one.
+    """
+    dataset = Path(dataset).expanduser().resolve()
+    chunking = PRESETS.get(group, PRESETS[DEFAULT_GROUP])
+    key = json.dumps([str(dataset), group, asdict(chunking), settings.embed_model or "default"])
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:10]
+    return settings.cache_dir / "eval" / f"{dataset.name}-{digest}"
+
+
+def count_lines(path: Path) -> int:
+    """Non-empty lines of a JSON Lines file (the progress bar's total)."""
+    with path.open("rb") as handle:
+        return sum(1 for line in handle if line.strip())
+
+
+def index_model(index: Path) -> str | None:
+    """The embedding model an existing index was built with; None for a new index or the default."""
+    from ragcli.embedding.model_files import DEFAULT_MODEL_ID
+    from ragcli.store import Store
+
+    if not (index / DATABASE_NAME).is_file():
+        return None
+    store = Store.open(index)
+    try:
+        model = store.get_meta("embedding_model")
+    finally:
+        store.close()
+    # The default is loaded from its package, not by the id it records.
+    return None if model == DEFAULT_MODEL_ID else model
+
+
+def prepare_index(
+    corpus: Path,
+    index: Path,
+    *,
+    settings: Settings,
+    group: str = DEFAULT_GROUP,
+    embedder: Any = None,
+    progress: Any = None,
+):
+    """Ingest a BEIR corpus into `index`, adding or updating only what changed.
+
+    Args:
+        corpus: the ``corpus.jsonl`` file.
+        index: the index directory (created when missing).
+        settings: model choice and cache dir.
+        group: the chunk group to fill (its preset chunking unless the index has settings).
+        embedder: the embedding model; default: the index's own, else the flag/env/default one.
+        progress: receives ``start(total)`` and ``advance(doc_id, status)``.
+
+    Returns:
+        The `IngestReport`.
+
+    Raises:
+        IndexMismatch: the index was built with another embedding model.
+    """
+    from ragcli.ingest import ingest_documents
+
+    if embedder is None:
+        from ragcli.models import embedder_for
+
+        embedder = embedder_for(settings, index_model(index))
+    if progress is not None:
+        progress.start(count_lines(corpus))
+    return ingest_documents(index, read_corpus(corpus), embedder=embedder, group=group, progress=progress)
+
+
+def stage(progress: Callable[[str], ContextManager[Any]] | None, description: str) -> ContextManager[Any]:
+    """The progress receiver for one stage, or None when progress is not shown."""
+    return progress(description) if progress is not None else nullcontext(None)
+
+
+def resolve_index(
+    corpus: Path | None,
+    source: Path,
+    *,
+    settings: Settings,
+    index: Path | None = None,
+    group: str | None = None,
+    progress: Callable[[str], ContextManager[Any]] | None = None,
+) -> tuple[Path, dict[str, Any]]:
+    """The index to evaluate on, brought up to date with the dataset's corpus when it has one.
+
+    Args:
+        corpus: the dataset's ``corpus.jsonl``; None to use an existing index as it is.
+        source: the dataset folder or file (names the dedicated index).
+        settings: model choice, cache dir and the current index (`settings.index`).
+        index: an explicit index directory (``--index``); default: the dedicated index for a
+            corpus, else `settings.index`.
+        group: the chunk group (default "medium").
+        progress: opens a progress receiver for a described stage.
+
+    Returns:
+        The index path and what the ingest did (empty when there was no corpus).
+    """
+    if corpus is None:
+        return (index or settings.index), {}
+    target = index or dataset_index_path(source, settings=settings, group=group or DEFAULT_GROUP)
+    with stage(progress, "indexing") as bar:
+        report = prepare_index(corpus, target, settings=settings, group=group or DEFAULT_GROUP, progress=bar)
+    return target, {
+        key: getattr(report, key)
+        for key in ("added", "updated", "unchanged", "removed", "embedded", "chunks", "seconds")
+    }

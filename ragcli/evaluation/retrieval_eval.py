@@ -1,0 +1,323 @@
+"""Retrieval evaluation: run judged queries through a `Searcher` per configuration and score them.
+
+1. Every query goes through every configuration before the next query starts, so an
+   interruption (Ctrl-C) leaves all configurations with the same finished queries; those
+   are scored and the report is marked partial.
+2. Chunk hits become a document ranking: a document's score is its best chunk's score, in
+   the order the searcher returned them.
+3. The per-query document rankings form a TREC run; `ragcli.evaluation.metrics` scores it
+   against the qrels with trec_eval's code (nDCG@10, recall@1/5/10/100, MRR@10, MAP@100).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePath
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, TextIO
+
+from ragcli.evaluation.datasets import RetrievalSet
+from ragcli.evaluation.metrics import RETRIEVAL_MEASURES, retrieval_metrics
+from ragcli.types import Hit
+
+DEFAULT_TOP_K = 100
+RUN_TAG = "ragcli"
+
+
+class SearcherLike(Protocol):
+    """What evaluation needs of `ragcli.query.Searcher`."""
+
+    def search(self, query: str, options: Any) -> list[Hit]: ...
+
+
+class Progress(Protocol):
+    def start(self, total: int) -> None: ...
+
+    def advance(self, path: str, status: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One retrieval setup to evaluate: a display name and the `QueryOptions` it runs with."""
+
+    name: str
+    options: Any
+
+
+def configurations(
+    modes: Sequence[str], reranks: Sequence[str | None] = (None,), *, base: Any = None
+) -> list[Configuration]:
+    """Every mode combined with every reranker (None = no reranking), as configurations.
+
+    Args:
+        modes: retrieval modes ("bm25", "dense", "hybrid", "llm").
+        reranks: rerankers; None or "none" for no reranking.
+        base: the `QueryOptions` the others start from (top_k, group, fusion, ...).
+
+    Returns:
+        Configurations named ``mode`` or ``mode+reranker``.
+    """
+    if base is None:
+        from ragcli.query import QueryOptions
+
+        base = QueryOptions(top_k=DEFAULT_TOP_K)
+    result = []
+    for rerank in [None if r in (None, "", "none") else r for r in reranks]:
+        for mode in modes:
+            name = mode if rerank is None else f"{mode}+{rerank}"
+            result.append(
+                Configuration(
+                    name, replace(base, mode=mode, rerank=rerank, candidates=max(base.candidates, base.top_k))
+                )
+            )
+    return result
+
+
+@dataclass
+class ConfigurationResult:
+    """Scores of one configuration over the finished queries."""
+
+    name: str
+    options: Any
+    metrics: dict[str, float] = field(default_factory=dict)
+    latencies: list[float] = field(default_factory=list)
+    run: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    @property
+    def ms_per_query(self) -> float:
+        return 1000 * statistics.fmean(self.latencies) if self.latencies else 0.0
+
+    @property
+    def median_ms(self) -> float:
+        return 1000 * statistics.median(self.latencies) if self.latencies else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "mode": self.options.mode,
+            "rerank": self.options.rerank,
+            "top_k": self.options.top_k,
+            "metrics": {k: round(v, 4) for k, v in self.metrics.items()},
+            "ms_per_query": round(self.ms_per_query, 2),
+            "median_ms_per_query": round(self.median_ms, 2),
+        }
+
+
+@dataclass
+class RetrievalReport:
+    """The result of `run_retrieval`: one `ConfigurationResult` per configuration."""
+
+    dataset: str
+    index: str
+    queries: int
+    completed: int = 0
+    partial: bool = False
+    skipped: int = 0
+    configurations: list[ConfigurationResult] = field(default_factory=list)
+    ingest: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "index": self.index,
+            "queries": self.queries,
+            "completed": self.completed,
+            "partial": self.partial,
+            "skipped_queries": self.skipped,
+            "ingest": self.ingest,
+            "metric_names": list(RETRIEVAL_MEASURES),
+            "configurations": [result.to_dict() for result in self.configurations],
+        }
+
+
+DocumentKey = Callable[[str, Hit], str]
+
+
+def path_key(_query_id: str, hit: Hit) -> str:
+    """A hit's document id: its document path (a BEIR corpus stores ``_id`` there)."""
+    return hit.chunk.path
+
+
+def relevant_path_key(qrels: Mapping[str, Mapping[str, int]]) -> DocumentKey:
+    """Map a hit to the query's `relevant` entry naming its document, else to its path.
+
+    For QA files run against an ordinary index: an absolute entry matches the same resolved
+    path, a relative one matches a path ending in it (so ``notes/a.md`` and ``a.md`` both match
+    ``/home/me/notes/a.md``), and any entry matches a path equal to it (BEIR ids).
+    """
+
+    def key(query_id: str, hit: Hit) -> str:
+        path = hit.chunk.path
+        for entry in qrels.get(query_id, {}):
+            if _same_document(entry, path):
+                return entry
+        return path
+
+    return key
+
+
+def _same_document(entry: str, path: str) -> bool:
+    if entry == path:
+        return True
+    wanted = PurePath(entry)
+    if wanted.is_absolute():
+        return Path(entry).expanduser().resolve() == Path(path).resolve()
+    return PurePath(path).parts[-len(wanted.parts) :] == wanted.parts
+
+
+def document_scores(query_id: str, hits: Sequence[Hit], key: DocumentKey = path_key) -> dict[str, float]:
+    """A document ranking from chunk hits: best chunk score per document, in hit order.
+
+    trec_eval orders a run by score (ties by document id), not by position. When the scores
+    do not strictly fall along the searcher's order (ties, or llm selection), rank-derived
+    scores are used instead so that every tool reading the run sees the searcher's order.
+    """
+    best: dict[str, float] = {}
+    for hit in hits:
+        doc = key(query_id, hit)
+        best[doc] = max(best.get(doc, float("-inf")), float(hit.score))
+    scores = list(best.values())
+    if all(a > b for a, b in zip(scores, scores[1:])):
+        return best
+    return {doc: float(len(best) - position) for position, doc in enumerate(best)}
+
+
+def run_retrieval(
+    searcher: SearcherLike,
+    dataset: RetrievalSet,
+    configs: Sequence[Configuration],
+    *,
+    index: str = "",
+    key: DocumentKey = path_key,
+    limit: int | None = None,
+    progress: Progress | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> RetrievalReport:
+    """Run every judged query through every configuration and score the runs.
+
+    Args:
+        searcher: answers ``search(query, options) -> [Hit]``.
+        dataset: queries and qrels.
+        configs: the configurations to compare.
+        index: the index path, for the report.
+        key: maps a hit to the document id the qrels use.
+        limit: only the first `limit` queries.
+        progress: receives ``start(total)`` and ``advance(query_id, configuration)``.
+        clock: seconds, for per-query latency.
+
+    Returns:
+        A `RetrievalReport`; ``partial`` when interrupted, scored on the finished queries.
+    """
+    query_ids = list(dataset.queries)[:limit] if limit else list(dataset.queries)
+    report = RetrievalReport(
+        dataset=dataset.name,
+        index=index,
+        queries=len(query_ids),
+        skipped=dataset.skipped,
+        configurations=[ConfigurationResult(c.name, c.options) for c in configs],
+    )
+    if progress is not None:
+        progress.start(len(query_ids) * len(configs))
+    try:
+        for query_id in query_ids:
+            _run_query(
+                searcher, dataset.queries[query_id], query_id, report.configurations, key, progress, clock
+            )
+            report.completed += 1
+    except KeyboardInterrupt:
+        report.partial = True
+        _drop_unfinished(report.configurations, query_ids[: report.completed])
+    finished = {qid: dataset.qrels[qid] for qid in query_ids[: report.completed]}
+    for result in report.configurations:
+        result.metrics = retrieval_metrics(finished, result.run)
+    return report
+
+
+def _run_query(
+    searcher: SearcherLike,
+    text: str,
+    query_id: str,
+    results: Iterable[ConfigurationResult],
+    key: DocumentKey,
+    progress: Progress | None,
+    clock: Callable[[], float],
+) -> None:
+    for result in results:
+        started = clock()
+        hits = searcher.search(text, result.options)
+        result.latencies.append(clock() - started)
+        result.run[query_id] = document_scores(query_id, hits, key)
+        if progress is not None:
+            progress.advance(query_id, result.name)
+
+
+def _drop_unfinished(results: Iterable[ConfigurationResult], finished: Sequence[str]) -> None:
+    """Forget the interrupted query, which only some configurations ran."""
+    for result in results:
+        result.latencies = result.latencies[: len(finished)]
+        result.run = {qid: result.run[qid] for qid in finished}
+
+
+def write_trec_run(handle: TextIO, report: RetrievalReport) -> int:
+    """Write every configuration's run as TREC run lines ``qid Q0 docid rank score tag``.
+
+    The tag is ``ragcli-<configuration>``, so one file holds all configurations and
+    ``trec_eval`` or ir-measures can tell them apart. Returns the number of lines written.
+    """
+    lines = 0
+    for result in report.configurations:
+        tag = f"{RUN_TAG}-{result.name}".replace(" ", "_")
+        for query_id, scores in result.run.items():
+            ranked = sorted(scores.items(), key=lambda item: -item[1])
+            for rank, (doc, score) in enumerate(ranked, start=1):
+                handle.write(f"{query_id} Q0 {doc.replace(' ', '_')} {rank} {score:.6f} {tag}\n")
+                lines += 1
+    return lines
+
+
+def evaluate_retrieval(
+    source: Path,
+    *,
+    settings: Any,
+    configs: Sequence[Configuration],
+    index: Path | None = None,
+    group: str | None = None,
+    limit: int | None = None,
+    progress: Callable[[str], Any] | None = None,
+    generator_factory: Callable[[], Any] | None = None,
+) -> RetrievalReport:
+    """`rag eval retrieval`: load the set, index its corpus (reused when unchanged), run, score.
+
+    Args:
+        source: a BEIR folder, a folder with corpus.jsonl and qa.jsonl, or a QA file.
+        settings: resolved settings; `settings.index` is used for a QA file without corpus.
+        configs: the configurations to compare (`configurations`).
+        index: ``--index``: the index to (re)use instead of the dedicated one.
+        group: the chunk group.
+        limit: only the first `limit` queries.
+        progress: opens a progress receiver for a described stage (None: no progress).
+        generator_factory: the language model for llm mode / llm reranking.
+
+    Raises:
+        UsageError: the dataset is malformed; NotIndexed: a QA file but no index to run it on.
+    """
+    from ragcli.evaluation.datasets import load_retrieval_set
+    from ragcli.evaluation.indexes import resolve_index, stage
+    from ragcli.query import Searcher
+
+    dataset = load_retrieval_set(source)
+    target, ingested = resolve_index(
+        dataset.corpus, dataset.source, settings=settings, index=index, group=group, progress=progress
+    )
+    # Without a corpus the ids are the QA file's `relevant` entries, matched to indexed paths.
+    key = path_key if dataset.corpus is not None else relevant_path_key(dataset.qrels)
+    with (
+        Searcher(target, settings=settings, generator_factory=generator_factory) as searcher,
+        stage(progress, "querying") as bar,
+    ):
+        report = run_retrieval(
+            searcher, dataset, configs, index=str(target), key=key, limit=limit, progress=bar
+        )
+    report.ingest = ingested
+    return report

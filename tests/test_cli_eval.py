@@ -1,0 +1,200 @@
+"""`rag eval retrieval | answers | generate` through typer's CliRunner, with fake models."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from ragcli.cli import app
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def fake_models(monkeypatch):
+    from fakes import EchoGenerator, HashEmbedder
+
+    embedder = HashEmbedder()
+    monkeypatch.setattr("ragcli.models.embedder_for", lambda *args, **kwargs: embedder)
+    monkeypatch.setattr("ragcli.llm.load_generator", lambda *args, **kwargs: EchoGenerator())
+    return embedder
+
+
+def test_retrieval_json_has_every_configuration_and_metric(runner, fixtures_dir, tmp_path):
+    run_file = tmp_path / "run.trec"
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            "retrieval",
+            str(fixtures_dir / "beir-mini"),
+            "--modes",
+            "bm25,dense",
+            "--json",
+            "--output",
+            str(run_file),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["schema_version"] == 1 and document["kind"] == "eval-retrieval"
+    assert [c["name"] for c in document["configurations"]] == ["bm25", "dense"]
+    assert set(document["configurations"][0]["metrics"]) == {
+        "ndcg@10",
+        "recall@1",
+        "recall@5",
+        "recall@10",
+        "recall@100",
+        "mrr@10",
+        "map@100",
+    }
+    assert document["queries"] == 15 and document["partial"] is False
+    tags = {line.split()[5] for line in run_file.read_text().splitlines()}
+    assert tags == {"ragcli-bm25", "ragcli-dense"}
+
+
+def test_retrieval_table_shows_configurations_side_by_side(runner, fixtures_dir):
+    result = runner.invoke(
+        app, ["eval", "retrieval", str(fixtures_dir / "beir-mini"), "--modes", "bm25,hybrid", "--limit", "5"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "bm25" in result.stdout and "hybrid" in result.stdout and "nDCG@10" in result.stdout
+    assert "5 of 5 queries" in result.stdout
+
+
+def test_fail_under_exits_1_and_names_metric_value_and_floor(runner, fixtures_dir):
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            "retrieval",
+            str(fixtures_dir / "beir-mini"),
+            "--modes",
+            "bm25",
+            "--fail-under",
+            "ndcg@10=0.99",
+            "--fail-under",
+            "recall@100=0.5",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 1
+    assert "bm25: ndcg@10 = " in result.stderr and "below the floor 0.99" in result.stderr
+    assert "recall@100" not in result.stderr
+    assert json.loads(result.stdout)["configurations"]  # the report is still printed
+    passing = runner.invoke(
+        app,
+        [
+            "eval",
+            "retrieval",
+            str(fixtures_dir / "beir-mini"),
+            "--modes",
+            "bm25",
+            "--fail-under",
+            "ndcg@10=0.5",
+            "--json",
+        ],
+    )
+    assert passing.exit_code == 0
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--modes", "bm25,fuzzy"],
+        ["--rerank", "magic"],
+        ["--fail-under", "ndcg@11=0.5"],
+        ["--fail-under", "ndcg@10"],
+    ],
+)
+def test_bad_options_are_usage_errors(runner, fixtures_dir, args):
+    result = runner.invoke(app, ["eval", "retrieval", str(fixtures_dir / "beir-mini"), *args])
+    assert result.exit_code == 2
+
+
+def test_missing_dataset_is_a_one_line_error(runner, tmp_path):
+    result = runner.invoke(app, ["eval", "retrieval", str(tmp_path / "nope")])
+    assert result.exit_code == 2 and "does not exist" in result.stderr
+
+
+def test_answers_on_qa_file_over_current_index(runner, fixtures_dir, fake_models):
+    from ragcli.config import load_settings
+    from ragcli.evaluation.datasets import read_corpus
+    from ragcli.ingest import ingest_documents
+
+    ingest_documents(
+        load_settings().index, read_corpus(fixtures_dir / "beir-mini" / "corpus.jsonl"), embedder=fake_models
+    )
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            "answers",
+            str(fixtures_dir / "qa-mini.jsonl"),
+            "--modes",
+            "bm25,hybrid",
+            "--limit",
+            "3",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["kind"] == "eval-answers" and document["questions"] == 3
+    metrics = document["configurations"][1]["metrics"]
+    assert {
+        "exact_match",
+        "f1",
+        "answer_in_output",
+        "citation_validity",
+        "supported",
+        "abstained",
+        "abstained_unanswerable",
+        "abstained_answerable",
+        "seconds_per_question",
+        "context_recall",
+    } <= set(metrics)
+
+
+def test_answers_table_on_dataset_folder(runner, fixtures_dir, tmp_path):
+    folder = tmp_path / "qa-set"
+    folder.mkdir()
+    shutil.copy(fixtures_dir / "beir-mini" / "corpus.jsonl", folder / "corpus.jsonl")
+    shutil.copy(fixtures_dir / "qa-mini.jsonl", folder / "qa.jsonl")
+    result = runner.invoke(app, ["eval", "answers", str(folder), "--limit", "2"])
+    assert result.exit_code == 0, result.output
+    assert "hybrid" in result.stdout and "2 of 2 questions" in result.stdout
+
+
+def test_generate_writes_json_lines_usable_by_eval(runner, fixtures_dir, monkeypatch, tmp_path):
+    from fakes import ScriptedGenerator
+
+    def reply(prompt: str) -> str:
+        passage = prompt.split("Passage:\n", 1)[1]
+        words = passage.split()
+        return f"Question: What does the passage say about {words[1]}?\nAnswer: {words[2]} {words[3]}"
+
+    monkeypatch.setattr("ragcli.llm.load_generator", lambda *a, **k: ScriptedGenerator(reply))
+    result = runner.invoke(
+        app, ["eval", "generate", str(fixtures_dir / "beir-mini"), "--n", "4", "--seed", "3"]
+    )
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(records) == 4
+    assert set(records[0]) == {"_id", "question", "answers", "relevant", "chunk_id", "context"}
+    assert records[0]["chunk_id"].startswith(records[0]["relevant"][0] + "#")
+    qa_file = tmp_path / "qa.jsonl"
+    qa_file.write_text(result.stdout)
+    again = runner.invoke(
+        app, ["eval", "generate", str(fixtures_dir / "beir-mini"), "--n", "4", "--seed", "3"]
+    )
+    assert again.stdout == result.stdout  # same seed, same records
+    from ragcli.evaluation.datasets import load_qa_set, load_retrieval_set
+
+    assert len(load_qa_set(qa_file).cases) == 4 and len(load_retrieval_set(qa_file).qrels) == 4
