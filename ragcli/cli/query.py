@@ -1,0 +1,255 @@
+"""`rag query`: search the index and print ranked chunks (table, JSON, JSON Lines or paths)."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from typing import Annotated, Any, Iterable, Iterator, List, Optional
+
+import typer
+
+from ragcli.cli.options import EmbedModelOption, GroupOption, IndexOption
+from ragcli.cli.render import SCHEMA_VERSION, emit_json, emit_jsonl, stdout_console
+from ragcli.config import Settings, load_settings
+
+
+class Mode(str, Enum):
+    bm25 = "bm25"
+    dense = "dense"
+    hybrid = "hybrid"
+    llm = "llm"
+
+
+class Rerank(str, Enum):
+    cross_encoder = "cross-encoder"
+    llm = "llm"
+    keyword = "keyword"
+
+
+class Fusion(str, Enum):
+    rrf = "rrf"
+    score = "score"
+
+
+class Format(str, Enum):
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+    paths = "paths"
+
+
+def parse_weights(value: Optional[str]) -> Optional[tuple[float, float]]:
+    """`--weights 1,0.5` -> (1.0, 0.5); a usage error (exit 2) when malformed."""
+    if value is None:
+        return None
+    try:
+        bm25, dense = (float(part) for part in value.split(","))
+    except ValueError:
+        raise typer.BadParameter("give two numbers, bm25 then dense, e.g. --weights 1,0.5") from None
+    if bm25 < 0 or dense < 0 or bm25 + dense == 0:
+        raise typer.BadParameter("weights must be non-negative and not both 0")
+    return bm25, dense
+
+
+def query(
+    text: Annotated[Optional[str], typer.Argument(
+        metavar="QUERY", help="The question or keywords; '-' (or no QUERY with a pipe) reads one query per "
+        "line from stdin.", show_default=False)] = None,
+    mode: Annotated[Mode, typer.Option("--mode", "-m", help="bm25 (keywords), dense (embeddings), hybrid "
+                                       "(both, fused) or llm (a language model picks among hybrid "
+                                       "candidates).")] = Mode.hybrid,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Hits to return.")] = 10,
+    group: GroupOption = None,
+    filters: Annotated[Optional[List[str]], typer.Option(
+        "--filter", "-f", help="key=value metadata filter, repeatable: values of one key are OR-ed, "
+        "keys AND-ed. "
+        "Keys: file_name, file_type, path (glob), title, modified/created (e.g. 'modified=>=2024-01-01'; "
+        "comparisons of one key are AND-ed, making ranges), or any stored metadata key.",
+        show_default=False)] = None,
+    min_score: Annotated[Optional[float], typer.Option(
+        help="Drop hits scoring below this: BM25 score, cosine similarity (dense), or the fused score "
+        "(hybrid; RRF scores are small, about 1/(k+rank) per retriever). Applied before reranking.",
+        show_default=False)] = None,
+    rerank: Annotated[Optional[Rerank], typer.Option(help="Rerank the candidates.",
+                                                     show_default=False)] = None,
+    rerank_model: Annotated[Optional[str], typer.Option(help="Model for --rerank (default: its own).",
+                                                        show_default=False)] = None,
+    candidates: Annotated[int, typer.Option(min=1, help="Candidates fetched per retriever before fusion, "
+                                            "reranking or llm selection.")] = 50,
+    require: Annotated[Optional[List[str]], typer.Option(help="Keep only hits containing this word "
+                                                         "(repeatable, case-insensitive).",
+                                                         show_default=False)] = None,
+    exclude: Annotated[Optional[List[str]], typer.Option(help="Drop hits containing this word (repeatable).",
+                                                         show_default=False)] = None,
+    fusion: Annotated[Fusion, typer.Option(help="Hybrid fusion: rrf (reciprocal rank) or score (min-max "
+                                           "normalised scores, weighted sum).")] = Fusion.rrf,
+    rrf_k: Annotated[int, typer.Option(min=1, help="RRF constant k: larger flattens the rank bonus.")] = 60,
+    weights: Annotated[Optional[str], typer.Option(help="Fusion weights 'bm25,dense', e.g. 1,0.5.",
+                                                   show_default="1,1")] = None,
+    explain: Annotated[bool, typer.Option(help="Show each retriever's rank and score and the fused "
+                                          "score per hit.")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="One JSON document (schema_version, query, "
+                                              "mode, hits).")] = False,
+    jsonl_output: Annotated[bool, typer.Option("--jsonl", help="One JSON object per hit, with its "
+                                               "query.")] = False,
+    output_format: Annotated[Format, typer.Option("--format", help="table, json, jsonl, or paths (unique "
+                                                  "paths, one per line, for xargs).")] = Format.table,
+    index: IndexOption = None,
+    embed_model: EmbedModelOption = None,
+) -> None:
+    """Search the index: the best matching chunks, best first.
+
+    Queries from stdin (QUERY '-' or a pipe) are answered as a stream of JSON lines, one per
+    hit, each tagged with its query (--format paths prints paths instead); models load once.
+
+    Examples:
+
+        rag query "how do I reset the router?" -k 5 --filter file_type=pdf
+
+        rag query "lighthouse lens" --mode bm25 --format paths | xargs ls -l
+
+        cat questions.txt | rag query --mode dense
+    """
+    from ragcli.query import QueryOptions, Searcher
+    from ragcli.retrieval.filters import parse_filters
+
+    settings = load_settings(index=index, embed_model=embed_model)
+    options = QueryOptions(
+        mode=mode.value, top_k=top_k, group=group, filters=parse_filters(filters or ()), min_score=min_score,
+        rerank=rerank.value if rerank else None, rerank_model=rerank_model, candidates=candidates,
+        require=tuple(require or ()), exclude=tuple(exclude or ()), fusion=fusion.value, rrf_k=rrf_k,
+        weights=parse_weights(weights) or (1.0, 1.0))
+    fmt = Format.json if json_output else Format.jsonl if jsonl_output else output_format
+    queries = _stdin_queries(text)
+    factory = _generator_factory(settings)
+    with Searcher(settings.index, settings=settings, generator_factory=factory) as searcher:
+        if queries is None:
+            _print_hits(str(text), mode.value, searcher.search(str(text), options), fmt, explain)
+            return
+        for line in queries:
+            _print_batch(line, mode.value, searcher.search(line, options), fmt)
+
+
+def _stdin_queries(text: Optional[str]) -> Optional[Iterator[str]]:
+    """None for a single QUERY argument, else the non-empty lines of stdin."""
+    if text not in (None, "-"):
+        return None
+    if text is None and sys.stdin.isatty():
+        raise typer.BadParameter("give a QUERY, or '-' / a pipe to read queries from stdin",
+                                 param_hint="QUERY")
+    return (line.strip() for line in sys.stdin if line.strip())
+
+
+def _generator_factory(settings: Settings):
+    """Builds the language model only when llm mode or the llm reranker asks for it."""
+    def build() -> Any:
+        from ragcli.models import generator_for
+
+        return generator_for(settings)
+    return build
+
+
+# -- output ---------------------------------------------------------------------------------
+def hit_record(hit) -> dict[str, Any]:
+    """A hit as a JSON-ready dict."""
+    chunk = hit.chunk
+    return {"rank": hit.rank, "score": hit.score, "path": chunk.path, "page": chunk.page,
+            "chunk_id": chunk.id, "group": chunk.group, "text": chunk.text,
+            "sources": {name: dict(part) for name, part in hit.sources.items()}}
+
+
+def unique_paths(hits: Iterable[Any]) -> list[str]:
+    """Hit paths in rank order, each once."""
+    return list(dict.fromkeys(hit.chunk.path for hit in hits))
+
+
+def _print_hits(text: str, mode: str, hits: list, fmt: Format, explain: bool) -> None:
+    if fmt is Format.json:
+        emit_json("query", {"query": text, "mode": mode, "hits": [hit_record(h) for h in hits]})
+    elif fmt is Format.jsonl:
+        emit_jsonl({"query": text, **hit_record(h)} for h in hits)
+    elif fmt is Format.paths:
+        _print_paths(hits)
+    else:
+        _print_table(text, hits, explain)
+
+
+def _print_batch(text: str, mode: str, hits: list, fmt: Format) -> None:
+    if fmt is Format.paths:
+        _print_paths(hits)
+    elif fmt is Format.json:
+        emit_jsonl([{"schema_version": SCHEMA_VERSION, "kind": "query", "query": text, "mode": mode,
+                     "hits": [hit_record(h) for h in hits]}])
+    else:
+        emit_jsonl({"query": text, **hit_record(h)} for h in hits)
+
+
+def _print_paths(hits: list) -> None:
+    for path in unique_paths(hits):
+        sys.stdout.write(path + "\n")
+    sys.stdout.flush()
+
+
+def _print_table(text: str, hits: list, explain: bool) -> None:
+    out = stdout_console()
+    if not hits:
+        from ragcli.cli.render import stderr_console
+
+        stderr_console().print("no hits", style="yellow")
+        return
+    if out.width < 100:
+        _print_stacked(out, text, hits, explain)
+        return
+    from rich.table import Table
+
+    table = Table("#", "score", "source", "snippet", show_lines=True, expand=True)
+    table.columns[2].overflow = "fold"
+    table.columns[3].ratio = 1
+    for hit in hits:
+        snippet = highlighted_snippet(hit.chunk.text, text)
+        if explain:
+            snippet.append("\n" + explain_line(hit), style="dim")
+        table.add_row(str(hit.rank), f"{hit.score:.4g}", _source(hit), snippet)
+    out.print(table)
+
+
+def _print_stacked(out, text: str, hits: list, explain: bool) -> None:
+    """Narrow terminals: a header line per hit, the snippet indented under it."""
+    from rich.markup import escape
+    from rich.padding import Padding
+
+    for hit in hits:
+        out.print(f"[bold]{hit.rank}.[/bold] {hit.score:.4g}  [cyan]{escape(_source(hit))}[/cyan]",
+                  highlight=False)
+        # About three wrapped lines, whatever the width.
+        snippet = highlighted_snippet(hit.chunk.text, text, width=max(60, 3 * (out.width - 3)))
+        out.print(Padding(snippet, (0, 0, 0, 3)))
+        if explain:
+            out.print(Padding(explain_line(hit), (0, 0, 0, 3)), style="dim", highlight=False)
+
+
+def _source(hit) -> str:
+    page = f":{hit.chunk.page}" if hit.chunk.page is not None else ""
+    return f"{hit.chunk.path}{page}"
+
+
+def highlighted_snippet(text: str, query: str, width: int = 300):
+    """A window of the chunk text around its first query term, the terms in bold."""
+    from rich.text import Text
+
+    from ragcli.query import snippet
+
+    window, spans = snippet(text, query, width)
+    rich_text = Text(window)
+    for start, end in spans:
+        rich_text.stylize("bold magenta", start, end)
+    return rich_text
+
+
+def explain_line(hit) -> str:
+    """Each retriever's rank and score, then the fused score."""
+    parts = [f"{name} #{int(part['rank'])} {part['score']:.4g}" for name, part in sorted(hit.sources.items())]
+    fused = "bm25" in hit.sources or "dense" in hit.sources
+    missing = [name for name in ("bm25", "dense") if fused and name not in hit.sources]
+    parts += [f"{name} -" for name in missing]
+    return " · ".join(parts + [f"fused {hit.score:.4g}"]) if hit.sources else f"score {hit.score:.4g}"

@@ -1,0 +1,306 @@
+"""Answering queries over an index: `QueryOptions` in, ranked `Hit`s out.
+
+The pipeline of `Searcher.search`:
+
+1. Resolve the group (default "medium", else the index's first) and refuse an empty index.
+2. Compile the metadata filters into SQL (an unknown key is an error naming the known ones).
+3. Retrieve: bm25 (SQLite FTS5), dense (vector index, the index's own embedding model), or
+   hybrid = both fused (RRF or normalised-score fusion); llm mode asks a language model to
+   select among hybrid candidates.
+4. Drop hits below `min_score` (the retriever's score; the fused score for hybrid), apply
+   the keyword filter (`require`/`exclude`) and the reranker through `ragcli.rerank.rerank`,
+   and cut to `top_k` with ranks from 1.
+
+A `Searcher` opens the index once and loads models lazily, once, so a stream of queries
+pays for them a single time.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ragcli.config import Settings
+from ragcli.errors import IndexMismatch, NotIndexed, UsageError
+from ragcli.retrieval.analysis import analyze, cjk_bigrams
+from ragcli.retrieval.base import RETRIEVERS, ChunkFilter, Retriever
+from ragcli.retrieval.filters import check_keys, filters_sql, known_keys
+from ragcli.retrieval.fusion import FUSIONS, fuse_hits
+from ragcli.store import Store
+from ragcli.types import Hit
+
+MODES = ("bm25", "dense", "hybrid", "llm")
+RERANKERS = ("cross-encoder", "llm", "keyword")
+DEFAULT_GROUP = "medium"
+
+
+@dataclass(frozen=True)
+class QueryOptions:
+    """How to answer one query.
+
+    Attributes:
+        mode: "bm25", "dense", "hybrid" or "llm".
+        top_k: hits returned at most.
+        group: chunk group; None for "medium" if present, else the index's first group.
+        filters: metadata key -> allowed values (OR within a key, AND across keys).
+        min_score: drop hits scoring below this (hybrid: the fused score), before reranking.
+        rerank: None, "cross-encoder", "llm" or "keyword".
+        rerank_model: model for the reranker (None: its default).
+        candidates: hits fetched per retriever before fusion, reranking or llm selection.
+        require: words every hit must contain (the keyword filter of `ragcli.rerank`).
+        exclude: words no hit may contain.
+        fusion: "rrf" or "score" (min-max normalised convex combination).
+        rrf_k: the RRF constant.
+        weights: (bm25, dense) weights for fusion.
+    """
+
+    mode: str = "hybrid"
+    top_k: int = 10
+    group: str | None = None
+    filters: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    min_score: float | None = None
+    rerank: str | None = None
+    rerank_model: str | None = None
+    candidates: int = 50
+    require: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    fusion: str = "rrf"
+    rrf_k: int = 60
+    weights: tuple[float, float] = (1.0, 1.0)
+
+
+def validate(options: QueryOptions) -> None:
+    """Refuse option values no retriever understands.
+
+    Raises:
+        UsageError: names the bad value and the accepted ones.
+    """
+    checks = [
+        (options.mode in MODES, f"--mode {options.mode}: choose one of {', '.join(MODES)}"),
+        (options.top_k >= 1, f"--top-k {options.top_k}: must be at least 1"),
+        (options.candidates >= 1, f"--candidates {options.candidates}: must be at least 1"),
+        (options.rerank is None or options.rerank in RERANKERS,
+         f"--rerank {options.rerank}: choose one of {', '.join(RERANKERS)}"),
+        (options.fusion in FUSIONS, f"fusion {options.fusion}: choose one of {', '.join(FUSIONS)}"),
+        (options.rrf_k >= 1, f"--rrf-k {options.rrf_k}: must be at least 1"),
+        (len(options.weights) == 2 and all(w >= 0 for w in options.weights) and any(options.weights),
+         f"--weights {','.join(map(str, options.weights))}: give two non-negative numbers, e.g. 1,1"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise UsageError(message)
+
+
+def default_group(groups: Mapping[str, Any]) -> str:
+    """The group a query uses when none is named."""
+    if DEFAULT_GROUP in groups or not groups:
+        return DEFAULT_GROUP
+    return next(iter(groups))
+
+
+class Searcher:
+    """Opens an index once and answers many queries (models loaded lazily, reused).
+
+    Example::
+
+        with Searcher(settings.index, settings=settings) as searcher:
+            hits = searcher.search("router reset", QueryOptions(mode="bm25", top_k=5))
+    """
+
+    def __init__(self, index: Path, *, settings: Settings,
+                 generator_factory: Callable[[], Any] | None = None) -> None:
+        """Open the index.
+
+        Args:
+            index: the index directory.
+            settings: resolved settings (embedding model choice, cache dir).
+            generator_factory: builds the language model for llm mode and the llm reranker.
+
+        Raises:
+            NotIndexed: there is no index at `index`.
+        """
+        self.store = Store.open(Path(index))
+        self.settings = settings
+        self._generator_factory = generator_factory
+        self._generator: Any = None
+        self._embedder: Any = None
+        self._retrievers: dict[tuple[str, str], Retriever] = {}
+        self._filter_keys: list[str] | None = None
+
+    def __enter__(self) -> "Searcher":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the index."""
+        self.store.close()
+
+    # -- models ---------------------------------------------------------------------------
+    def embedder(self) -> Any:
+        """The query embedder: the index's own model, checked against the stored fingerprint.
+
+        Raises:
+            IndexMismatch: the chosen model (flag or environment) is not the index's.
+        """
+        if self._embedder is None:
+            from ragcli.models import embedder_for
+
+            index_model = self.store.get_meta("embedding_model")
+            embedder = embedder_for(self.settings, index_model)
+            stored = self.store.get_meta("embedding_fingerprint")
+            if stored is not None and stored != embedder.fingerprint:
+                raise IndexMismatch(
+                    f"the index at {self.store.path} was built with embedding model {index_model}, "
+                    f"not {embedder.model_id}: query without --embed-model/$RAG_EMBED_MODEL, or rebuild "
+                    f"it with `rag ingest --rebuild --embed-model {embedder.model_id}`")
+            self._embedder = embedder
+        return self._embedder
+
+    def generator(self) -> Any:
+        """The language model for llm mode and the llm reranker, built once."""
+        if self._generator is None:
+            if self._generator_factory is None:
+                raise UsageError("this mode needs a language model, but none was configured")
+            self._generator = self._generator_factory()
+        return self._generator
+
+    # -- search ---------------------------------------------------------------------------
+    def resolve_group(self, group: str | None) -> str:
+        """The group to search; refuses unknown groups and empty indexes.
+
+        Raises:
+            UnknownGroup: the group does not exist.
+            NotIndexed: the index (or group) holds no chunks.
+        """
+        groups = self.store.groups()
+        name = group or default_group(groups)
+        if groups:
+            self.store.group(name)
+        if not groups or not self.store.db.execute(
+                "SELECT 1 FROM chunks WHERE group_name = ? LIMIT 1", [name]).fetchone():
+            where = f" (group '{name}')" if group else ""
+            raise NotIndexed(f"the index at {self.store.path} is empty{where}: run `rag ingest DIR` first")
+        return name
+
+    def compile_filters(self, filters: Mapping[str, tuple[str, ...]]) -> ChunkFilter | None:
+        """Validate filter keys against the index and compile them to SQL.
+
+        Raises:
+            UnknownFilter: a key no document carries.
+        """
+        if not filters:
+            return None
+        if self._filter_keys is None:
+            self._filter_keys = known_keys(self.store.db)
+        check_keys(filters, self._filter_keys)
+        where, params = filters_sql(filters)
+        return ChunkFilter(where, tuple(params))
+
+    def retriever(self, name: str, group: str) -> Retriever:
+        """A retriever of the group, built once per searcher."""
+        key = (name, group)
+        if key not in self._retrievers:
+            self._retrievers[key] = RETRIEVERS[name](self.store, group, self.embedder)
+        return self._retrievers[key]
+
+    def search(self, query: str, options: QueryOptions = QueryOptions()) -> list[Hit]:
+        """Answer one query.
+
+        Args:
+            query: free text.
+            options: mode, filters, cut-offs, reranking.
+
+        Returns:
+            Up to `options.top_k` hits, best first, rank from 1.
+
+        Raises:
+            UsageError, NotIndexed, UnknownGroup, UnknownFilter, IndexMismatch.
+        """
+        validate(options)
+        group = self.resolve_group(options.group)
+        allowed = self.compile_filters(options.filters)
+        wide = options.rerank is not None or options.mode == "llm" or bool(options.require or options.exclude)
+        fetch = max(options.top_k, options.candidates) if wide else options.top_k
+        hits = self._retrieve(query, options, group, allowed, fetch)
+        if options.min_score is not None:
+            hits = [hit for hit in hits if hit.score >= options.min_score]
+        keywords = bool(options.require or options.exclude)
+        if options.mode == "llm":
+            from ragcli.retrieval.llm import select
+
+            if keywords:  # filter before the model reads the candidates
+                hits = self._rerank(query, hits, replace(options, rerank=None, top_k=len(hits) or 1))
+            hits = select(query, hits, self.generator(), options.top_k)
+        if options.rerank is not None or keywords:
+            hits = self._rerank(query, hits, options)
+        return [replace(hit, rank=rank) for rank, hit in enumerate(hits[:options.top_k], start=1)]
+
+    def _rerank(self, query: str, hits: list[Hit], options: QueryOptions) -> list[Hit]:
+        from ragcli.rerank import rerank
+
+        return rerank(query, hits, options, generator_factory=self.generator)
+
+    def _retrieve(self, query: str, options: QueryOptions, group: str, allowed: ChunkFilter | None,
+                  fetch: int) -> list[Hit]:
+        if options.mode in ("bm25", "dense"):
+            return self.retriever(options.mode, group).search(query, fetch, allowed)
+        # Fusion works best with deeper lists than the final cut.
+        depth = max(fetch, options.candidates)
+        results = {name: self.retriever(name, group).search(query, depth, allowed)
+                   for name in ("bm25", "dense")}
+        weights = dict(zip(("bm25", "dense"), options.weights))
+        return fuse_hits(results, fusion=options.fusion, k=options.rrf_k, weights=weights)[:fetch]
+
+
+_WORD = re.compile(r"\w+")
+
+
+def term_spans(text: str, query: str) -> list[tuple[int, int]]:
+    """Character spans of `text` whose BM25 terms occur in the query (stems, CJK bigrams)."""
+    terms = set(analyze(query))
+    spans: list[tuple[int, int]] = []
+    if not terms:
+        return spans
+    for match in _WORD.finditer(text):
+        word, start = match.group(), match.start()
+        found = analyze(word)
+        if len(word) > 1 and found == cjk_bigrams(word):
+            # A CJK run: mark each matching bigram, merging overlaps.
+            for i, bigram in enumerate(found):
+                if bigram in terms:
+                    _add_span(spans, start + i, start + i + 2)
+        elif terms.intersection(found):
+            _add_span(spans, start, match.end())
+    return spans
+
+
+def _add_span(spans: list[tuple[int, int]], start: int, end: int) -> None:
+    if spans and start <= spans[-1][1]:
+        spans[-1] = (spans[-1][0], max(end, spans[-1][1]))
+    else:
+        spans.append((start, end))
+
+
+def snippet(text: str, query: str, width: int = 300) -> tuple[str, list[tuple[int, int]]]:
+    """A whitespace-collapsed window of about `width` characters around the first query term.
+
+    Returns:
+        The window text (with "…" where cut) and the spans of query terms inside it.
+    """
+    flat = " ".join(text.split())
+    spans = term_spans(flat, query)
+    begin = 0
+    if spans and spans[0][0] > width // 3:
+        begin = flat.rfind(" ", 0, spans[0][0] - width // 4) + 1
+    end = min(len(flat), begin + width)
+    if end < len(flat) and " " in flat[end - 20:end]:
+        end = flat.rfind(" ", 0, end)  # cut at a word boundary when one is near
+    prefix = "…" if begin else ""
+    window = prefix + flat[begin:end] + ("…" if end < len(flat) else "")
+    shift = len(prefix) - begin
+    inside = [(s + shift, e + shift) for s, e in spans if s >= begin and e <= end]
+    return window, inside

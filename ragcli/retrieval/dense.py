@@ -1,0 +1,73 @@
+"""Dense retrieval: embed the query with the index's model and search the group's vectors.
+
+Vectors are unit length, so the inner product the vector index returns is the cosine
+similarity, used as the hit score. Identical chunk texts share one embedding, so a vector
+hit may stand for several chunks; each becomes its own hit with the same score.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ragcli.retrieval.base import ChunkFilter, EmbedderLoader
+from ragcli.store import Store
+from ragcli.types import Hit
+
+
+class DenseRetriever:
+    """Nearest-neighbour search over one group's vector index."""
+
+    def __init__(self, store: Store, group: str, embedder: EmbedderLoader) -> None:
+        self.store = store
+        self.group = group
+        self._embedder = embedder
+        self._index: Any = None
+
+    def vector_index(self) -> Any:
+        """The group's vector index, loaded once."""
+        if self._index is None:
+            self._index = self.store.vector_index(self.group)
+        return self._index
+
+    def search(self, query: str, k: int, allowed: ChunkFilter | None = None) -> list[Hit]:
+        """Up to `k` chunks by cosine similarity to the query, best first.
+
+        Args:
+            query: free text.
+            k: how many hits at most.
+            allowed: compiled metadata filters; only their documents' chunks are searched.
+        """
+        if k <= 0 or not query.strip():
+            return []
+        vector = np.asarray(self._embedder().embed([query]), dtype=np.float32)
+        return self.search_vector(vector, k, allowed)
+
+    def search_vector(self, vector: np.ndarray, k: int, allowed: ChunkFilter | None = None) -> list[Hit]:
+        """Like `search`, for an already embedded query."""
+        index = self.vector_index()
+        allowed_chunks = self._allowed_chunks(allowed) if allowed is not None and allowed.where else None
+        if len(index) == 0 or allowed_chunks == {}:
+            return []
+        allowed_ids = None if allowed_chunks is None else np.fromiter(set(allowed_chunks.values()), np.int64)
+        # Over-fetch: vectors whose chunks were deleted by a concurrent ingest map to nothing.
+        scores, ids = index.search(vector, k + max(10, k // 2), allowed_ids)
+        pairs = [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i >= 0]
+        owners = self.store.chunk_ids_for_embeddings(self.group, [i for i, _ in pairs])
+        ranked: list[tuple[int, float]] = []
+        for embedding_id, score in pairs:
+            ranked.extend((chunk_id, score) for chunk_id in owners.get(embedding_id, [])
+                          if allowed_chunks is None or chunk_id in allowed_chunks)
+        ranked = ranked[:k]
+        chunks = self.store.chunks([chunk_id for chunk_id, _ in ranked])
+        return [Hit(chunks[cid], score, rank) for rank, (cid, score) in enumerate(ranked, start=1)
+                if cid in chunks]
+
+    def _allowed_chunks(self, allowed: ChunkFilter) -> dict[int, int]:
+        """Chunk id -> embedding id of the group's chunks whose documents pass the filters."""
+        rows = self.store.db.execute(
+            "SELECT c.id, c.embedding_id FROM chunks c JOIN documents d ON d.id = c.doc_id "
+            f"WHERE c.group_name = ? AND c.embedding_id IS NOT NULL AND ({allowed.where})",
+            [self.group, *allowed.params])
+        return dict(rows.fetchall())

@@ -1,0 +1,158 @@
+"""Metadata filters: `--filter key=value`, matched in Python or turned into SQL.
+
+Semantics (as LazyLLM's filters): values of one key are OR-ed, keys are AND-ed.
+A value may be
+
+- a plain value: equality (`file_type=pdf`); for `path` it is a glob (`path=*/notes/*`);
+- a comparison `>=V`, `>V`, `<=V`, `<V`, `!=V`: comparisons of one key are AND-ed with each
+  other and with the OR of its plain values, so `modified=>=2024-01-01 modified=<2025-01-01`
+  is a range.
+
+Dates (`modified`, `created`) are ISO-8601 strings; a value is compared with the stored
+string cut to the value's length, so `modified=2024-05-01` means "that day" and
+`modified=<=2024-12-31` includes the whole of that day.
+Any other key is looked up in the documents' free-form metadata JSON (a list value matches
+when any element does).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from ragcli.errors import UnknownFilter, UsageError
+
+COLUMNS = ("file_name", "file_type", "path", "title", "modified", "created")
+DATE_KEYS = frozenset({"modified", "created"})
+_OPERATORS = (">=", "<=", "!=", ">", "<")  # two-character ones first
+
+Filters = Mapping[str, tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One parsed filter value: an operator ("=" for plain values) and its operand."""
+
+    op: str
+    value: str
+
+
+def parse_filters(pairs: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """Parse repeated `key=value` strings into `{key: (value, ...)}`.
+
+    Raises:
+        UsageError: a pair has no `=` or an empty key.
+    """
+    filters: dict[str, list[str]] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UsageError(f"--filter '{pair}': write key=value, e.g. --filter file_type=pdf")
+        filters.setdefault(key, []).append(value.strip())
+    return {key: tuple(values) for key, values in filters.items()}
+
+
+def parse_condition(value: str) -> Condition:
+    """Split a filter value into operator and operand (`>=2024-01-01` -> (">=", "2024-01-01"))."""
+    for op in _OPERATORS:
+        if value.startswith(op):
+            return Condition(op, value[len(op):].strip())
+    return Condition("=", value)
+
+
+def check_keys(filters: Filters, known: Iterable[str]) -> None:
+    """Refuse keys no document carries.
+
+    Raises:
+        UnknownFilter: names the key and lists the known ones.
+    """
+    known_set = set(known) | set(COLUMNS)
+    for key in filters:
+        if key not in known_set:
+            raise UnknownFilter(f"unknown filter key '{key}': known keys are {', '.join(sorted(known_set))}")
+
+
+def _normalise(key: str, value: str) -> str:
+    # Types are stored as "pdf"; accept ".pdf" and "PDF" too.
+    return value.lower().lstrip(".") if key == "file_type" else value
+
+
+def _compare(op: str, stored: str, wanted: str, glob: bool) -> bool:
+    if op in ("=", "!="):
+        equal = fnmatch.fnmatchcase(stored, wanted) if glob else stored == wanted
+        return equal == (op == "=")
+    return {">=": stored >= wanted, "<=": stored <= wanted, ">": stored > wanted, "<": stored < wanted}[op]
+
+
+def _value_matches(key: str, stored: Any, condition: Condition) -> bool:
+    items = [] if stored is None else stored if isinstance(stored, list) else [stored]
+    wanted = _normalise(key, condition.value)
+    texts = [_as_text(item)[:len(wanted)] if key in DATE_KEYS else _as_text(item) for item in items]
+    if condition.op == "!=":
+        # "not equal" is the negation of "equal", so a missing key passes it.
+        return not any(_compare("=", text, wanted, key == "path") for text in texts)
+    return any(_compare(condition.op, text, wanted, key == "path") for text in texts)
+
+
+def _as_text(item: Any) -> str:
+    if isinstance(item, bool):
+        return str(int(item))  # SQLite's json_each gives 1/0 for true/false
+    return item if isinstance(item, str) else json.dumps(item)
+
+
+def matches(filters: Filters, metadata: Mapping[str, Any]) -> bool:
+    """Whether a document's metadata (with `path`) passes the filters; the SQL's twin."""
+    for key, values in filters.items():
+        conditions = [parse_condition(v) for v in values]
+        plain = [c for c in conditions if c.op == "="]
+        ranges = [c for c in conditions if c.op != "="]
+        stored = metadata.get(key)
+        if plain and not any(_value_matches(key, stored, c) for c in plain):
+            return False
+        if not all(_value_matches(key, stored, c) for c in ranges):
+            return False
+    return True
+
+
+# json_each's value as text the way `_as_text` renders it in Python.
+_JSON_TEXT = ("CASE WHEN type = 'true' THEN '1' WHEN type = 'false' THEN '0' "
+              "WHEN type IN ('object', 'array') THEN json(value) ELSE CAST(value AS TEXT) END")
+
+
+def _condition_sql(key: str, condition: Condition, params: list[Any]) -> str:
+    """One condition as SQL over `documents d`; appends its params."""
+    wanted = _normalise(key, condition.value)
+    if key in COLUMNS:
+        stored = f"substr(d.{key}, 1, {len(wanted)})" if key in DATE_KEYS else f"d.{key}"
+    else:
+        stored = _JSON_TEXT
+        params.append("$." + json.dumps(key))
+    positive = "=" if condition.op == "!=" else condition.op
+    test = f"{stored} {'GLOB' if key == 'path' and positive == '=' else positive} ?"
+    params.append(wanted)
+    if key not in COLUMNS:
+        test = f"EXISTS (SELECT 1 FROM json_each(d.metadata, ?) WHERE {test})"
+    # `!=` negates equality, so a document without the key passes (NULL-safe via coalesce).
+    return f"NOT coalesce({test}, 0)" if condition.op == "!=" else f"({test})"
+
+
+def filters_sql(filters: Filters) -> tuple[str, list[Any]]:
+    """Turn filters into a WHERE clause over `documents d` (and its params); "" when none."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    for key, values in filters.items():
+        conditions = [parse_condition(v) for v in values]
+        plain = [_condition_sql(key, c, params) for c in conditions if c.op == "="]
+        if plain:
+            clauses.append("(" + " OR ".join(plain) + ")")
+        clauses.extend(_condition_sql(key, c, params) for c in conditions if c.op != "=")
+    return " AND ".join(clauses), params
+
+
+def known_keys(db: Any) -> list[str]:
+    """Filter keys this index knows: the document columns plus every metadata JSON key."""
+    rows = db.execute("SELECT DISTINCT j.key FROM documents d, json_each(d.metadata) j").fetchall()
+    return sorted(set(COLUMNS) | {row[0] for row in rows})

@@ -1,0 +1,175 @@
+"""BM25 over SQLite FTS5: equal to rank-bm25 on real text; Chinese finds Chinese; filters in SQL."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from rank_bm25 import BM25Okapi
+
+from fakes import HashEmbedder
+from ragcli.ingest import ingest_documents
+from ragcli.retrieval.analysis import analyze
+from ragcli.retrieval.base import ChunkFilter
+from ragcli.retrieval.bm25 import BM25Retriever, match_expression
+from ragcli.retrieval.filters import filters_sql
+from ragcli.store import Store
+from ragcli.types import ChunkSettings, Document
+
+# One chunk per document: windows far longer than any passage.
+WHOLE = ChunkSettings("word", 2000, 0)
+
+ENGLISH = {
+    "bread": "Sourdough bread is leavened by a starter, a living culture of wild yeast and lactic acid "
+             "bacteria, instead of commercial baker's yeast. The bacteria give the loaf a tangy flavour.",
+    "starter": "A starter is fed with equal weights of flour and water. Kept in the refrigerator it can "
+               "wait about a week between feedings; a healthy starter doubles within eight hours.",
+    "lighthouse": "The lighthouse keeper climbed the spiral stairs every evening to light the lamp, "
+                  "whose beam warned ships away from the rocks of the northern coast.",
+    "fresnel": "Augustin Fresnel designed a lens of concentric glass prisms that bent the light of a "
+               "single lamp into a beam visible more than twenty miles out at sea.",
+    "octopus": "An octopus has three hearts and blue blood; two hearts pump blood through the gills "
+               "while the third pumps it through the rest of the body.",
+    "camouflage": "Octopuses change colour and skin texture in a fraction of a second, using "
+                  "chromatophores controlled directly by their nervous system.",
+    "everest": "Mount Everest, at 8,849 metres, is the highest mountain above sea level; climbers "
+               "need bottled oxygen above the so-called death zone near 8,000 metres.",
+    "k2": "K2 is the second highest mountain on Earth and is considered far more dangerous to climb "
+          "than Everest, with steep rock, ice and sudden storms.",
+    "tea": "Green tea leaves are steamed or pan fired soon after picking, which stops oxidation and "
+           "keeps the leaves green and the taste fresh and grassy.",
+    "coffee": "Espresso is brewed by forcing hot water through finely ground coffee at high pressure, "
+              "producing a small, concentrated cup topped with crema.",
+    "danube": "The Danube flows through ten countries, more than any other river in the world, "
+              "before emptying into the Black Sea through a wide delta.",
+    "rhine": "The Rhine rises in the Swiss Alps and flows north through Germany and the Netherlands "
+             "into the North Sea; barges carry coal and grain along it.",
+    "router": "To reset the router, hold the small button on the back for ten seconds until the "
+              "lights blink, then wait two minutes for it to restart.",
+    "wifi": "If the wireless network is slow, move the router away from walls and microwaves, "
+            "or switch it to the less crowded five gigahertz band.",
+}
+
+CHINESE = {
+    "zh-tea": "中国是茶的故乡，饮茶的历史已有数千年。"
+              "唐代的陆羽写成了世界上第一部茶学专著《茶经》。",
+    "zh-wall": "长城是中国古代规模最大的军事防御工程。"
+               "它东起河北的山海关，西到甘肃的嘉峪关。",
+    "zh-panda": "大熊猫生活在四川的竹林里，"
+                "每天要吃十几个小时的竹子，是中国的国宝。",
+}
+
+QUERIES = ["sourdough starter yeast", "lighthouse lamp beam", "octopus hearts blood", "highest mountain",
+           "reset the router", "river flows into the sea", "green tea leaves", "climbing Everest oxygen",
+           "coffee brewed with hot water"]
+
+
+def build(index, docs: dict[str, str]) -> Store:
+    documents = [Document(path=name, text=text, file_type="txt",
+                          metadata={"lang": "zh" if name.startswith("zh") else "en"})
+                 for name, text in docs.items()]
+    ingest_documents(index, documents, embedder=HashEmbedder(), group="medium", chunking=WHOLE)
+    return Store.open(index)
+
+
+@pytest.fixture
+def english(isolated_home):
+    store = build(isolated_home, ENGLISH)
+    yield store
+    store.close()
+
+
+def reference(store: Store) -> tuple[BM25Okapi, list[str]]:
+    rows = store.db.execute("SELECT c.id, d.path, c.text FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                            "ORDER BY c.id").fetchall()
+    return BM25Okapi([analyze(text) for _, _, text in rows], k1=1.2, b=0.75), [path for _, path, _ in rows]
+
+
+def test_corpus_has_no_term_in_more_than_half_the_documents():
+    # The precondition under which FTS5's idf equals rank-bm25's (no negative idf floor).
+    frequency = Counter(term for text in ENGLISH.values() for term in set(analyze(text)))
+    assert max(frequency.values()) <= len(ENGLISH) // 2
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_scores_and_ranking_equal_rank_bm25(english, query):
+    bm25, paths = reference(english)
+    expected = bm25.get_scores(analyze(query))
+    hits = BM25Retriever(english, "medium").search(query, k=len(paths))
+    assert hits, query
+    assert {h.chunk.path for h in hits} == {p for p, s in zip(paths, expected) if s > 0}
+    by_path = dict(zip(paths, expected))
+    for hit in hits:
+        assert hit.score == pytest.approx(by_path[hit.chunk.path], rel=1e-6)
+    ranked = sorted(zip(paths, expected), key=lambda item: -item[1])[:10]
+    top = [hit.chunk.path for hit in hits[:10]]
+    # Identical order wherever the reference scores differ (ties may come out either way).
+    for (path, score), got in zip(ranked, top):
+        assert path == got or by_path[got] == pytest.approx(score, rel=1e-9)
+    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+
+
+def test_top_hits_are_the_obvious_passages(english):
+    retriever = BM25Retriever(english, "medium")
+    assert retriever.search("how do I reset my router?", 1)[0].chunk.path == "router"
+    assert retriever.search("Fresnel lens prisms", 1)[0].chunk.path == "fresnel"
+    # Stemming: "climbers" and "climb" meet "climbed"/"climb".
+    assert {h.chunk.path for h in retriever.search("climbing", 5)} >= {"lighthouse", "k2"}
+
+
+def test_query_of_only_stop_words_or_punctuation_finds_nothing(english):
+    retriever = BM25Retriever(english, "medium")
+    assert retriever.search("the and of", 5) == []
+    assert retriever.search("?!", 5) == []
+    assert match_expression("") == ""
+
+
+def test_fts_syntax_in_queries_is_taken_literally(english):
+    retriever = BM25Retriever(english, "medium")
+    for query in ['router" OR "tea', "router AND NOT tea", "NEAR(router tea)", "router*", 'a "quoted" word',
+                  "col:router", "(router"]:
+        hits = retriever.search(query, 3)  # must not raise an FTS5 syntax error
+        assert all(h.score > 0 for h in hits)
+    assert match_expression('say "hi"') == '"say" OR "hi"'
+
+
+def test_filters_are_applied_in_sql(english):
+    retriever = BM25Retriever(english, "medium")
+    where, params = filters_sql({"path": ("rhine", "danube")})
+    hits = retriever.search("river sea", 10, ChunkFilter(where, tuple(params)))
+    assert {h.chunk.path for h in hits} == {"rhine", "danube"}
+    where, params = filters_sql({"path": ("router",)})
+    assert retriever.search("river sea", 10, ChunkFilter(where, tuple(params))) == []
+
+
+def test_index_updates_incrementally_with_ingest(isolated_home):
+    store = build(isolated_home, ENGLISH)
+    store.close()
+    changed = {**ENGLISH, "router": "Unplug the modem and plug it back in after thirty seconds."}
+    del changed["wifi"]
+    store = build(isolated_home, changed)
+    try:
+        retriever = BM25Retriever(store, "medium")
+        assert [h.chunk.path for h in retriever.search("modem unplug", 3)] == ["router"]
+        assert "wifi" not in {h.chunk.path for h in retriever.search("wireless microwaves gigahertz", 5)}
+        bm25, paths = reference(store)
+        expected = dict(zip(paths, bm25.get_scores(analyze("router modem"))))
+        for hit in retriever.search("router modem", 10):
+            assert hit.score == pytest.approx(expected[hit.chunk.path], rel=1e-6)
+    finally:
+        store.close()
+
+
+def test_chinese_query_finds_chinese_passages(isolated_home):
+    store = build(isolated_home, {**ENGLISH, **CHINESE})
+    try:
+        retriever = BM25Retriever(store, "medium")
+        assert retriever.search("陆羽和《茶经》", 1)[0].chunk.path == "zh-tea"
+        assert retriever.search("长城在哪里？", 1)[0].chunk.path == "zh-wall"
+        assert retriever.search("大熊猫吃什么", 1)[0].chunk.path == "zh-panda"
+        # An English query about tea finds the English passage first, not the Chinese one.
+        english_hits = retriever.search("green tea leaves", 5)
+        assert english_hits[0].chunk.path == "tea"
+        assert all(not h.chunk.path.startswith("zh") for h in english_hits)
+    finally:
+        store.close()

@@ -1,0 +1,186 @@
+"""`rag query` through typer's CliRunner (hashing fake embedder) and the real entry point."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from fakes import HashEmbedder
+from ragcli.cli import app
+from ragcli.cli.query import explain_line, highlighted_snippet
+from ragcli.ingest import ingest_documents
+from ragcli.store import Store
+from ragcli.types import ChunkSettings, Document
+
+WHOLE = ChunkSettings("word", 2000, 0)
+DOCS = [
+    Document("/notes/router.md", "To reset the router, hold the button on the back for ten seconds until "
+             "the lights blink.", "md", {"author": "ann"}),
+    Document("/notes/wifi.txt", "If the wireless network is slow, move the router away from walls.", "txt",
+             {"author": "bob"}),
+    Document("/papers/lighthouse.pdf", "The lighthouse lamp was lit every evening; its beam warned ships.\f"
+             "The keeper wrote the log of passing ships by candle light.", "pdf", {"author": "ann"}),
+    Document("/notes/茶.md", "中国是茶的故乡，唐代的陆羽写成了"
+             "世界上第一部茶学专著《茶经》。", "md", {}),
+]
+
+
+@pytest.fixture
+def loads(monkeypatch):
+    calls = []
+
+    def embedder_for(settings, index_model=None, **kwargs):
+        calls.append(index_model)
+        return HashEmbedder()
+
+    monkeypatch.setattr("ragcli.models.embedder_for", embedder_for)
+    return calls
+
+
+@pytest.fixture
+def index(isolated_home, loads):
+    ingest_documents(isolated_home, DOCS, embedder=HashEmbedder(), group="medium",
+                     chunking=ChunkSettings("page", 1, 0))
+    return isolated_home
+
+
+def rag(*args: str, input: str | None = None, env: dict | None = None):
+    return CliRunner().invoke(app, ["query", *args], input=input, env=env)
+
+
+def test_table_shows_rank_score_source_and_snippet(index):
+    result = rag("lighthouse keeper", "--mode", "bm25", env={"COLUMNS": "140"})
+    assert result.exit_code == 0, result.output
+    assert "/papers/lighthouse.pdf:2" in result.stdout  # page of the second page's chunk
+    assert "keeper" in result.stdout and "score" in result.stdout
+
+
+def test_narrow_terminal_stacks_hits(index):
+    result = rag("reset the router", "--mode", "bm25", "--explain", env={"COLUMNS": "50"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("1. ") and "/notes/router.md" in lines[0]
+    assert all(len(line) <= 50 for line in lines)
+    assert any(line.startswith("   ") and "router" in line for line in lines)
+
+
+def test_json_document(index):
+    result = rag("reset the router", "--json", "-k", "2")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["schema_version"] == 1 and document["query"] == "reset the router"
+    assert document["mode"] == "hybrid" and len(document["hits"]) == 2
+    top = document["hits"][0]
+    assert set(top) == {"rank", "score", "path", "page", "chunk_id", "group", "text", "sources"}
+    assert top["rank"] == 1 and top["path"] == "/notes/router.md" and top["group"] == "medium"
+    assert set(top["sources"]) == {"bm25", "dense"} and top["sources"]["bm25"]["rank"] == 1
+
+
+def test_jsonl_and_format_paths(index):
+    result = rag("router", "--jsonl", "--mode", "bm25")
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["rank"] for r in records] == [1, 2] and {r["query"] for r in records} == {"router"}
+    result = rag("ships", "--format", "paths", "--mode", "bm25")
+    assert result.stdout.splitlines() == ["/papers/lighthouse.pdf"]  # two chunks, one path
+
+
+def test_explain_shows_each_retriever(index):
+    result = rag("router button", "--explain", "--json")
+    sources = json.loads(result.stdout)["hits"][0]["sources"]
+    assert {"rank", "score"} <= set(sources["bm25"]) and {"rank", "score"} <= set(sources["dense"])
+    table = rag("router button", "--explain", env={"COLUMNS": "160"})
+    assert "bm25 #1" in table.stdout and "dense #" in table.stdout and "fused" in table.stdout
+
+
+@pytest.mark.parametrize("args", [["-"], []])
+def test_queries_from_stdin_stream_json_lines_and_load_the_model_once(index, loads, args):
+    result = rag(*args, "-k", "1", input="reset the router\n\nlighthouse lamp\n陆羽 茶经\n")
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(r["query"], r["path"]) for r in records] == [
+        ("reset the router", "/notes/router.md"), ("lighthouse lamp", "/papers/lighthouse.pdf"),
+        ("陆羽 茶经", "/notes/茶.md")]
+    assert len(loads) == 1
+
+
+def test_filters_and_min_score(index):
+    result = rag("router lamp", "--mode", "bm25", "--filter", "author=bob", "--json")
+    assert [h["path"] for h in json.loads(result.stdout)["hits"]] == ["/notes/wifi.txt"]
+    result = rag("router lamp", "--mode", "bm25", "--min-score", "1000", "--json")
+    assert json.loads(result.stdout)["hits"] == []
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["router", "--group", "fine"], "unknown group 'fine'"),
+    (["router", "--filter", "colour=red"], "unknown filter key 'colour'"),
+])
+def test_runtime_errors_are_one_line_and_exit_1(index, args, message):
+    result = rag(*args)
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1 and message in result.stderr and result.stdout == ""
+
+
+def test_no_index_and_empty_index_exit_1(isolated_home):
+    result = rag("router")
+    assert result.exit_code == 1 and "no index" in result.stderr
+    Store.create(isolated_home).close()
+    result = rag("router")
+    assert result.exit_code == 1 and "is empty" in result.stderr
+
+
+def test_model_mismatch_exits_1(index, monkeypatch):
+    monkeypatch.setattr("ragcli.models.embedder_for", lambda settings, model=None, **kw: HashEmbedder(16))
+    result = rag("router", "--mode", "dense")
+    assert result.exit_code == 1 and "rebuild" in result.stderr
+
+
+@pytest.mark.parametrize("args", [["router", "--mode", "fuzzy"], ["router", "--format", "xml"],
+                                  ["router", "--rerank", "magic"], ["router", "--weights", "1"],
+                                  ["router", "--weights", "a,b"], ["router", "--top-k", "0"],
+                                  ["router", "--filter", "novalue"]])
+def test_bad_flags_exit_2(index, args):
+    assert rag(*args).exit_code == 2
+
+
+def test_every_help_has_an_example():
+    result = CliRunner().invoke(app, ["query", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0 and "Example" in result.stdout and "rag query" in result.stdout
+    assert "fused score" in result.stdout  # --min-score documents what it cuts for hybrid
+
+
+def test_snippet_highlights_query_terms_in_bold():
+    text = highlighted_snippet("Resetting the router: press reset.", "reset router")
+    bold = [text.plain[span.start:span.end] for span in text.spans if "bold" in str(span.style)]
+    assert bold == ["Resetting", "router", "reset"]
+
+
+def test_explain_line_marks_a_missing_retriever():
+    from ragcli.types import Chunk, Hit
+
+    hit = Hit(Chunk(1, 1, "g", 0, "t", 0, 1, None, "p"), 0.0164, 1, {"bm25": {"rank": 1, "score": 3.2}})
+    assert explain_line(hit) == "bm25 #1 3.2 · dense - · fused 0.0164"
+
+
+# -- the real entry point ------------------------------------------------------------------------
+def run_rag(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ragcli", *args], input=stdin, capture_output=True,
+                          text=True, env={**os.environ, "COLUMNS": "120"}, timeout=60)
+
+
+def test_entry_point_bm25_json_and_stdin(index):
+    done = run_rag("query", "lighthouse keeper", "--mode", "bm25", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["hits"][0]["path"] == "/papers/lighthouse.pdf"
+    done = run_rag("query", "--mode", "bm25", "--format", "paths", stdin="reset the router\n")
+    assert done.stdout.splitlines() == ["/notes/router.md", "/notes/wifi.txt"]
+
+
+def test_entry_point_exit_codes(isolated_home):
+    done = run_rag("query", "router")
+    assert done.returncode == 1 and done.stderr.startswith("rag: error: no index")
+    assert run_rag("query", "router", "--mode", "fuzzy").returncode == 2
