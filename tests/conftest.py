@@ -18,12 +18,24 @@ def model_cache_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("model-cache")
 
 
+def shared_model_files(cache: Path, shared: Path) -> Path:
+    """A per-test cache dir whose model exports (slow to make) point at the session's.
+
+    Everything else under the cache (e.g. the indexes `rag eval` builds) stays per test.
+    """
+    cache.mkdir(parents=True, exist_ok=True)
+    for sub in ("onnx", "fingerprints"):
+        (shared / sub).mkdir(exist_ok=True)
+        (cache / sub).symlink_to(shared / sub, target_is_directory=True)
+    return cache
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path, monkeypatch, model_cache_dir) -> Path:
     """Point every index, config and cache location at this test's own folder."""
     index = tmp_path / "index"
     monkeypatch.setenv("RAG_INDEX", str(index))
-    monkeypatch.setenv("RAG_CACHE_DIR", str(model_cache_dir))
+    monkeypatch.setenv("RAG_CACHE_DIR", str(shared_model_files(tmp_path / "cache", model_cache_dir)))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     for name in ("RAG_EMBED_MODEL", "RAG_MODEL", "NO_COLOR"):

@@ -145,10 +145,11 @@ def fake_models(monkeypatch):
     return embedder
 
 
-def test_evaluate_on_beir_fixture_builds_then_reuses_its_index(fixtures_dir, fake_models):
+def test_evaluate_on_beir_fixture_builds_then_reuses_its_index(fixtures_dir, fake_models, tmp_path):
     from ragcli.config import load_settings
 
-    settings = load_settings()
+    # Its own cache dir: dataset indexes live there, and other tests index the same fixture.
+    settings = load_settings(cache_dir=tmp_path / "cache")
     configs = configurations(["bm25", "dense", "hybrid"], base=QueryOptions(top_k=100))
     first = evaluate_retrieval(fixtures_dir / "beir-mini", settings=settings, configs=configs)
     assert first.ingest["added"] == 34 and first.ingest["embedded"] > 0
