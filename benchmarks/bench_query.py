@@ -66,7 +66,8 @@ def vocabulary(size: int, rng: np.random.Generator) -> list[str]:
 COMMON = ("the of and to a in is that for it as was with be by on not he this are or his from at which "
           "but they have an had one you were her all she there would their we him been has when who will "
           "more no if out so said what up its about into than them can only other new some could time "
-          "these two may then do first any my now such like our over man me even most made after also").split()
+          "these two may then do first any my now such like our over man me even most made after "
+          "also").split()
 
 
 def synthetic_corpus(count: int, seed: int = 7) -> tuple[list[Document], list[str]]:
