@@ -24,7 +24,7 @@ CACHE_FILE = "answers.db"
 
 
 def index_state(db: Any) -> dict[str, Any]:
-    """What identifies the index's content now (`db` is the store's sqlite_utils Database)."""
+    """What identifies the index's content now (`db` is the store's sqlite3 connection)."""
     meta = db.execute("SELECT key, value FROM meta WHERE key = 'last_ingest' "
                       "OR key LIKE 'vectors_generation:%' ORDER BY key").fetchall()
     documents = db.execute("SELECT count(*), max(id), max(ingested_at) FROM documents").fetchone()

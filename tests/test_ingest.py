@@ -192,6 +192,23 @@ EXPECTED_COLUMNS = {
 def test_migrations_from_blank(isolated_home):
     store = Store.create(isolated_home)
     for table, columns in EXPECTED_COLUMNS.items():
-        assert [c.name for c in store.db[table].columns] == columns
+        assert [row[1] for row in store.db.execute(f"PRAGMA table_info({table})")] == columns
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     store.close()
+
+
+def test_migration_names_list_every_migration():
+    from ragcli.store.migrations import migrations
+    from ragcli.store.schema import MIGRATION_NAMES
+
+    assert tuple(m.name for m in migrations._migrations) == MIGRATION_NAMES
+
+
+def test_opening_a_current_index_does_not_import_sqlite_utils(tmp_path, isolated_home):
+    import subprocess
+    import sys
+
+    Store.create(isolated_home).close()
+    code = ("import sys; from pathlib import Path; from ragcli.store import Store; "
+            f"Store.open(Path({str(isolated_home)!r})).close(); print('sqlite_utils' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"

@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
-import sqlite_utils
 
 from ragcli.errors import IndexCorrupt, NotIndexed, UnknownGroup, UsageError
-from ragcli.store.migrations import migrations
+from ragcli.store.schema import MIGRATION_NAMES
 from ragcli.store.vectors import FaissIndex, read_params
 from ragcli.types import Chunk, ChunkSettings
 
@@ -62,10 +61,27 @@ def _chunk_metadata(row: Sequence[Any]) -> dict[str, Any]:
     return meta
 
 
+def _pending_migrations(conn: sqlite3.Connection) -> bool:
+    try:
+        applied = {row[0] for row in conn.execute(
+            "SELECT name FROM _sqlite_migrations WHERE migration_set = 'ragcli'")}
+    except sqlite3.OperationalError:  # a new database: no migrations table yet
+        return True
+    return not set(MIGRATION_NAMES) <= applied
+
+
+def _apply_migrations(conn: sqlite3.Connection) -> None:
+    import sqlite_utils
+
+    from ragcli.store.migrations import migrations
+
+    migrations.apply(sqlite_utils.Database(conn))
+
+
 class Store:
     """An index directory. Open it with `Store.open` (must exist) or `Store.create`."""
 
-    def __init__(self, path: Path, db: sqlite_utils.Database) -> None:
+    def __init__(self, path: Path, db: sqlite3.Connection) -> None:
         self.path = path
         self.db = db
 
@@ -88,26 +104,28 @@ class Store:
 
     @classmethod
     def _connect(cls, path: Path) -> "Store":
+        # A plain sqlite3 connection: sqlite-utils (which imports pandas when present, ~0.5 s)
+        # is loaded only when a migration is pending, keeping cold queries fast.
         try:
             conn = sqlite3.connect(str(path / DATABASE_NAME), timeout=30, isolation_level=None,
                                    check_same_thread=False)
             conn.execute("PRAGMA busy_timeout = 30000")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
-            db = sqlite_utils.Database(conn)
-            migrations.apply(db)
+            if _pending_migrations(conn):
+                _apply_migrations(conn)
         except sqlite3.DatabaseError as error:
             raise IndexCorrupt(f"{path / DATABASE_NAME} cannot be opened ({error}): "
                                "move it away and run `rag ingest` again") from error
-        return cls(path, db)
+        return cls(path, conn)
 
     def close(self) -> None:
-        self.db.conn.close()
+        self.db.close()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """One write transaction; rolled back on any exception."""
-        conn = self.db.conn
+        conn = self.db
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield
@@ -161,8 +179,13 @@ class Store:
 
     # -- documents ----------------------------------------------------------------------
     def document_by_path(self, path: str) -> dict[str, Any] | None:
-        rows = list(self.db["documents"].rows_where("path = ?", [path]))
+        rows = self._dicts("SELECT * FROM documents WHERE path = ?", [path])
         return rows[0] if rows else None
+
+    def _dicts(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        cursor = self.db.execute(sql, list(params))
+        names = [column[0] for column in cursor.description]
+        return [dict(zip(names, row)) for row in cursor.fetchall()]
 
     def chunked_hash(self, doc_id: int, group: str) -> str | None:
         """The content hash the group's chunks of a document were made from."""
@@ -177,10 +200,16 @@ class Store:
         values["metadata"] = json.dumps(values.get("metadata") or {}, ensure_ascii=False, default=str)
         values["ingested_at"] = now_iso()
         existing = self.document_by_path(values["path"])
+        columns = list(values)
         if existing:
-            self.db["documents"].update(existing["id"], values)
+            assignments = ", ".join(f"{column} = ?" for column in columns)
+            self.db.execute(f"UPDATE documents SET {assignments} WHERE id = ?",
+                            [*values.values(), existing["id"]])
             return int(existing["id"])
-        return int(self.db["documents"].insert(values).last_pk)
+        marks = ", ".join("?" * len(columns))
+        cursor = self.db.execute(f"INSERT INTO documents ({', '.join(columns)}) VALUES ({marks})",
+                                 list(values.values()))
+        return int(cursor.lastrowid)
 
     def replace_chunks(self, doc_id: int, group: str, content_hash: str, chunks: Sequence[NewChunk]) -> None:
         """Replace a document's chunks in one group (caller holds the transaction)."""
@@ -229,7 +258,7 @@ class Store:
     def list_documents(self) -> list[dict[str, Any]]:
         """Every document with its chunk count per group."""
         docs = {row["id"]: {**row, "metadata": json.loads(row["metadata"] or "{}"), "chunks": {}}
-                for row in self.db["documents"].rows_where(order_by="path")}
+                for row in self._dicts("SELECT * FROM documents ORDER BY path")}
         counts = self.db.execute("SELECT doc_id, group_name, count(*) FROM chunks GROUP BY doc_id, group_name")
         for doc_id, group, count in counts.fetchall():
             docs[doc_id]["chunks"][group] = count

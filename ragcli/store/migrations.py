@@ -1,6 +1,8 @@
 """Named schema migrations, applied in order when a store is opened.
 
-Never edit or rename a shipped migration: add a new one with the next number.
+Never edit or rename a shipped migration: add a new one with the next number, and its
+name to `ragcli.store.schema.MIGRATION_NAMES` (the store checks that list to skip importing sqlite-utils when
+nothing is pending; a test keeps the two in step).
 """
 
 from __future__ import annotations
@@ -85,3 +87,4 @@ def m006_create_doc_groups(db):
             PRIMARY KEY (doc_id, group_name)
         )"""
     )
+
