@@ -184,3 +184,23 @@ def test_entry_point_exit_codes(isolated_home):
     done = run_rag("query", "router")
     assert done.returncode == 1 and done.stderr.startswith("rag: error: no index")
     assert run_rag("query", "router", "--mode", "fuzzy").returncode == 2
+
+
+def test_config_mode_and_top_k_apply_when_flags_are_absent(tmp_path, monkeypatch):
+    from ragcli.config import default_config_path, set_config_value
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("a", "b", "c"):
+        (docs / f"{name}.txt").write_text(f"honey bees {name} forage on clover")
+    monkeypatch.setattr("ragcli.models.embedder_for", lambda *args, **kwargs: __import__("fakes").HashEmbedder())
+    runner = CliRunner()
+    assert runner.invoke(app, ["ingest", str(docs)]).exit_code == 0
+    set_config_value(default_config_path(), "mode", "bm25")
+    set_config_value(default_config_path(), "top_k", "2")
+    result = json.loads(runner.invoke(app, ["query", "honey bees", "--json"]).stdout)
+    assert result["mode"] == "bm25" and len(result["hits"]) == 2
+    monkeypatch.setenv("RAG_TOP_K", "1")
+    assert len(json.loads(runner.invoke(app, ["query", "honey bees", "--json"]).stdout)["hits"]) == 1
+    flagged = json.loads(runner.invoke(app, ["query", "honey bees", "--json", "-k", "3"]).stdout)
+    assert len(flagged["hits"]) == 3

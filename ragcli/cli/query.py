@@ -55,10 +55,12 @@ def query(
     text: Annotated[Optional[str], typer.Argument(
         metavar="QUERY", help="The question or keywords; '-' (or no QUERY with a pipe) reads one query per "
         "line from stdin.", show_default=False)] = None,
-    mode: Annotated[Mode, typer.Option("--mode", "-m", help="bm25 (keywords), dense (embeddings), hybrid "
-                                       "(both, fused) or llm (a language model picks among hybrid "
-                                       "candidates).")] = Mode.hybrid,
-    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Hits to return.")] = 10,
+    mode: Annotated[Optional[Mode], typer.Option(
+        "--mode", "-m", help="bm25 (keywords), dense (embeddings), hybrid (both, fused) or llm (a language "
+        "model picks among hybrid candidates). Default: $RAG_MODE / config, else hybrid.",
+        show_default=False)] = None,
+    top_k: Annotated[Optional[int], typer.Option("--top-k", "-k", min=1, help="Hits to return. Default: "
+                                                 "$RAG_TOP_K / config, else 10.", show_default=False)] = None,
     group: GroupOption = None,
     filters: Annotated[Optional[List[str]], typer.Option(
         "--filter", "-f", help="key=value metadata filter, repeatable: values of one key are OR-ed, "
@@ -94,6 +96,8 @@ def query(
                                                "query.")] = False,
     output_format: Annotated[Format, typer.Option("--format", help="table, json, jsonl, or paths (unique "
                                                   "paths, one per line, for xargs).")] = Format.table,
+    answer: Annotated[bool, typer.Option("--answer", help="Answer from the hits with the local model, "
+                                         "as `rag ask` does (its defaults for everything else).")] = False,
     index: IndexOption = None,
     embed_model: EmbedModelOption = None,
 ) -> None:
@@ -113,14 +117,19 @@ def query(
     from ragcli.query import QueryOptions, Searcher
     from ragcli.retrieval.filters import parse_filters
 
-    settings = load_settings(index=index, embed_model=embed_model)
+    settings = load_settings(index=index, embed_model=embed_model, mode=mode.value if mode else None,
+                             top_k=top_k, group=group)
+    mode = Mode(settings.get("mode"))
     options = QueryOptions(
-        mode=mode.value, top_k=top_k, group=group, filters=parse_filters(filters or ()), min_score=min_score,
+        mode=mode.value, top_k=settings.get("top_k"), group=settings.get("group"), filters=parse_filters(filters or ()), min_score=min_score,
         rerank=rerank.value if rerank else None, rerank_model=rerank_model, candidates=candidates,
         require=tuple(require or ()), exclude=tuple(exclude or ()), fusion=fusion.value, rrf_k=rrf_k,
         weights=parse_weights(weights) or (1.0, 1.0))
     fmt = Format.json if json_output else Format.jsonl if jsonl_output else output_format
     queries = _stdin_queries(text)
+    if answer:
+        _answer(settings, options, text, queries, json_output)
+        return
     factory = _generator_factory(settings)
     with Searcher(settings.index, settings=settings, generator_factory=factory) as searcher:
         if queries is None:
@@ -128,6 +137,20 @@ def query(
             return
         for line in queries:
             _print_batch(line, mode.value, searcher.search(line, options), fmt)
+
+
+def _answer(settings: Settings, options, text: Optional[str], queries, json_output: bool) -> None:
+    """`rag query --answer`: the same retrieval, then `rag ask`'s answer step."""
+    from ragcli.ask import Asker, AskOptions
+    from ragcli.cli.ask import print_answer, print_answers
+
+    ask_options = AskOptions(query=options, n_ctx=settings.get("ctx"), max_tokens=settings.get("max_tokens"),
+                             threads=settings.get("threads"))
+    with Asker(settings.index, settings=settings) as asker:
+        if queries is not None:
+            print_answers(asker, queries, ask_options)
+        else:
+            print_answer(asker, str(text), ask_options, json_output=json_output)
 
 
 def _stdin_queries(text: Optional[str]) -> Optional[Iterator[str]]:
