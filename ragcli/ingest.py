@@ -18,7 +18,8 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable, Protocol, Sequence
+from contextlib import contextmanager
+from typing import Iterable, Iterator, Protocol, Sequence
 
 from ragcli.errors import IndexMismatch, RagError, ReaderError
 from ragcli.readers import is_probably_binary, read_document, reader_for
@@ -227,17 +228,10 @@ def ingest(
     if rebuild:
         return _rebuild(index, roots, embedder=embedder, group=group, chunking=chunking,
                         file_filter=file_filter, batch_chunks=batch_chunks, progress=progress)
-    started = time.perf_counter()
-    store = Store.create(index)
-    try:
-        check_model(store, embedder)
-        report = IngestReport(index=str(index), group=group)
-        settings = chunking_for(store, group, chunking)
-        _start_group(store, embedder, group, settings)
+    with _run(index, embedder, group, chunking, batch_chunks, roots) as (store, settings, batcher, report):
         files = [p for root in roots for p in walk_files(root, file_filter)]
         if progress:
             progress.start(len(files))
-        batcher = _Batcher(store, embedder, group, report, batch_chunks)
         for path in files:
             status = _ingest_file(store, batcher, path, settings, group, embedder, report)
             if progress:
@@ -245,11 +239,26 @@ def ingest(
         batcher.flush()
         if prune:
             _prune(store, roots, set(map(str, files)), report)
+    return report
+
+
+@contextmanager
+def _run(index: Path, embedder: Embedder, group: str, chunking: ChunkSettings | None, batch_chunks: int,
+         roots: Sequence[Path]) -> Iterator[tuple[Store, ChunkSettings, "_Batcher", IngestReport]]:
+    """Open the index for one ingest; on success sync vectors and record the run, always close."""
+    started = time.perf_counter()
+    store = Store.create(index)
+    try:
+        check_model(store, embedder)
+        report = IngestReport(index=str(index), group=group)
+        settings = chunking_for(store, group, chunking)
+        _start_group(store, embedder, group, settings)
+        yield store, settings, _Batcher(store, embedder, group, report, batch_chunks), report
+        report.seconds = round(time.perf_counter() - started, 3)  # recorded in last_ingest
         _finish(store, report, roots)
     finally:
         store.close()
     report.seconds = round(time.perf_counter() - started, 3)
-    return report
 
 
 def _start_group(store: Store, embedder: Embedder, group: str, settings: ChunkSettings) -> None:
@@ -315,14 +324,7 @@ def ingest_documents(
 
     With `prune`, documents in the index that are not among `documents` are removed.
     """
-    started = time.perf_counter()
-    store = Store.create(index)
-    try:
-        check_model(store, embedder)
-        report = IngestReport(index=str(index), group=group)
-        settings = chunking_for(store, group, chunking)
-        _start_group(store, embedder, group, settings)
-        batcher = _Batcher(store, embedder, group, report, batch_chunks)
+    with _run(index, embedder, group, chunking, batch_chunks, []) as (store, settings, batcher, report):
         seen: set[str] = set()
         for document in documents:
             seen.add(document.path)
@@ -333,10 +335,6 @@ def ingest_documents(
         if prune:
             stale = [doc_id for path, doc_id in _all_documents(store).items() if path not in seen]
             _remove(store, stale, report)
-        _finish(store, report, [])
-    finally:
-        store.close()
-    report.seconds = round(time.perf_counter() - started, 3)
     return report
 
 
