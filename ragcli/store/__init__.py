@@ -15,14 +15,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from ragcli.errors import IndexCorrupt, NotIndexed, UnknownGroup, UsageError
 from ragcli.store.schema import MIGRATION_NAMES
 from ragcli.store.vectors import FaissIndex, read_params
 from ragcli.types import Chunk, ChunkSettings
+
+if TYPE_CHECKING:  # imported where vectors are handled: a BM25 query never needs numpy
+    import numpy as np
 
 DATABASE_NAME = "index.db"
 VECTORS_DIR = "vectors"
@@ -278,6 +279,8 @@ class Store:
 
     def insert_embeddings(self, hashes: Sequence[str], vectors: np.ndarray) -> dict[str, int]:
         """Store vectors by chunk hash (caller holds the transaction); returns their ids."""
+        import numpy as np
+
         ids = {}
         for chunk_hash, vector in zip(hashes, np.asarray(vectors, dtype=np.float32)):
             ids[chunk_hash] = self.db.execute(
@@ -291,6 +294,8 @@ class Store:
             "WHERE embedding_id IS NOT NULL)").rowcount
 
     def group_embedding_ids(self, group: str) -> np.ndarray:
+        import numpy as np
+
         rows = self.db.execute(
             "SELECT DISTINCT embedding_id FROM chunks WHERE group_name = ? AND embedding_id IS NOT NULL",
             [group])
@@ -298,6 +303,8 @@ class Store:
 
     def vectors_for(self, ids: np.ndarray, dimension: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Yield (ids, vectors) batches for the given embedding ids."""
+        import numpy as np
+
         for start in range(0, len(ids), _BATCH):
             part = [int(i) for i in ids[start:start + _BATCH]]
             marks = ",".join("?" * len(part))
@@ -365,6 +372,8 @@ class Store:
         Only the difference is applied to a file that matches the database; a stale file
         is rebuilt. The file is written first and the generation committed after it.
         """
+        import numpy as np
+
         index = self.vector_index(group)
         wanted = self.group_embedding_ids(group)
         have = index.ids()

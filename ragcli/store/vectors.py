@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Protocol
 
-import numpy as np
+if TYPE_CHECKING:  # imported where vectors are handled: a BM25 query never needs numpy
+    import numpy as np
 
 FORMAT_VERSION = 1
 
@@ -46,12 +47,16 @@ class FaissIndex:
 
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         """Add vectors under the given int64 ids."""
+        import numpy as np
+
         if len(ids):
             self._index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32),
                                      np.asarray(ids, dtype=np.int64))
 
     def remove(self, ids: Iterable[int]) -> None:
         """Remove vectors by id; unknown ids are ignored."""
+        import numpy as np
+
         array = np.fromiter(ids, dtype=np.int64)
         if len(array):
             self._index.remove_ids(array)
@@ -59,6 +64,7 @@ class FaissIndex:
     def search(self, queries: np.ndarray, k: int, allowed_ids: np.ndarray | None = None):
         """Return (scores, ids) of the k nearest vectors per query; ids are -1 past the end."""
         import faiss
+        import numpy as np
 
         params = None
         if allowed_ids is not None:
@@ -69,6 +75,7 @@ class FaissIndex:
 
     def ids(self) -> np.ndarray:
         import faiss
+        import numpy as np
 
         return faiss.vector_to_array(self._index.id_map).astype(np.int64)
 
