@@ -15,6 +15,15 @@ with the same signature; the ones marked *optional* are skipped when set to None
 5. **Gate** (optional): ``gate(queries, hits) -> [Hit]`` keeps the relevant hits
    (`relevant_hits`). When none is left the answer is "I could not find this in your
    documents." with ``abstained=True`` and the model is never called.
+6. **Extract** (the default, ``answer_style="extractive"`` or ``"sentence"``): ``extract(question,
+   hits, embedder=, passages=, style=) -> Extraction`` numbers the best passages as sources,
+   finds their sentence most relevant to the question, abstains when it is weak evidence,
+   else answers with the span of it that answers (or the whole sentence) and its citation
+   (`ragcli.extractive.answer_extractively`); then steps 9-10. No language model is loaded,
+   except with ``answer_style="choice"``: ``choose(question, extraction, generator)`` lets
+   the model pick among the best spans with a one-letter grammar (`choose_with_model`).
+   With ``answer_style="generative"`` steps 6-8 below run instead (see docs/answer-quality.md
+   for what each style scores).
 6. **Build context**: ``build_context(hits, budget=, count_tokens=) -> [Source]`` dedupes,
    merges adjacent chunks, fits ``n_ctx - max_tokens - prompt`` tokens and numbers the
    sources (`ragcli.context.build_context`).
@@ -50,7 +59,9 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ragcli.answer_cache import AnswerCache, cache_key, index_state
 from ragcli.config import Settings
+from ragcli.errors import UsageError
 from ragcli.context import Source, build_context, context_budget
+from ragcli.extractive import Extraction, answer_extractively, choose_with_model
 from ragcli.llm import Generator, Message, check_gguf, load_generator
 from ragcli.prompting import NOT_FOUND, cited_prompt, parse_citations, prompt_overhead, says_not_found
 from ragcli.prompting import strip_invalid_citations
@@ -85,6 +96,10 @@ class AskOptions:
         seed: sampling seed.
         rewrite: None, "multi" or "hyde".
         use_cache: look up and store answers in the index's answer cache.
+        answer_style: "extractive" (the short span of a retrieved sentence that answers),
+            "sentence" (that whole sentence), "choice" (the model picks among the best spans)
+            or "generative" (the model writes the answer).
+        passages: how many of the best hits the extractive styles read.
     """
 
     query: QueryOptions = field(default_factory=QueryOptions)
@@ -96,6 +111,11 @@ class AskOptions:
     seed: int = 0
     rewrite: str | None = None
     use_cache: bool = True
+    answer_style: str = "extractive"
+    passages: int = 3
+
+
+ANSWER_STYLES = ("extractive", "sentence", "choice", "generative")
 
 
 @dataclass(frozen=True)
@@ -196,6 +216,8 @@ class Pipeline:
     retrieve: Callable[..., list[Hit]] = retrieve_all
     rerank: Callable[..., list[Hit]] | None = rerank_hits
     gate: Callable[[Sequence[str], Sequence[Hit]], list[Hit]] | None = relevant_hits
+    extract: Callable[..., Extraction] = answer_extractively
+    choose: Callable[..., Extraction] = choose_with_model
     build_context: Callable[..., list[Source]] = build_context
     prompt: Callable[[str, Sequence[Source]], list[Message]] = cited_prompt
     generate: Callable[[Generator, Sequence[Message], AskOptions], Iterator[str]] = stream_answer
@@ -322,6 +344,9 @@ class Asker:
         hits = self._retrieve(run)
         if not hits:
             answer = run.abstain()
+        elif options.answer_style != "generative":
+            answer = self._extract(run, hits)
+            yield answer.text
         else:
             answer = yield from self._generate(run, hits)
         if key is not None:
@@ -360,6 +385,23 @@ class Asker:
             yield piece
         run.lap("generate")
         return run.finish("".join(pieces), tuple(sources), generator, stages.annotate)
+
+    def _extract(self, run: "_Run", hits: list[Hit]) -> Answer:
+        """Steps 6 (extractive), 9 and 10: the answer taken from the retrieved text."""
+        options = run.options
+        if options.answer_style not in ANSWER_STYLES:
+            raise UsageError(f"unknown answer style {options.answer_style!r}: choose one of "
+                             f"{', '.join(ANSWER_STYLES)}")
+        style = "sentence" if options.answer_style == "sentence" else "span"
+        found = self.pipeline.extract(run.question, hits, embedder=self.searcher.embedder(),
+                                      passages=options.passages, style=style)
+        run.lap("prompt")
+        if options.answer_style == "choice":
+            found = self.pipeline.choose(run.question, found, self.generator(options))
+            run.lap("generate")
+        if found.abstained:
+            return run.abstain(found.sources, model="extractive")
+        return run.finish(found.text, found.sources, None, self.pipeline.annotate)
 
     # -- cache ----------------------------------------------------------------------------
     def _answer_cache(self) -> AnswerCache:
@@ -412,12 +454,16 @@ class _Run:
                       tokens=dict(tokens or {"prompt": 0, "completion": 0}), retrieved=self.retrieved,
                       model=model)
 
-    def finish(self, text: str, sources: tuple[Source, ...], generator: Generator,
+    def finish(self, text: str, sources: tuple[Source, ...], generator: Generator | None,
                annotate: Callable[..., tuple[SentenceSupport, ...]] | None) -> Answer:
-        """Check citations, annotate support and detect a declined answer (step 10)."""
-        tokens = _usage(generator, text)
-        if says_not_found(text):
-            return self.abstain(sources, text.strip() or NOT_FOUND, tokens, generator.model_id)
+        """Check citations, annotate support and detect a declined answer (step 10).
+
+        `generator` is None for an extractive answer (no model wrote it).
+        """
+        tokens = _usage(generator, text) if generator is not None else {"prompt": 0, "completion": 0}
+        model_id = generator.model_id if generator is not None else "extractive"
+        if generator is not None and says_not_found(text):
+            return self.abstain(sources, text.strip() or NOT_FOUND, tokens, model_id)
         citations, invalid = parse_citations(text, len(sources))
         text = strip_invalid_citations(text, len(sources)).strip() if invalid else text.strip()
         support = annotate(text, sources) if annotate is not None else ()
@@ -426,7 +472,7 @@ class _Run:
             citations = _supported_sources(support)
         return Answer(self.question, text, False, sources, citations, support, self._totals(), tokens,
                       retrieved=self.retrieved, invalid_citations=invalid, citations_inferred=inferred,
-                      model=generator.model_id)
+                      model=model_id)
 
 
 def _supported_sources(support: Sequence[SentenceSupport]) -> tuple[int, ...]:

@@ -47,7 +47,8 @@ def make_asker(index, generator=None, **kwargs) -> Asker:
     return Asker(index, settings=load_settings(), generator=generator or EchoGenerator(), **kwargs)
 
 
-BM25 = AskOptions(query=QueryOptions(mode="bm25", top_k=5))
+# These tests exercise the generative path (the model writes the answer); see test_extractive.py.
+BM25 = AskOptions(query=QueryOptions(mode="bm25", top_k=5), answer_style="generative")
 
 
 def test_answer_cites_a_numbered_source_mapped_to_path(corpus, isolated_home):

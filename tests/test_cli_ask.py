@@ -23,7 +23,9 @@ DOCS = [
              "log of passing ships by candle light.", "pdf"),
     Document("/notes/茶.md", "中国是茶的故乡，唐代的陆羽写成了世界上第一部茶学专著《茶经》。", "md"),
 ]
-FAST = ["--mode", "bm25", "--ctx", "512", "--max-tokens", "24", "--threads", "2"]
+# The generative path (a fake or the real model writes the answer); the extractive default has its own tests.
+FAST = ["--mode", "bm25", "--ctx", "512", "--max-tokens", "24", "--threads", "2",
+        "--answer-style", "generative"]
 
 
 @pytest.fixture
@@ -106,7 +108,8 @@ def test_not_gguf_is_one_line_exit_1(index, tmp_path):
 
 
 def test_context_too_small_is_one_line_exit_1(index, echo):
-    result = invoke("router", "--mode", "bm25", "--ctx", "128", "--max-tokens", "100")
+    result = invoke("router", "--mode", "bm25", "--ctx", "128", "--max-tokens", "100",
+                    "--answer-style", "generative")
     assert result.exit_code == 1 and "context too small for any chunk" in result.stderr
 
 

@@ -16,6 +16,13 @@ from ragcli.config import load_settings
 SUPPORT_STYLES = {"supported": "green", "partial": "yellow", "unsupported": "red"}
 
 
+class AnswerStyle(str, Enum):
+    extractive = "extractive"
+    sentence = "sentence"
+    choice = "choice"
+    generative = "generative"
+
+
 class Rewrite(str, Enum):
     multi = "multi"
     hyde = "hyde"
@@ -48,6 +55,11 @@ def ask(
     fusion: Annotated[Fusion, typer.Option(help="Hybrid fusion: rrf or score.")] = Fusion.rrf,
     weights: Annotated[Optional[str], typer.Option(help="Fusion weights 'bm25,dense', e.g. 1,0.5.",
                                                    show_default="1,1")] = None,
+    answer_style: Annotated[AnswerStyle, typer.Option(
+        "--answer-style", help="extractive: the short words of a retrieved sentence that answer (no model "
+        "needed); sentence: that whole sentence; choice: the model picks among the best short answers; "
+        "generative: the GGUF model writes the answer.")]
+        = AnswerStyle.extractive,
     model: Annotated[Optional[str], typer.Option(
         help="GGUF model file (default: $RAG_MODEL, else the packaged SmolLM2-135M-Instruct).",
         show_default=False)] = None,
@@ -83,6 +95,8 @@ def ask(
 
         rag ask "Who built the lighthouse?" --mode bm25 --rerank llm --json
 
+        rag ask "Summarise the safety rules" --answer-style generative --model ~/models/qwen2.5-1.5b.gguf
+
         cat questions.txt | rag ask - --max-tokens 64 > answers.jsonl
     """
     from ragcli.ask import Asker, AskOptions
@@ -97,7 +111,7 @@ def ask(
         weights=parse_weights(weights) or (1.0, 1.0))
     options = AskOptions(query=query, model=model, n_ctx=ctx, max_tokens=max_tokens, temperature=temperature,
                          threads=threads, seed=seed, rewrite=rewrite.value if rewrite else None,
-                         use_cache=not no_cache)
+                         use_cache=not no_cache, answer_style=answer_style.value)
     questions = _stdin_questions(question)
     with Asker(settings.index, settings=settings) as asker:
         if questions is not None:
