@@ -81,8 +81,12 @@ class OnnxEmbedder:
         else:
             self.dimension = int(self.embed(["dimension probe"]).shape[1])
 
-    def embed(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+    def embed(self, texts: Sequence[str], batch_size: int = 8) -> np.ndarray:
         """Embed texts; see `Embedder.embed`.
+
+        Small batches are faster on CPU here: on 2 cores, 160 SciFact abstracts ran at
+        21.7 / 20.6 / 16.2 texts/s with batches of 4 / 8 / 32 (attention and activations stay
+        in cache), hence the default of 8.
 
         Texts are sorted by token count so each batch pads to a similar length, then the
         rows are put back in input order.
