@@ -93,6 +93,13 @@ def test_nothing_relevant_says_so(index, echo):
     assert echo.calls == []
 
 
+@pytest.mark.parametrize("style", ["generative", "extractive"])
+def test_nothing_relevant_is_printed_without_sources(index, echo, style):
+    result = invoke("quantum gluon plasma", "--mode", "bm25", "--answer-style", style, "--no-cache")
+    assert result.stdout.strip() == NOT_FOUND
+    assert "Sources" not in result.stdout
+
+
 def test_missing_model_is_one_line_exit_1(index, tmp_path):
     result = invoke("router", *FAST, "--model", str(tmp_path / "missing.gguf"))
     assert result.exit_code == 1

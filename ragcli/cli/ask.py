@@ -152,15 +152,19 @@ def _print_streamed(items) -> None:
     from ragcli.ask import Answer
 
     answer = None
+    streamed = False
     for item in items:
         if isinstance(item, Answer):
             answer = item
         else:
+            streamed = True
             sys.stdout.write(item)
             sys.stdout.flush()
+    if answer is not None and not streamed:
+        sys.stdout.write(answer.text)  # e.g. "not found" decided before any generation
     sys.stdout.write("\n")
     sys.stdout.flush()
-    if answer is not None:
+    if answer is not None and not answer.abstained:
         _print_sources(answer)
 
 
