@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import sys
 from enum import Enum
-from typing import Annotated, Iterable, Iterator, List, Optional
+from typing import Annotated, Iterable, Iterator, Optional
 
 import typer
 
-from ragcli.cli.options import EmbedModelOption, GroupOption, IndexOption
-from ragcli.cli.query import Fusion, Mode, Rerank, parse_weights
+from ragcli.cli.options import (
+    CandidatesOption, EmbedModelOption, ExcludeOption, FiltersOption, Fusion, FusionOption, GroupOption,
+    IndexOption, MinScoreOption, Mode, RequireOption, RerankModelOption, RerankOption, WeightsOption,
+    parse_weights,
+)
 from ragcli.cli.render import SCHEMA_VERSION, emit_json, emit_jsonl, stderr_console, stdout_console
 from ragcli.config import load_settings
 
@@ -37,24 +40,15 @@ def ask(
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Chunks retrieved for the context "
                                        "(before merging and the token budget).")] = 5,
     group: GroupOption = None,
-    filters: Annotated[Optional[List[str]], typer.Option(
-        "--filter", "-f", help="key=value metadata filter, repeatable (as in `rag query`).",
-        show_default=False)] = None,
-    min_score: Annotated[Optional[float], typer.Option(
-        help="Drop hits scoring below this (as in `rag query`).", show_default=False)] = None,
-    rerank: Annotated[Optional[Rerank], typer.Option(
-        help="Rerank the candidates.", show_default=False)] = None,
-    rerank_model: Annotated[Optional[str], typer.Option(
-        help="Model for --rerank.", show_default=False)] = None,
-    candidates: Annotated[int, typer.Option(min=1, help="Candidates fetched before reranking, fusion of "
-                                            "rewrites, or llm selection.")] = 50,
-    require: Annotated[Optional[List[str]], typer.Option(help="Keep only chunks containing this word.",
-                                                         show_default=False)] = None,
-    exclude: Annotated[Optional[List[str]], typer.Option(help="Drop chunks containing this word.",
-                                                         show_default=False)] = None,
-    fusion: Annotated[Fusion, typer.Option(help="Hybrid fusion: rrf or score.")] = Fusion.rrf,
-    weights: Annotated[Optional[str], typer.Option(help="Fusion weights 'bm25,dense', e.g. 1,0.5.",
-                                                   show_default="1,1")] = None,
+    filters: FiltersOption = None,
+    min_score: MinScoreOption = None,
+    rerank: RerankOption = None,
+    rerank_model: RerankModelOption = None,
+    candidates: CandidatesOption = 50,
+    require: RequireOption = None,
+    exclude: ExcludeOption = None,
+    fusion: FusionOption = Fusion.rrf,
+    weights: WeightsOption = None,
     answer_style: Annotated[AnswerStyle, typer.Option(
         "--answer-style", help="extractive: the short words of a retrieved sentence that answer (no model "
         "needed); sentence: that whole sentence; choice: the model picks among the best short answers; "

@@ -120,7 +120,7 @@ def _stages(enabled: bool):
 
 
 def _query_options(top_k: int, group: str | None, fusion: str | None, weights: str | None) -> Any:
-    from ragcli.cli.query import parse_weights
+    from ragcli.cli.options import parse_weights
     from ragcli.query import QueryOptions
 
     flags: dict[str, Any] = {"top_k": top_k, "group": group, "candidates": max(50, top_k)}

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
@@ -29,3 +30,59 @@ GroupOption = Annotated[
     typer.Option("--group", "-g", help="Chunk group (granularity), e.g. fine, medium, coarse.",
                  show_default=False, autocompletion=_complete_groups),
 ]
+
+
+class Mode(str, Enum):
+    bm25 = "bm25"
+    dense = "dense"
+    hybrid = "hybrid"
+    llm = "llm"
+
+
+class Rerank(str, Enum):
+    cross_encoder = "cross-encoder"
+    llm = "llm"
+    keyword = "keyword"
+
+
+class Fusion(str, Enum):
+    rrf = "rrf"
+    score = "score"
+
+
+def parse_weights(value: Optional[str]) -> Optional[tuple[float, float]]:
+    """`--weights 1,0.5` -> (1.0, 0.5); a usage error (exit 2) when malformed."""
+    if value is None:
+        return None
+    try:
+        bm25, dense = (float(part) for part in value.split(","))
+    except ValueError:
+        raise typer.BadParameter("give two numbers, bm25 then dense, e.g. --weights 1,0.5") from None
+    if bm25 < 0 or dense < 0 or bm25 + dense == 0:
+        raise typer.BadParameter("weights must be non-negative and not both 0")
+    return bm25, dense
+
+
+# Retrieval options shared by `rag query` and `rag ask`.
+FiltersOption = Annotated[Optional[List[str]], typer.Option(
+    "--filter", "-f", help="key=value metadata filter, repeatable: values of one key are OR-ed, keys AND-ed. "
+    "Keys: file_name, file_type, path (glob), title, modified/created (e.g. 'modified=>=2024-01-01'; "
+    "comparisons of one key are AND-ed, making ranges), or any stored metadata key.", show_default=False)]
+MinScoreOption = Annotated[Optional[float], typer.Option(
+    help="Drop hits scoring below this: BM25 score, cosine similarity (dense), or the fused score "
+    "(hybrid; RRF scores are small, about 1/(k+rank) per retriever). Applied before reranking.",
+    show_default=False)]
+RerankOption = Annotated[Optional[Rerank], typer.Option(help="Rerank the candidates.", show_default=False)]
+RerankModelOption = Annotated[Optional[str], typer.Option(
+    help="Model for --rerank: a local CrossEncoder folder (cross-encoder) or a GGUF (llm).",
+    show_default=False)]
+CandidatesOption = Annotated[int, typer.Option(
+    min=1, help="Candidates fetched per retriever before fusion, reranking or llm selection.")]
+RequireOption = Annotated[Optional[List[str]], typer.Option(
+    help="Keep only hits containing this word (repeatable, case-insensitive).", show_default=False)]
+ExcludeOption = Annotated[Optional[List[str]], typer.Option(
+    help="Drop hits containing this word (repeatable).", show_default=False)]
+FusionOption = Annotated[Fusion, typer.Option(
+    help="Hybrid fusion: rrf (reciprocal rank) or score (min-max normalised scores, weighted sum).")]
+WeightsOption = Annotated[Optional[str], typer.Option(
+    help="Fusion weights 'bm25,dense', e.g. 1,0.5.", show_default="1,1")]

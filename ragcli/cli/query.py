@@ -4,31 +4,17 @@ from __future__ import annotations
 
 import sys
 from enum import Enum
-from typing import Annotated, Any, Iterable, Iterator, List, Optional
+from typing import Annotated, Any, Iterable, Iterator, Optional
 
 import typer
 
-from ragcli.cli.options import EmbedModelOption, GroupOption, IndexOption
+from ragcli.cli.options import (
+    CandidatesOption, EmbedModelOption, ExcludeOption, FiltersOption, Fusion, FusionOption, GroupOption,
+    IndexOption, MinScoreOption, Mode, RequireOption, RerankModelOption, RerankOption, WeightsOption,
+    parse_weights,
+)
 from ragcli.cli.render import SCHEMA_VERSION, emit_json, emit_jsonl, stdout_console
 from ragcli.config import Settings, load_settings
-
-
-class Mode(str, Enum):
-    bm25 = "bm25"
-    dense = "dense"
-    hybrid = "hybrid"
-    llm = "llm"
-
-
-class Rerank(str, Enum):
-    cross_encoder = "cross-encoder"
-    llm = "llm"
-    keyword = "keyword"
-
-
-class Fusion(str, Enum):
-    rrf = "rrf"
-    score = "score"
 
 
 class Format(str, Enum):
@@ -36,19 +22,6 @@ class Format(str, Enum):
     json = "json"
     jsonl = "jsonl"
     paths = "paths"
-
-
-def parse_weights(value: Optional[str]) -> Optional[tuple[float, float]]:
-    """`--weights 1,0.5` -> (1.0, 0.5); a usage error (exit 2) when malformed."""
-    if value is None:
-        return None
-    try:
-        bm25, dense = (float(part) for part in value.split(","))
-    except ValueError:
-        raise typer.BadParameter("give two numbers, bm25 then dense, e.g. --weights 1,0.5") from None
-    if bm25 < 0 or dense < 0 or bm25 + dense == 0:
-        raise typer.BadParameter("weights must be non-negative and not both 0")
-    return bm25, dense
 
 
 def query(
@@ -62,32 +35,16 @@ def query(
     top_k: Annotated[Optional[int], typer.Option("--top-k", "-k", min=1, help="Hits to return. Default: "
                                                  "$RAG_TOP_K / config, else 10.", show_default=False)] = None,
     group: GroupOption = None,
-    filters: Annotated[Optional[List[str]], typer.Option(
-        "--filter", "-f", help="key=value metadata filter, repeatable: values of one key are OR-ed, "
-        "keys AND-ed. "
-        "Keys: file_name, file_type, path (glob), title, modified/created (e.g. 'modified=>=2024-01-01'; "
-        "comparisons of one key are AND-ed, making ranges), or any stored metadata key.",
-        show_default=False)] = None,
-    min_score: Annotated[Optional[float], typer.Option(
-        help="Drop hits scoring below this: BM25 score, cosine similarity (dense), or the fused score "
-        "(hybrid; RRF scores are small, about 1/(k+rank) per retriever). Applied before reranking.",
-        show_default=False)] = None,
-    rerank: Annotated[Optional[Rerank], typer.Option(help="Rerank the candidates.",
-                                                     show_default=False)] = None,
-    rerank_model: Annotated[Optional[str], typer.Option(help="Model for --rerank (default: its own).",
-                                                        show_default=False)] = None,
-    candidates: Annotated[int, typer.Option(min=1, help="Candidates fetched per retriever before fusion, "
-                                            "reranking or llm selection.")] = 50,
-    require: Annotated[Optional[List[str]], typer.Option(help="Keep only hits containing this word "
-                                                         "(repeatable, case-insensitive).",
-                                                         show_default=False)] = None,
-    exclude: Annotated[Optional[List[str]], typer.Option(help="Drop hits containing this word (repeatable).",
-                                                         show_default=False)] = None,
-    fusion: Annotated[Fusion, typer.Option(help="Hybrid fusion: rrf (reciprocal rank) or score (min-max "
-                                           "normalised scores, weighted sum).")] = Fusion.rrf,
+    filters: FiltersOption = None,
+    min_score: MinScoreOption = None,
+    rerank: RerankOption = None,
+    rerank_model: RerankModelOption = None,
+    candidates: CandidatesOption = 50,
+    require: RequireOption = None,
+    exclude: ExcludeOption = None,
+    fusion: FusionOption = Fusion.rrf,
     rrf_k: Annotated[int, typer.Option(min=1, help="RRF constant k: larger flattens the rank bonus.")] = 60,
-    weights: Annotated[Optional[str], typer.Option(help="Fusion weights 'bm25,dense', e.g. 1,0.5.",
-                                                   show_default="1,1")] = None,
+    weights: WeightsOption = None,
     explain: Annotated[bool, typer.Option(help="Show each retriever's rank and score and the fused "
                                           "score per hit.")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="One JSON document (schema_version, query, "
