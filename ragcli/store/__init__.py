@@ -352,12 +352,15 @@ class Store:
     def vector_generation(self, group: str) -> int:
         return int(self.get_meta(f"vectors_generation:{group}", "0") or 0)
 
-    def vector_index(self, group: str) -> FaissIndex:
-        """The group's vector index, rebuilt in memory from SQLite when the file is stale."""
+    def vector_index(self, group: str, *, writable: bool = False) -> FaissIndex:
+        """The group's vector index, rebuilt in memory from SQLite when the file is stale.
+
+        A current file is memory-mapped read-only unless `writable` (ingest changes it).
+        """
         path = self.vector_path(group)
         params = read_params(path)
         if path.is_file() and params and params.get("generation") == self.vector_generation(group):
-            return FaissIndex.load(path)
+            return FaissIndex.load(path, mmap=not writable)
         return self._build_vectors(group, FaissIndex(self.dimension()))
 
     def dimension(self) -> int:
@@ -374,7 +377,7 @@ class Store:
         """
         import numpy as np
 
-        index = self.vector_index(group)
+        index = self.vector_index(group, writable=True)
         wanted = self.group_embedding_ids(group)
         have = index.ids()
         index.remove(np.setdiff1d(have, wanted, assume_unique=True))
