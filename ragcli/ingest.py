@@ -26,7 +26,7 @@ from ragcli.readers import is_probably_binary, read_document, reader_for
 from ragcli.retrieval.analysis import analyze
 from ragcli.splitting import PRESETS, page_at, page_starts, split, validate_settings
 from ragcli.store import NewChunk, Store
-from ragcli.types import ChunkSettings, Document
+from ragcli.types import ChunkSettings, Document, Progress
 from ragcli.walk import FileFilter, resolve_roots, walk_files
 
 DEFAULT_GROUP = "medium"
@@ -41,14 +41,6 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str], batch_size: int = 32): ...
 
     def token_offsets(self, text: str) -> list[tuple[int, int]]: ...
-
-
-class Progress(Protocol):
-    """Receives progress; the CLI draws it, the library never prints."""
-
-    def start(self, total: int) -> None: ...
-
-    def advance(self, path: str, status: str) -> None: ...
 
 
 @dataclass(frozen=True)

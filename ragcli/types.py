@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol
 
 
 @dataclass(frozen=True)
@@ -67,3 +67,11 @@ class Hit:
     score: float
     rank: int = 0
     sources: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+
+class Progress(Protocol):
+    """Receives progress of a long run; the CLI draws it, the library never prints."""
+
+    def start(self, total: int) -> None: ...
+
+    def advance(self, path: str, status: str) -> None: ...

@@ -29,6 +29,8 @@ from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from ragcli.evaluation.datasets import QACase
 from ragcli.evaluation.metrics import answer_in_output, context_recall, exact_match, f1
+from ragcli.evaluation.retrieval_eval import mode_rerank_grid
+from ragcli.types import Progress
 
 ANSWER_METRICS = (
     "exact_match",
@@ -52,12 +54,6 @@ class AskerLike(Protocol):
     def ask(self, question: str, options: Any) -> Any: ...
 
 
-class Progress(Protocol):
-    def start(self, total: int) -> None: ...
-
-    def advance(self, path: str, status: str) -> None: ...
-
-
 @dataclass(frozen=True)
 class AnswerConfiguration:
     """One answering setup: a display name and the `AskOptions` it runs with."""
@@ -74,14 +70,8 @@ def answer_configurations(
         from ragcli.ask import AskOptions
 
         base = AskOptions(use_cache=False)
-    result = []
-    for rerank in [None if r in (None, "", "none") else r for r in reranks]:
-        for mode in modes:
-            name = mode if rerank is None else f"{mode}+{rerank}"
-            result.append(
-                AnswerConfiguration(name, replace(base, query=replace(base.query, mode=mode, rerank=rerank)))
-            )
-    return result
+    return [AnswerConfiguration(name, replace(base, query=replace(base.query, mode=mode, rerank=rerank)))
+            for name, mode, rerank in mode_rerank_grid(modes, reranks)]
 
 
 @dataclass(frozen=True)

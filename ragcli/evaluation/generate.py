@@ -25,7 +25,7 @@ from typing import Any, Iterator, Protocol, Sequence
 
 from ragcli.evaluation.datasets import CORPUS_FILE, read_corpus
 from ragcli.evaluation.metrics import normalize_answer
-from ragcli.types import Document
+from ragcli.types import Document, Progress
 
 CHUNK_WORDS = 120
 CHUNK_OVERLAP = 12
@@ -71,12 +71,6 @@ class Generator(Protocol):
         stop: Sequence[str] = (),
         grammar: str | None = None,
     ) -> str: ...
-
-
-class Progress(Protocol):
-    def start(self, total: int) -> None: ...
-
-    def advance(self, path: str, status: str) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, TextIO
 
 from ragcli.evaluation.datasets import RetrievalSet
 from ragcli.evaluation.metrics import RETRIEVAL_MEASURES, retrieval_metrics
-from ragcli.types import Hit
+from ragcli.types import Hit, Progress
 
 DEFAULT_TOP_K = 100
 RUN_TAG = "ragcli"
@@ -29,12 +29,6 @@ class SearcherLike(Protocol):
     """What evaluation needs of `ragcli.query.Searcher`."""
 
     def search(self, query: str, options: Any) -> list[Hit]: ...
-
-
-class Progress(Protocol):
-    def start(self, total: int) -> None: ...
-
-    def advance(self, path: str, status: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -62,16 +56,17 @@ def configurations(
         from ragcli.query import QueryOptions
 
         base = QueryOptions(top_k=DEFAULT_TOP_K)
-    result = []
+    candidates = max(base.candidates, base.top_k)
+    return [Configuration(name, replace(base, mode=mode, rerank=rerank, candidates=candidates))
+            for name, mode, rerank in mode_rerank_grid(modes, reranks)]
+
+
+def mode_rerank_grid(modes: Sequence[str], reranks: Sequence[str | None]) -> list[tuple[str, str, str | None]]:
+    """(name, mode, reranker) for every mode under every reranker; "none" or "" means no reranker."""
+    grid = []
     for rerank in [None if r in (None, "", "none") else r for r in reranks]:
-        for mode in modes:
-            name = mode if rerank is None else f"{mode}+{rerank}"
-            result.append(
-                Configuration(
-                    name, replace(base, mode=mode, rerank=rerank, candidates=max(base.candidates, base.top_k))
-                )
-            )
-    return result
+        grid.extend((mode if rerank is None else f"{mode}+{rerank}", mode, rerank) for mode in modes)
+    return grid
 
 
 @dataclass
