@@ -51,8 +51,9 @@ def diagnose(settings: Settings) -> list[Check]:
 
 def _embedding(settings: Settings) -> str:
     from ragcli.models import embedder_for
+    from ragcli.store import read_index_meta
 
-    embedder = embedder_for(settings, _index_meta(settings.index, "embedding_model"))
+    embedder = embedder_for(settings, read_index_meta(settings.index, "embedding_model"))
     vector = embedder.embed(["doctor check"])
     return f"{embedder.model_id} loads, dimension {vector.shape[1]}"
 
@@ -85,18 +86,6 @@ def _open(index: Path) -> str:
     store = Store.open(index)
     try:
         return f"{index}: {store.count('documents')} documents, {store.count('chunks')} chunks"
-    finally:
-        store.close()
-
-
-def _index_meta(index: Path, key: str) -> str | None:
-    from ragcli.store import DATABASE_NAME, Store
-
-    if not (index / DATABASE_NAME).is_file():
-        return None
-    store = Store.open(index)
-    try:
-        return store.get_meta(key)
     finally:
         store.close()
 

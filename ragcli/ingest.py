@@ -411,15 +411,9 @@ def known_roots(index: Path) -> list[str]:
         UsageError: nothing was ingested before, so there is nothing to default to.
     """
     from ragcli.errors import UsageError
-    from ragcli.store import DATABASE_NAME
+    from ragcli.store import read_index_meta
 
-    roots: list[str] = []
-    if (index / DATABASE_NAME).is_file():
-        store = Store.open(index)
-        try:
-            roots = json.loads(store.get_meta("roots", "[]") or "[]")
-        finally:
-            store.close()
+    roots = json.loads(read_index_meta(index, "roots") or "[]")
     if not roots:
         raise UsageError("no paths given and none ingested before: rag ingest DIR [DIR ...]")
     return roots

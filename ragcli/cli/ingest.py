@@ -58,6 +58,7 @@ def ingest(
     """
     from ragcli.ingest import DEFAULT_GROUP, chunking_override, ingest as run_ingest, known_roots
     from ragcli.models import embedder_for
+    from ragcli.store import read_index_meta
     from ragcli.walk import FileFilter
 
     settings = load_settings(index=index, embed_model=embed_model)
@@ -66,7 +67,7 @@ def ingest(
     chunking = chunking_override(settings.index, group, split_by.value if split_by else None,
                                  chunk_size, chunk_overlap)
     err = stderr_console()
-    embedder = embedder_for(settings, None if rebuild else _index_model(settings.index))
+    embedder = embedder_for(settings, None if rebuild else read_index_meta(settings.index, "embedding_model"))
     with progress_bar(err, "ingesting") as bar:
         report = run_ingest(settings.index, roots, embedder=embedder, group=group, chunking=chunking,
                             file_filter=FileFilter(tuple(include or ()), tuple(exclude or ())),
@@ -84,18 +85,6 @@ def ingest(
             f"{report.seconds:.1f} s", highlight=False)
     if strict and report.failed:
         raise typer.Exit(1)
-
-
-def _index_model(index: Path) -> str | None:
-    from ragcli.store import DATABASE_NAME, Store
-
-    if not (index / DATABASE_NAME).is_file():
-        return None
-    store = Store.open(index)
-    try:
-        return store.get_meta("embedding_model")
-    finally:
-        store.close()
 
 
 def status(index: IndexOption = None, json_output: JsonOption = False) -> None:

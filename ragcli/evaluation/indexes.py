@@ -18,7 +18,7 @@ from typing import Any, Callable, ContextManager
 from ragcli.config import Settings
 from ragcli.evaluation.datasets import read_corpus
 from ragcli.splitting import PRESETS
-from ragcli.store import DATABASE_NAME
+from ragcli.store import read_index_meta
 
 DEFAULT_GROUP = "medium"
 
@@ -40,22 +40,6 @@ def count_lines(path: Path) -> int:
     """Non-empty lines of a JSON Lines file (the progress bar's total)."""
     with path.open("rb") as handle:
         return sum(1 for line in handle if line.strip())
-
-
-def index_model(index: Path) -> str | None:
-    """The embedding model an existing index was built with; None for a new index or the default."""
-    from ragcli.embedding.model_files import DEFAULT_MODEL_ID
-    from ragcli.store import Store
-
-    if not (index / DATABASE_NAME).is_file():
-        return None
-    store = Store.open(index)
-    try:
-        model = store.get_meta("embedding_model")
-    finally:
-        store.close()
-    # The default is loaded from its package, not by the id it records.
-    return None if model == DEFAULT_MODEL_ID else model
 
 
 def prepare_index(
@@ -88,7 +72,7 @@ def prepare_index(
     if embedder is None:
         from ragcli.models import embedder_for
 
-        embedder = embedder_for(settings, index_model(index))
+        embedder = embedder_for(settings, read_index_meta(index, "embedding_model"))
     if progress is not None:
         progress.start(count_lines(corpus))
     return ingest_documents(index, read_corpus(corpus), embedder=embedder, group=group, progress=progress)

@@ -62,6 +62,17 @@ def _chunk_metadata(row: Sequence[Any]) -> dict[str, Any]:
     return meta
 
 
+def read_index_meta(index: Path, key: str) -> str | None:
+    """One meta value of the index at `index`; None when there is no index or no such value."""
+    if not (index / DATABASE_NAME).is_file():
+        return None
+    store = Store.open(index)
+    try:
+        return store.get_meta(key)
+    finally:
+        store.close()
+
+
 def _pending_migrations(conn: sqlite3.Connection) -> bool:
     try:
         applied = {row[0] for row in conn.execute(
