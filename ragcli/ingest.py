@@ -77,6 +77,7 @@ class _Pending:
     content_hash: str
     spans: list
     page_starts: list[int]
+    span_hashes: list[str]
 
 
 def chunking_for(store: Store, group: str, chunking: ChunkSettings | None) -> ChunkSettings:
@@ -135,7 +136,7 @@ class _Batcher:
     def flush(self) -> None:
         if not self.pending:
             return
-        hashes = {span_hash(span.text): span.text for item in self.pending for span in item.spans}
+        hashes = {h: span.text for item in self.pending for span, h in zip(item.spans, item.span_hashes)}
         known = self.store.embedding_ids(hashes)
         missing = [h for h in hashes if h not in known]
         vectors = self.embedder.embed([hashes[h] for h in missing]) if missing else None
@@ -154,9 +155,8 @@ class _Batcher:
         chunks = [
             NewChunk(order=span.order, text=span.text, start=span.start, end=span.end,
                      page=page_at(item.page_starts, span.start) if item.page_starts else None,
-                     hash=span_hash(span.text), tokens=" ".join(analyze(span.text)),
-                     embedding_id=embedding_ids[span_hash(span.text)])
-            for span in item.spans
+                     hash=chunk_hash, tokens=" ".join(analyze(span.text)), embedding_id=embedding_ids[chunk_hash])
+            for span, chunk_hash in zip(item.spans, item.span_hashes)
         ]
         self.store.replace_chunks(doc_id, self.group, item.content_hash, chunks)
         self.report.chunks += len(chunks)
@@ -293,7 +293,7 @@ def _unchanged(store: Store, existing: dict | None, content_hash: str, group: st
 def _queue(batcher, document, content_hash, settings, embedder, report, exists: bool) -> str:
     spans = split_document(document, settings, embedder)
     starts = page_starts(document.text) if "\f" in document.text else []
-    batcher.add(_Pending(document, content_hash, spans, starts))
+    batcher.add(_Pending(document, content_hash, spans, starts, [span_hash(span.text) for span in spans]))
     if exists:
         report.updated += 1
         return "updated"
