@@ -12,6 +12,7 @@ from ragcli.errors import ModelNotFound
 from ragcli.llm import LlamaCppGenerator, check_gguf, load_generator
 
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
+LONG_REQUEST = [{"role": "user", "content": "Write a long story about a lighthouse keeper and the sea."}]
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +27,7 @@ def test_default_model_loads(generator):
 
 
 def test_stream_yields_pieces_and_counts_tokens(generator):
-    pieces = list(generator.stream(QUESTION, max_tokens=12))
+    pieces = list(generator.stream(LONG_REQUEST, max_tokens=12))
     assert len(pieces) > 1 and all(isinstance(piece, str) for piece in pieces)
     assert generator.last_usage["completion"] == 12  # stopped by the token limit
     assert generator.last_usage["prompt"] > 5
