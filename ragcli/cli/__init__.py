@@ -3,11 +3,17 @@
 The boundary lives in the click group (`_RagGroup.invoke`), so it applies the same way to
 the installed entry point and to in-process `CliRunner` tests: a `RagError` becomes one
 line on stderr and its exit code (1, or 2 for bad values), Ctrl-C exits 130.
+
+Commands load lazily (`LazyCommands`): `rag query` imports the query module only, not
+`rag eval`'s or `rag ask`'s, which keeps a cold query's start-up short.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
 import sys
+from collections.abc import Iterator, MutableMapping
 from enum import Enum
 from typing import Annotated, Optional
 
@@ -15,14 +21,63 @@ import typer
 from typer.core import TyperGroup
 
 from ragcli import __version__
-from ragcli.cli import ask as ask_commands
-from ragcli.cli import completions as completion_commands
-from ragcli.cli import config as config_commands
-from ragcli.cli import doctor as doctor_commands
-from ragcli.cli import eval as eval_commands
-from ragcli.cli import ingest as ingest_commands
-from ragcli.cli import query as query_commands
 from ragcli.errors import RagError
+
+COMPLETE_VAR = "_RAG_COMPLETE"
+
+# Command name -> (module, attribute): a command function, or a typer app for a group.
+# Listed in the order `rag --help` shows them.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "ingest": ("ragcli.cli.ingest", "ingest"),
+    "status": ("ragcli.cli.ingest", "status"),
+    "ls": ("ragcli.cli.ingest", "ls"),
+    "rm": ("ragcli.cli.ingest", "rm"),
+    "config": ("ragcli.cli.config", "app"),
+    "doctor": ("ragcli.cli.doctor", "doctor"),
+    "completions": ("ragcli.cli.completions", "completions"),
+    "query": ("ragcli.cli.query", "query"),
+    "ask": ("ragcli.cli.ask", "ask"),
+    "eval": ("ragcli.cli.eval", "app"),
+}
+
+
+def load_command(name: str) -> typer.main.TyperCommand | typer.core.TyperGroup:
+    """Import a command's module and build its click command."""
+    module_name, attribute = COMMANDS[name]
+    target = getattr(importlib.import_module(module_name), attribute)
+    if not isinstance(target, typer.Typer):
+        single = typer.Typer(add_completion=False)
+        single.command(name)(target)
+        target = single
+    command = typer.main.get_command(target)
+    command.name = name
+    return command
+
+
+class LazyCommands(MutableMapping):
+    """The group's commands: names known up front, each built on first lookup."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, object] = {}
+
+    def __getitem__(self, name: str):
+        if name not in self._loaded:
+            if name not in COMMANDS:
+                raise KeyError(name)
+            self._loaded[name] = load_command(name)
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, command) -> None:
+        self._loaded[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        raise TypeError("rag's commands are fixed")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys([*COMMANDS, *self._loaded]))
+
+    def __len__(self) -> int:
+        return len(set(COMMANDS) | set(self._loaded))
 
 
 _GLOBAL_FLAGS = frozenset({"-q", "--quiet", "-v", "--verbose"})
@@ -50,6 +105,10 @@ def hoist_global_options(args: list[str]) -> list[str]:
 
 
 class _RagGroup(TyperGroup):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = LazyCommands()
+
     def parse_args(self, ctx, args):
         return super().parse_args(ctx, hoist_global_options(list(args)))
 
@@ -105,7 +164,6 @@ def _root(
     Example: rag ingest ~/notes && rag query "how do I reset the router?"
     """
     import logging
-    import os
 
     from ragcli.cli.render import OutputOptions
 
@@ -118,23 +176,13 @@ def _root(
     logging.getLogger("pypdf").setLevel(logging.INFO if verbose else logging.ERROR)
 
 
-app.command("ingest")(ingest_commands.ingest)
-app.command("status")(ingest_commands.status)
-app.command("ls")(ingest_commands.ls)
-app.command("rm")(ingest_commands.rm)
-app.add_typer(config_commands.app, name="config")
-app.command("doctor")(doctor_commands.doctor)
-app.command("completions")(completion_commands.completions)
-completion_commands.enable()
-app.command("query")(query_commands.query)
-app.command("ask")(ask_commands.ask)
-app.add_typer(eval_commands.app, name="eval")
-
 
 def main() -> None:
     """Entry point. A closed pipe (`rag ls | head -1`) ends quietly with exit 0."""
-    from ragcli.cli.completions import COMPLETE_VAR
+    if COMPLETE_VAR in os.environ:
+        from ragcli.cli.completions import enable
 
+        enable()
     try:
         app(prog_name="rag", complete_var=COMPLETE_VAR)
     except BrokenPipeError:
@@ -144,7 +192,5 @@ def main() -> None:
 
 def _silence_stdout() -> None:
     """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
-    import os
-
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())

@@ -13,7 +13,8 @@ from typing import Annotated
 
 import typer
 
-COMPLETE_VAR = "_RAG_COMPLETE"
+from ragcli.cli import COMPLETE_VAR
+
 FILE_NAMES = {"bash": "rag.bash", "zsh": "_rag", "fish": "rag.fish"}
 
 
@@ -24,7 +25,10 @@ class Shell(str, Enum):
 
 
 def enable() -> None:
-    """Register typer's completion classes (off because the app hides --install-completion)."""
+    """Register typer's completion classes (off because the app hides --install-completion).
+
+    `main` calls this only when the shell asks for completions (`COMPLETE_VAR` is set).
+    """
     from typer._completion_classes import completion_init
 
     completion_init()
