@@ -28,6 +28,7 @@ from ragcli.embedding import (
     model_fingerprint,
     read_model_config,
 )
+from ragcli.embedding.export import WEIGHTS_FILE
 from ragcli.embedding.pooling import l2_normalise, pool
 from ragcli.errors import ModelNotFound
 
@@ -148,6 +149,30 @@ def test_export_is_cached(onnx_embedder, onnx_cache_dir: Path) -> None:
     again = cached_onnx(config, onnx_cache_dir, fingerprint=onnx_embedder.fingerprint)
     assert again == first and again.stat().st_mtime_ns == stamp
     assert not [p for p in first.parent.parent.iterdir() if p.name.startswith(".export-")]
+
+
+def test_export_keeps_weights_beside_the_graph(onnx_embedder, onnx_cache_dir: Path) -> None:
+    """External weights make sessions open about twice as fast; the graph alone is small."""
+    config = read_model_config(Path(default_model_path()))
+    graph = cached_onnx(config, onnx_cache_dir, fingerprint=onnx_embedder.fingerprint)
+    weights = graph.with_name(WEIGHTS_FILE)
+    assert weights.stat().st_size > 50_000_000 > 5_000_000 > graph.stat().st_size
+
+
+def test_single_file_export_is_converted_with_the_same_vectors(onnx_embedder, onnx_cache_dir: Path,
+                                                             tmp_path: Path) -> None:
+    """An export made by an earlier version (weights inside the graph) is rewritten once."""
+    import onnx
+
+    config = read_model_config(Path(default_model_path()))
+    source = cached_onnx(config, onnx_cache_dir, fingerprint=onnx_embedder.fingerprint)
+    old = tmp_path / "onnx" / onnx_embedder.fingerprint
+    old.mkdir(parents=True)
+    onnx.save_model(onnx.load(str(source)), str(old / "model.onnx"))  # one self-contained file
+    converted = cached_onnx(config, tmp_path, fingerprint=onnx_embedder.fingerprint)
+    assert converted == old / "model.onnx" and (old / WEIGHTS_FILE).is_file()
+    embedder = OnnxEmbedder(config, converted, model_id="m", fingerprint=onnx_embedder.fingerprint)
+    np.testing.assert_array_equal(embedder.embed(TEXTS[:3]), onnx_embedder.embed(TEXTS[:3]))
 
 
 @pytest.mark.parametrize("name", ["/no/such/model", "sentence-transformers/all-mpnet-base-v2"])

@@ -2,13 +2,19 @@
 
 Layout under the caller's cache directory::
 
-    onnx/<fingerprint>/model.onnx        transformer, output = token embeddings
+    onnx/<fingerprint>/model.onnx        transformer graph, output = token embeddings
+    onnx/<fingerprint>/model.onnx.data   its weights ("external data")
     onnx/<fingerprint>/model.int8.onnx   optional dynamic int8 quantisation
     onnx/<fingerprint>/meta.json         what was exported, with which versions
     onnx/<fingerprint>.lock              fcntl lock: one exporter at a time
 
 An export is written into a temporary folder and renamed into place, so a crash never
 leaves a half-written model where a reader would pick it up.
+
+Weights live beside the graph rather than inside it because onnxruntime then opens a
+session about twice as fast (measured 0.15 s -> 0.06-0.08 s for all-MiniLM-L6-v2, same
+outputs): the graph protobuf no longer carries 90 MB that must be parsed and copied. That
+is most of a cold dense query's model start-up.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from ragcli.embedding.model_files import ModelConfig, model_fingerprint, read_mo
 from ragcli.errors import ModelNotFound
 
 ONNX_FILE = "model.onnx"
+WEIGHTS_FILE = "model.onnx.data"
 INT8_FILE = "model.int8.onnx"
 _EXPORT_TIMEOUT_S = 1800
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]
@@ -98,12 +105,14 @@ def cached_onnx(
     root = Path(cache_dir) / "onnx"
     final = root / fingerprint
     wanted = final / (INT8_FILE if int8 else ONNX_FILE)
-    if wanted.is_file():
+    if wanted.is_file() and (int8 or (final / WEIGHTS_FILE).is_file()):
         return wanted
     root.mkdir(parents=True, exist_ok=True)
     with _exclusive(root / f"{fingerprint}.lock"):
         if not (final / ONNX_FILE).is_file():  # another process may have made it meanwhile
             _publish_export(config, fingerprint, final)
+        elif not (final / WEIGHTS_FILE).is_file():
+            _move_weights_out(final / ONNX_FILE)
         if int8 and not wanted.is_file():
             _publish_int8(final / ONNX_FILE, wanted)
     return wanted
@@ -119,6 +128,22 @@ def _publish_export(config: ModelConfig, fingerprint: str, final: Path) -> None:
         if final.exists():  # a folder left without its model (deleted by hand): replace it
             shutil.rmtree(final)
         os.replace(staging, final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _move_weights_out(model_file: Path) -> None:
+    """Rewrite a single-file export (as earlier ragcli versions made) with external weights."""
+    import onnx
+
+    staging = Path(tempfile.mkdtemp(prefix=".weights-", dir=model_file.parent))
+    try:
+        model = onnx.load(str(model_file))
+        onnx.save_model(model, str(staging / ONNX_FILE), save_as_external_data=True,
+                        all_tensors_to_one_file=True, location=WEIGHTS_FILE, size_threshold=1024)
+        # The weights first: a reader that sees the new graph must find them.
+        os.replace(staging / WEIGHTS_FILE, model_file.with_name(WEIGHTS_FILE))
+        os.replace(staging / ONNX_FILE, model_file)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

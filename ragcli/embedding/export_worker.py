@@ -117,7 +117,7 @@ def _export(model, input_names: list[str], out_file: Path) -> None:  # noqa: ANN
         output_names=[OUTPUT_NAME],
         dynamic_shapes=tuple(dynamic for _ in input_names),
         dynamo=True,
-        external_data=False,
+        external_data=True,  # weights in model.onnx.data, which onnxruntime maps cheaply
         optimize=True,
     )
 
