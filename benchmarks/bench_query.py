@@ -28,7 +28,7 @@ import numpy as np
 
 from ragcli.embedding import load_embedder
 from ragcli.ingest import ingest_documents
-from ragcli.store import DATABASE_NAME, Store, fts_table
+from ragcli.store import DATABASE_NAME, Store
 from ragcli.types import ChunkSettings, Document
 
 ONE_CHUNK = ChunkSettings("word", 400, 0)  # synthetic documents are short: one chunk each
@@ -144,7 +144,8 @@ def bm25_versus_rank_bm25(args: argparse.Namespace, queries: list[str]) -> None:
 
     store = Store.open(args.index)
     try:
-        tokens = [row[0].split() for row in store.db.execute(f"SELECT tokens FROM {fts_table('medium')}")]
+        tokens = [row[0].split() for row in store.db.execute(
+            "SELECT tokens FROM chunks WHERE group_name = 'medium' ORDER BY id")]
         started = time.perf_counter()
         reference = BM25Okapi(tokens, k1=1.2, b=0.75)
         print(f"rank-bm25 index build: {time.perf_counter() - started:.1f} s for {len(tokens)} chunks "

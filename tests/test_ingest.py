@@ -181,7 +181,10 @@ def test_last_ingest_and_roots_are_recorded(tmp_path, isolated_home):
 EXPECTED_COLUMNS = {
     "documents": ["id", "path", "file_name", "file_type", "size", "modified", "created", "title",
                   "content_hash", "metadata", "ingested_at"],
-    "chunks": ["id", "doc_id", "group_name", "ord", "text", "start", "end", "page", "hash", "embedding_id"],
+    "chunks": ["id", "doc_id", "group_name", "ord", "text", "start", "end", "page", "hash", "embedding_id",
+               "tokens", "bm25_segment"],
+    "bm25_segments": ["id", "group_name", "docs", "length"],
+    "bm25_postings": ["group_name", "term", "segment", "chunk_ids", "tfs", "lengths"],
     "embeddings": ["id", "hash", "vector"],
     "groups": ["name", "split_by", "chunk_size", "chunk_overlap", "created_at"],
     "doc_groups": ["doc_id", "group_name", "content_hash"],

@@ -1,7 +1,7 @@
 """The on-disk index: one directory holding a SQLite database and per-group vector files.
 
-SQLite is the source of truth (documents, chunks, their BM25 token rows and every
-embedding vector); the FAISS files are derived from it and carry a generation number.
+SQLite is the source of truth (documents, chunks with their BM25 terms, the BM25 postings
+of `ragcli.store.postings`, and every embedding vector); the FAISS files are derived from it and carry a generation number.
 When a vector file's generation differs from the database's (a crash between the two
 writes), it is rebuilt from the stored vectors instead of being trusted.
 """
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from ragcli.errors import IndexCorrupt, NotIndexed, UnknownGroup, UsageError
+from ragcli.store.postings import PostingsWriter
 from ragcli.store.schema import MIGRATION_NAMES
 from ragcli.store.vectors import FaissIndex, read_params
 from ragcli.types import Chunk, ChunkSettings
@@ -47,11 +48,6 @@ class NewChunk:
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def fts_table(group: str) -> str:
-    """Name of the FTS5 table holding the BM25 tokens of one group."""
-    return f"fts_{group}"
 
 
 def _chunk_metadata(row: Sequence[Any]) -> dict[str, Any]:
@@ -96,6 +92,7 @@ class Store:
     def __init__(self, path: Path, db: sqlite3.Connection) -> None:
         self.path = path
         self.db = db
+        self._postings = PostingsWriter(db)
 
     @classmethod
     def open(cls, path: Path) -> "Store":
@@ -136,12 +133,18 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """One write transaction; rolled back on any exception."""
+        """One write transaction; rolled back on any exception.
+
+        The BM25 postings of the chunks it added are written as one segment just before
+        the commit, so they land (or vanish) with the chunks.
+        """
         conn = self.db
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield
+            self._postings.flush()
         except BaseException:
+            self._postings.discard()
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
@@ -182,10 +185,6 @@ class Store:
             "INSERT OR REPLACE INTO groups (name, split_by, chunk_size, chunk_overlap, created_at) "
             "VALUES (?, ?, ?, ?, ?)",
             [name, settings.split_by, settings.chunk_size, settings.chunk_overlap, now_iso()],
-        )
-        self.db.execute(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS {fts_table(name)} USING fts5("
-            "tokens, tokenize = 'unicode61 remove_diacritics 0')"
         )
         return old is not None
 
@@ -228,13 +227,12 @@ class Store:
         self._delete_chunks("doc_id = ? AND group_name = ?", [doc_id, group])
         for chunk in chunks:
             chunk_id = self.db.execute(
-                'INSERT INTO chunks (doc_id, group_name, ord, text, start, "end", page, hash, embedding_id) '
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                'INSERT INTO chunks (doc_id, group_name, ord, text, start, "end", page, hash, embedding_id, '
+                "tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [doc_id, group, chunk.order, chunk.text, chunk.start, chunk.end, chunk.page,
-                 chunk.hash, chunk.embedding_id],
+                 chunk.hash, chunk.embedding_id, chunk.tokens],
             ).lastrowid
-            self.db.execute(f"INSERT INTO {fts_table(group)} (rowid, tokens) VALUES (?, ?)",
-                            [chunk_id, chunk.tokens])
+            self._postings.add(group, chunk_id, chunk.tokens.split())
         self.db.execute(
             "INSERT OR REPLACE INTO doc_groups (doc_id, group_name, content_hash) VALUES (?, ?, ?)",
             [doc_id, group, content_hash],
@@ -250,11 +248,10 @@ class Store:
         return count
 
     def _delete_chunks(self, where: str, params: list[Any]) -> None:
-        for group in self.groups():
-            self.db.execute(
-                f"DELETE FROM {fts_table(group)} WHERE rowid IN "
-                f"(SELECT id FROM chunks WHERE group_name = ? AND {where})", [group, *params])
-        self.db.execute(f"DELETE FROM chunks WHERE {where}", params)
+        ids = [row[0] for row in self.db.execute(f"SELECT id FROM chunks WHERE {where}", params).fetchall()]
+        if ids:
+            self._postings.remove(ids)
+            self.db.execute(f"DELETE FROM chunks WHERE {where}", params)
 
     def documents_under(self, roots: Sequence[Path]) -> dict[str, int]:
         """Indexed document paths (-> id) lying under any of the given roots."""

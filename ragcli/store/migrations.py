@@ -88,3 +88,24 @@ def m006_create_doc_groups(db):
         )"""
     )
 
+
+
+@migrations()
+def m007_bm25_postings(db):
+    # BM25 moves from per-group FTS5 tables to numpy-scored postings (ragcli.store.postings):
+    # each chunk keeps its analysed terms, and every group becomes one segment.
+    from ragcli.store.postings import SCHEMA, write_segment
+
+    db.execute("ALTER TABLE chunks ADD COLUMN tokens TEXT")
+    db.execute("ALTER TABLE chunks ADD COLUMN bm25_segment INTEGER")
+    for statement in SCHEMA:
+        db.execute(statement)
+    conn = db.conn
+    for (group,) in conn.execute("SELECT name FROM groups").fetchall():
+        table = f"fts_{group}"
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", [table]).fetchone():
+            conn.execute(f"UPDATE chunks SET tokens = (SELECT tokens FROM {table} WHERE rowid = chunks.id) "
+                         "WHERE group_name = ?", [group])
+            conn.execute(f"DROP TABLE {table}")
+        rows = conn.execute("SELECT id, tokens FROM chunks WHERE group_name = ? ORDER BY id", [group])
+        write_segment(conn, group, [(chunk_id, (tokens or "").split()) for chunk_id, tokens in rows.fetchall()])

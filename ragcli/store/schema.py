@@ -11,4 +11,5 @@ MIGRATION_NAMES = (
     "m004_create_embeddings",
     "m005_create_chunks",
     "m006_create_doc_groups",
+    "m007_bm25_postings",
 )

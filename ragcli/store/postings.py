@@ -1,0 +1,287 @@
+"""BM25 postings in SQLite: segmented, incremental, scored with numpy.
+
+Why not SQLite FTS5 (the first engine): its `bm25()` is evaluated in SQLite's VM for
+every matching row, ~0.65 µs each; a query matching 8,600 of 100K chunks took 5.8 ms,
+only 14x faster than rank-bm25. Here a term's postings are packed arrays read in a few
+rows, and scoring is one vectorised pass (`numpy.bincount`), ~0.02 µs per posting.
+
+Layout (like Lucene's segments, in two tables):
+
+- `bm25_segments(id, group_name, docs, length)`: one segment per write transaction, with
+  its live chunk count and total length, so N and the average length are two sums.
+- `bm25_postings(group_name, term, segment, chunk_ids, tfs, lengths)`: per term and
+  segment, three aligned arrays in native byte order: chunk ids (int64), term frequency
+  and chunk length in terms (uint32).
+
+Chunk additions are buffered by `PostingsWriter` and written as one segment when the
+store's transaction commits; deletions rewrite the affected postings at once, so the
+statistics are always exact. Segments of similar size are merged (8 of a size class
+into one), so a term is spread over at most a few dozen rows. Everything happens in
+the caller's transaction: a crash leaves the previous postings intact.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from array import array
+from collections import Counter, defaultdict
+from typing import TYPE_CHECKING, Iterable, Sequence
+
+if TYPE_CHECKING:
+    import numpy as np
+
+K1 = 1.2
+B = 0.75
+# rank-bm25 replaces a negative idf (a term in over half the chunks) by a fraction of the
+# corpus' mean idf, which needs every term's statistics; like FTS5 we floor it instead.
+IDF_FLOOR = 1e-6
+MERGE_FANOUT = 8
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS bm25_segments (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        group_name TEXT NOT NULL,
+        docs INTEGER NOT NULL,
+        length INTEGER NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS bm25_postings (
+        group_name TEXT NOT NULL,
+        term TEXT NOT NULL,
+        segment INTEGER NOT NULL,
+        chunk_ids BLOB NOT NULL,
+        tfs BLOB NOT NULL,
+        lengths BLOB NOT NULL,
+        PRIMARY KEY (group_name, term, segment)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS idx_bm25_postings_segment ON bm25_postings (segment)",
+)
+
+
+def write_segment(db: sqlite3.Connection, group: str, chunks: Sequence[tuple[int, Sequence[str]]]) -> int | None:
+    """Store the postings of new chunks as one segment; returns its id (None if no chunks).
+
+    Args:
+        db: the index connection, inside the caller's transaction.
+        group: the chunk group.
+        chunks: (chunk id, analysed terms) pairs.
+    """
+    if not chunks:
+        return None
+    postings: dict[str, tuple[array, array, array]] = defaultdict(lambda: (array("q"), array("I"), array("I")))
+    total = 0
+    for chunk_id, terms in chunks:
+        length = len(terms)
+        total += length
+        for term, tf in Counter(terms).items():
+            ids, tfs, lengths = postings[term]
+            ids.append(chunk_id)
+            tfs.append(tf)
+            lengths.append(length)
+    segment = db.execute("INSERT INTO bm25_segments (group_name, docs, length) VALUES (?, ?, ?)",
+                         [group, len(chunks), total]).lastrowid
+    db.executemany("INSERT INTO bm25_postings VALUES (?, ?, ?, ?, ?, ?)",
+                   ((group, term, segment, ids.tobytes(), tfs.tobytes(), lengths.tobytes())
+                    for term, (ids, tfs, lengths) in postings.items()))
+    db.executemany("UPDATE chunks SET bm25_segment = ? WHERE id = ?", ((segment, cid) for cid, _ in chunks))
+    merge_similar_segments(db, group)
+    return segment
+
+
+def remove_chunks(db: sqlite3.Connection, chunk_ids: Iterable[int]) -> None:
+    """Delete stored chunks' postings and update their segments' statistics.
+
+    Reads each chunk's segment and terms from `chunks`, so call it before deleting the rows.
+    """
+    import numpy as np
+
+    ids = list(chunk_ids)
+    touched: dict[tuple[str, int], tuple[set[int], set[str], int]] = {}
+    for start in range(0, len(ids), 500):
+        part = ids[start:start + 500]
+        rows = db.execute(f"SELECT id, group_name, bm25_segment, tokens FROM chunks WHERE id IN "
+                          f"({','.join('?' * len(part))}) AND bm25_segment IS NOT NULL", part)
+        for chunk_id, group, segment, tokens in rows.fetchall():
+            terms = (tokens or "").split()
+            gone, words, length = touched.get((group, segment), (set(), set(), 0))
+            gone.add(chunk_id)
+            words.update(terms)
+            touched[group, segment] = (gone, words, length + len(terms))
+    for (group, segment), (gone, words, length) in touched.items():
+        removed = np.fromiter(gone, dtype=np.int64)
+        for term in words:
+            _drop_from_row(db, (group, term, segment), removed)
+        db.execute("UPDATE bm25_segments SET docs = docs - ?, length = length - ? WHERE id = ?",
+                   [len(gone), length, segment])
+        db.execute("DELETE FROM bm25_segments WHERE id = ? AND docs <= 0", [segment])
+
+
+def _drop_from_row(db: sqlite3.Connection, key: tuple[str, str, int], removed: np.ndarray) -> None:
+    """Remove chunk ids from one (group, term, segment) postings row; drop the row if emptied."""
+    import numpy as np
+
+    where = "WHERE group_name = ? AND term = ? AND segment = ?"
+    row = db.execute(f"SELECT chunk_ids, tfs, lengths FROM bm25_postings {where}", key).fetchone()
+    if row is None:
+        return
+    ids = np.frombuffer(row[0], dtype=np.int64)
+    keep = ~np.isin(ids, removed)
+    if keep.all():
+        return
+    if not keep.any():
+        db.execute(f"DELETE FROM bm25_postings {where}", key)
+        return
+    tfs = np.frombuffer(row[1], dtype=np.uint32)[keep]
+    lengths = np.frombuffer(row[2], dtype=np.uint32)[keep]
+    db.execute(f"UPDATE bm25_postings SET chunk_ids = ?, tfs = ?, lengths = ? {where}",
+               [ids[keep].tobytes(), tfs.tobytes(), lengths.tobytes(), *key])
+
+
+def size_class(docs: int) -> int:
+    """Segments of one class (powers of MERGE_FANOUT) are merged together."""
+    return int(math.log(max(docs, 1), MERGE_FANOUT))
+
+
+def merge_similar_segments(db: sqlite3.Connection, group: str) -> None:
+    """Merge MERGE_FANOUT segments of one size class into one, until no class is full.
+
+    Each posting is rewritten about log8(N) times over the index's life, and a term
+    lies in at most (MERGE_FANOUT - 1) segments per size class.
+    """
+    while True:
+        classes: dict[int, list[int]] = defaultdict(list)
+        for segment, docs in db.execute("SELECT id, docs FROM bm25_segments WHERE group_name = ? ORDER BY id",
+                                        [group]).fetchall():
+            classes[size_class(docs)].append(segment)
+        full = next((segments for segments in classes.values() if len(segments) >= MERGE_FANOUT), None)
+        if full is None:
+            return
+        merge_segments(db, group, full[:MERGE_FANOUT])
+
+
+def merge_segments(db: sqlite3.Connection, group: str, segments: Sequence[int]) -> int:
+    """Rewrite several segments of a group as one; returns the new segment's id."""
+    marks = ",".join("?" * len(segments))
+    docs, length = db.execute(f"SELECT sum(docs), sum(length) FROM bm25_segments WHERE id IN ({marks})",
+                              list(segments)).fetchone()
+    parts: dict[str, tuple[list[bytes], list[bytes], list[bytes]]] = defaultdict(lambda: ([], [], []))
+    rows = db.execute(f"SELECT term, chunk_ids, tfs, lengths FROM bm25_postings WHERE segment IN ({marks})",
+                      list(segments))
+    for term, ids, tfs, lengths in rows:
+        part = parts[term]
+        part[0].append(ids)
+        part[1].append(tfs)
+        part[2].append(lengths)
+    merged = db.execute("INSERT INTO bm25_segments (group_name, docs, length) VALUES (?, ?, ?)",
+                        [group, docs, length]).lastrowid
+    db.execute(f"DELETE FROM bm25_postings WHERE segment IN ({marks})", list(segments))
+    db.executemany("INSERT INTO bm25_postings VALUES (?, ?, ?, ?, ?, ?)",
+                   ((group, term, merged, b"".join(ids), b"".join(tfs), b"".join(lengths))
+                    for term, (ids, tfs, lengths) in parts.items()))
+    db.execute(f"DELETE FROM bm25_segments WHERE id IN ({marks})", list(segments))
+    db.execute(f"UPDATE chunks SET bm25_segment = ? WHERE bm25_segment IN ({marks})", [merged, *segments])
+    return merged
+
+
+class PostingsWriter:
+    """Buffers new chunks' terms during a transaction; `flush` writes them as one segment per group."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self._pending: dict[str, dict[int, Sequence[str]]] = defaultdict(dict)
+
+    def add(self, group: str, chunk_id: int, terms: Sequence[str]) -> None:
+        self._pending[group][chunk_id] = terms
+
+    def remove(self, chunk_ids: Sequence[int]) -> None:
+        """Forget buffered chunks and delete stored ones (call before deleting the chunk rows)."""
+        for pending in self._pending.values():
+            for chunk_id in chunk_ids:
+                pending.pop(chunk_id, None)
+        remove_chunks(self.db, chunk_ids)
+
+    def flush(self) -> None:
+        for group, pending in self._pending.items():
+            write_segment(self.db, group, list(pending.items()))
+        self.discard()
+
+    def discard(self) -> None:
+        self._pending.clear()
+
+
+def collection_stats(db: sqlite3.Connection, group: str) -> tuple[int, float]:
+    """(live chunks, average length in terms) of a group."""
+    docs, length = db.execute("SELECT coalesce(sum(docs), 0), coalesce(sum(length), 0) FROM bm25_segments "
+                              "WHERE group_name = ?", [group]).fetchone()
+    return int(docs), (length / docs if docs else 0.0)
+
+
+def term_postings(db: sqlite3.Connection, group: str, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A term's (chunk ids, term frequencies, chunk lengths) over all segments of a group."""
+    import numpy as np
+
+    rows = db.execute("SELECT chunk_ids, tfs, lengths FROM bm25_postings WHERE group_name = ? AND term = ?",
+                      [group, term]).fetchall()
+    if len(rows) == 1:
+        ids, tfs, lengths = rows[0]
+    else:
+        ids, tfs, lengths = (b"".join(row[i] for row in rows) for i in range(3))
+    return (np.frombuffer(ids, dtype=np.int64), np.frombuffer(tfs, dtype=np.uint32),
+            np.frombuffer(lengths, dtype=np.uint32))
+
+
+def top_k(db: sqlite3.Connection, group: str, terms: Sequence[str], k: int,
+          allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
+    """The k best (chunk id, BM25 score) pairs for analysed query terms, best first.
+
+    Scores equal rank-bm25's `BM25Okapi(k1=1.2, b=0.75)` on the same terms: a repeated
+    query term counts each time, and idf = log((N - n + 0.5) / (n + 0.5)) (floored at
+    IDF_FLOOR). Equal scores are ordered by chunk id.
+
+    Args:
+        allowed: if given, only these chunk ids may be returned.
+    """
+    import numpy as np
+
+    docs, average = collection_stats(db, group)
+    if not terms or not docs or k <= 0:
+        return []
+    cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    id_parts, score_parts = [], []
+    for term in terms:
+        if term not in cache:
+            ids, tfs, lengths = term_postings(db, group, term)
+            idf = max(math.log((docs - len(ids) + 0.5) / (len(ids) + 0.5)), IDF_FLOOR)
+            tf = tfs.astype(np.float64)
+            cache[term] = ids, idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * lengths / average))
+        id_parts.append(cache[term][0])
+        score_parts.append(cache[term][1])
+    ids = np.concatenate(id_parts)
+    if not len(ids):
+        return []
+    return _best(ids, np.concatenate(score_parts), k, allowed)
+
+
+def _best(ids: np.ndarray, partial: np.ndarray, k: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
+    """Sum partial scores per chunk id and keep the k best."""
+    import numpy as np
+
+    low, high = int(ids.min()), int(ids.max())
+    if high - low < 8 * len(ids) + 1_000_000:  # a dense accumulator over the id range
+        totals = np.bincount(ids - low, weights=partial)
+        matched = np.flatnonzero(totals)
+        chunk_ids, scores = matched + low, totals[matched]
+    else:  # very sparse ids: sort instead of allocating the range
+        chunk_ids, inverse = np.unique(ids, return_inverse=True)
+        scores = np.bincount(inverse, weights=partial)
+    if allowed is not None:
+        keep = np.isin(chunk_ids, allowed)
+        chunk_ids, scores = chunk_ids[keep], scores[keep]
+    if not len(scores):
+        return []
+    take = min(k, len(scores))
+    # Everything tied with the k-th best stays a candidate, so ties resolve by chunk id.
+    kth = np.partition(scores, len(scores) - take)[len(scores) - take]
+    picked = np.flatnonzero(scores >= kth)
+    order = np.lexsort((chunk_ids[picked], -scores[picked]))[:take]
+    return [(int(chunk_ids[i]), float(scores[i])) for i in picked[order]]
