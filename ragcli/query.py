@@ -4,9 +4,9 @@ The pipeline of `Searcher.search`:
 
 1. Resolve the group (default "medium", else the index's first) and refuse an empty index.
 2. Compile the metadata filters into SQL (an unknown key is an error naming the known ones).
-3. Retrieve: bm25 (SQLite FTS5), dense (vector index, the index's own embedding model), or
-   hybrid = both fused (RRF or normalised-score fusion); llm mode asks a language model to
-   select among hybrid candidates.
+3. Retrieve: bm25 (postings in SQLite, scored with numpy), dense (vector index, the
+   index's own embedding model), or hybrid = both fused (RRF or normalised-score fusion);
+   llm mode asks a language model to select among hybrid candidates.
 4. Drop hits below `min_score` (the retriever's score; the fused score for hybrid), apply
    the keyword filter (`require`/`exclude`) and the reranker through `ragcli.rerank.rerank`,
    and cut to `top_k` with ranks from 1.
