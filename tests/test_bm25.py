@@ -262,3 +262,19 @@ def test_ties_resolve_by_chunk_id_on_both_accumulators():
     assert _best(sparse, partial, 3, None) == [(90_000_000, 2.0), (30_000_000, 1.0), (50_000_000, 1.0)]
     assert _best(ids, partial, 10, np.array([3, 7])) == [(3, 1.0), (7, 1.0)]
     assert _best(ids, partial, 10, np.array([4])) == []
+
+
+def test_a_query_reads_one_committed_state_while_another_connection_writes(english, isolated_home):
+    """WAL: a writer commits between the query's statements; the query still sees one state."""
+    writer = Store.open(isolated_home)
+    retriever = BM25Retriever(english, "medium")
+    expected = [(h.chunk.path, h.score) for h in retriever.search("router reset", 5)]
+    try:
+        with english.snapshot():
+            assert [(h.chunk.path, h.score) for h in retriever.search("router reset", 5)] == expected
+            with writer.transaction():
+                writer.delete_documents([row[0] for row in writer.db.execute("SELECT id FROM documents")])
+            assert [(h.chunk.path, h.score) for h in retriever.search("router reset", 5)] == expected
+        assert retriever.search("router reset", 5) == []
+    finally:
+        writer.close()

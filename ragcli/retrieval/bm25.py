@@ -38,8 +38,9 @@ class BM25Retriever:
         allowed_ids = self._allowed_ids(allowed) if allowed is not None and allowed.where else None
         if allowed_ids is not None and not len(allowed_ids):
             return []
-        rows = top_k(self.store.db, self.group, terms, k, allowed_ids)
-        chunks = self.store.chunks([chunk_id for chunk_id, _ in rows])
+        with self.store.snapshot():  # statistics and postings from the same commit
+            rows = top_k(self.store.db, self.group, terms, k, allowed_ids)
+            chunks = self.store.chunks([chunk_id for chunk_id, _ in rows])
         return [Hit(chunks[chunk_id], score, rank) for rank, (chunk_id, score) in enumerate(rows, start=1)
                 if chunk_id in chunks]
 
