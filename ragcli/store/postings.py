@@ -13,9 +13,9 @@ Layout (like Lucene's segments, in two tables):
   segment, three aligned arrays in native byte order: chunk ids (int64), term frequency
   and chunk length in terms (uint32).
 
-Chunk additions are buffered by `PostingsWriter` and written as one segment when the
-store's transaction commits; deletions rewrite the affected postings at once, so the
-statistics are always exact. Segments of similar size are merged (8 of a size class
+Chunk additions and deletions are buffered by `PostingsWriter` and applied when the
+store's transaction commits: additions become one segment, deletions rewrite the
+affected postings rows, so the statistics are always exact. Segments of similar size are merged (8 of a size class
 into one), so a term is spread over at most a few dozen rows. Everything happens in
 the caller's transaction: a crash leaves the previous postings intact.
 """
@@ -88,26 +88,29 @@ def write_segment(db: sqlite3.Connection, group: str, chunks: Sequence[tuple[int
     return segment
 
 
-def remove_chunks(db: sqlite3.Connection, chunk_ids: Iterable[int]) -> None:
-    """Delete stored chunks' postings and update their segments' statistics.
+Removals = dict  # (group, segment) -> (chunk ids, their terms, their total length)
 
-    Reads each chunk's segment and terms from `chunks`, so call it before deleting the rows.
-    """
-    import numpy as np
 
+def collect_removals(db: sqlite3.Connection, chunk_ids: Iterable[int], into: Removals) -> None:
+    """Note stored chunks' segments and terms for `apply_removals` (before their rows go)."""
     ids = list(chunk_ids)
-    touched: dict[tuple[str, int], tuple[set[int], set[str], int]] = {}
     for start in range(0, len(ids), 500):
         part = ids[start:start + 500]
         rows = db.execute(f"SELECT id, group_name, bm25_segment, tokens FROM chunks WHERE id IN "
                           f"({','.join('?' * len(part))}) AND bm25_segment IS NOT NULL", part)
         for chunk_id, group, segment, tokens in rows.fetchall():
             terms = (tokens or "").split()
-            gone, words, length = touched.get((group, segment), (set(), set(), 0))
+            gone, words, length = into.get((group, segment), (set(), set(), 0))
             gone.add(chunk_id)
             words.update(terms)
-            touched[group, segment] = (gone, words, length + len(terms))
-    for (group, segment), (gone, words, length) in touched.items():
+            into[group, segment] = (gone, words, length + len(terms))
+
+
+def apply_removals(db: sqlite3.Connection, removals: Removals) -> None:
+    """Rewrite each affected postings row once and update the segments' statistics."""
+    import numpy as np
+
+    for (group, segment), (gone, words, length) in removals.items():
         removed = np.fromiter(gone, dtype=np.int64)
         for term in words:
             _drop_from_row(db, (group, term, segment), removed)
@@ -184,29 +187,36 @@ def merge_segments(db: sqlite3.Connection, group: str, segments: Sequence[int]) 
 
 
 class PostingsWriter:
-    """Buffers new chunks' terms during a transaction; `flush` writes them as one segment per group."""
+    """Buffers a transaction's postings changes; `flush` applies them just before it commits.
+
+    Buffering matters for deletions: a common term's row is rewritten once per transaction,
+    not once per deleted document (10,000 documents of 100K: 34 s before, seconds now).
+    """
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
         self._pending: dict[str, dict[int, Sequence[str]]] = defaultdict(dict)
+        self._removals: Removals = {}
 
     def add(self, group: str, chunk_id: int, terms: Sequence[str]) -> None:
         self._pending[group][chunk_id] = terms
 
     def remove(self, chunk_ids: Sequence[int]) -> None:
-        """Forget buffered chunks and delete stored ones (call before deleting the chunk rows)."""
+        """Forget buffered chunks and note stored ones (call before deleting the chunk rows)."""
         for pending in self._pending.values():
             for chunk_id in chunk_ids:
                 pending.pop(chunk_id, None)
-        remove_chunks(self.db, chunk_ids)
+        collect_removals(self.db, chunk_ids, self._removals)
 
     def flush(self) -> None:
+        apply_removals(self.db, self._removals)
         for group, pending in self._pending.items():
             write_segment(self.db, group, list(pending.items()))
         self.discard()
 
     def discard(self) -> None:
         self._pending.clear()
+        self._removals = {}
 
 
 def collection_stats(db: sqlite3.Connection, group: str) -> tuple[int, float]:
