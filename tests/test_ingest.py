@@ -10,6 +10,7 @@ import pytest
 from fakes import HashEmbedder
 from ragcli.errors import IndexMismatch, UsageError
 from ragcli.ingest import ingest, remove_paths
+from ragcli.retrieval.dense import DenseRetriever
 from ragcli.status import index_status, list_documents
 from ragcli.store import Store
 from ragcli.types import ChunkSettings
@@ -155,6 +156,22 @@ def test_stale_vector_file_is_rebuilt_from_the_database(tmp_path, isolated_home)
     chunk_ids = store.chunk_ids_for_embeddings("medium", [int(ids[0][0])])
     chunk = store.chunks(chunk_ids[int(ids[0][0])])
     assert next(iter(chunk.values())).path.endswith("river.txt")
+    store.close()
+
+
+def test_unreadable_vector_file_is_rebuilt_and_rewritten_by_the_next_ingest(tmp_path, isolated_home, caplog):
+    root = write_corpus(tmp_path / "docs")
+    run(isolated_home, root, HashEmbedder())
+    store = Store.open(isolated_home)
+    store.vector_path("medium").write_bytes(b"garbage")  # params still name the current generation
+    searcher = DenseRetriever(store, "medium", HashEmbedder)
+    assert searcher.search("Danube Black Sea countries", 1)[0].chunk.path.endswith("river.txt")
+    assert "unreadable" in caplog.text
+    store.close()
+    run(isolated_home, root, HashEmbedder())
+    assert store.vector_path("medium").read_bytes()[:4] != b"garb"
+    store = Store.open(isolated_home)
+    assert len(store.vector_index("medium")) == store.count("embeddings")
     store.close()
 
 

@@ -9,6 +9,7 @@ writes), it is rebuilt from the stored vectors instead of being trusted.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import sqlite3
 from contextlib import contextmanager
@@ -25,6 +26,8 @@ from ragcli.types import Chunk, ChunkSettings
 
 if TYPE_CHECKING:  # imported where vectors are handled: a BM25 query never needs numpy
     import numpy as np
+
+log = logging.getLogger(__name__)
 
 DATABASE_NAME = "index.db"
 VECTORS_DIR = "vectors"
@@ -56,6 +59,11 @@ def _chunk_metadata(row: Sequence[Any]) -> dict[str, Any]:
     columns = ("file_name", "file_type", "size", "modified", "created", "title")
     meta.update({key: value for key, value in zip(columns, row[10:16]) if value is not None})
     return meta
+
+
+def open_vector_file(path: Path, *, writable: bool = False) -> FaissIndex:
+    """A vector file as an index; memory-mapped read-only unless `writable`. Touches no database."""
+    return FaissIndex.load(path, mmap=not writable)
 
 
 def read_index_meta(index: Path, key: str) -> str | None:
@@ -373,15 +381,27 @@ class Store:
         return int(self.get_meta(f"vectors_generation:{group}", "0") or 0)
 
     def vector_index(self, group: str, *, writable: bool = False) -> FaissIndex:
-        """The group's vector index, rebuilt in memory from SQLite when the file is stale.
+        """The group's vector index, rebuilt in memory from SQLite when the file is stale or
+        unreadable (the next ingest writes the rebuilt one back).
 
         A current file is memory-mapped read-only unless `writable` (ingest changes it).
         """
+        path = self.current_vector_file(group)
+        if path is not None:
+            try:
+                return open_vector_file(path, writable=writable)
+            except RuntimeError as error:  # faiss's error for an unreadable file
+                log.warning("vector file %s is unreadable (%s); rebuilding it from the database",
+                            path, str(error).strip().rsplit(": ", 1)[-1])
+        return self._build_vectors(group, FaissIndex(self.dimension()))
+
+    def current_vector_file(self, group: str) -> Path | None:
+        """The group's vector file when it matches the database's generation, else None."""
         path = self.vector_path(group)
         params = read_params(path)
         if path.is_file() and params and params.get("generation") == self.vector_generation(group):
-            return FaissIndex.load(path, mmap=not writable)
-        return self._build_vectors(group, FaissIndex(self.dimension()))
+            return path
+        return None
 
     def dimension(self) -> int:
         value = self.get_meta("embedding_dimension")
