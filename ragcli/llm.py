@@ -6,9 +6,12 @@ imported lazily) is the real one, and tests use deterministic fakes.
 
 from __future__ import annotations
 
+import ctypes
+import logging
 import os
 import sys
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Protocol, Sequence, TypedDict
 
@@ -153,11 +156,34 @@ def _load_llama(path: Path, *, n_ctx: int, threads: int, seed: int):
         from llama_cpp import Llama
     except ImportError as error:
         raise ModelNotFound("llama-cpp-python is not installed: `pip install llama-cpp-python`") from error
+    _route_llama_logs()
     try:
         with stdout_to_stderr():
             return Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, seed=seed, verbose=False)
     except ValueError as error:
         raise ModelNotFound(f"llama.cpp cannot load {path} ({error}): is it a complete GGUF file?") from error
+
+
+@lru_cache(maxsize=1)
+def _route_llama_logs() -> Any:
+    """Send llama.cpp's log lines to the `ragcli.llama` logger (shown with `rag -v`).
+
+    llama-cpp-python's own callback prints warnings such as "n_ctx_per_seq < n_ctx_train"
+    even with verbose=False (0.3.16 maps llama.cpp's newer log levels with an old table).
+    The callback object is cached: llama.cpp keeps a pointer to it for the process's life.
+    """
+    import llama_cpp
+
+    logger = logging.getLogger("ragcli.llama")
+
+    @llama_cpp.llama_log_callback
+    def forward(level: int, text: bytes, user_data: Any) -> None:
+        line = text.decode("utf-8", "replace").rstrip()
+        if line:
+            logger.info(line)
+
+    llama_cpp.llama_log_set(forward, ctypes.c_void_p(0))
+    return forward
 
 
 @contextmanager

@@ -131,6 +131,7 @@ def test_real_model_answers_end_to_end(index):
     assert 0 < doc["timings"]["first_token"] <= doc["timings"]["total"]
     assert doc["sources"][0]["path"] == "/notes/router.md"
     assert doc["citations"] and all(c["path"] for c in doc["citations"])
+    assert "llama_context" not in result.stderr  # llama.cpp's own warnings stay quiet without -v
 
 
 def test_cold_ask_streams_to_stdout_without_torch_or_llama_noise(index):
