@@ -111,7 +111,8 @@ def build_index(args: argparse.Namespace, docs: list[Document], cache_dir: Path)
     if (args.index / DATABASE_NAME).is_file() and not args.rebuild:
         print(f"reusing the index at {args.index} (--rebuild to start over)")
         return
-    shutil.rmtree(args.index, ignore_errors=True)
+    if (args.index / DATABASE_NAME).is_file():  # --rebuild: only ever delete an index
+        shutil.rmtree(args.index)
     if args.synthetic:
         embedder = HashVectors(real.model_id, real.fingerprint, real.dimension)
         print("ingesting with the fast deterministic benchmark embedder (pseudo-random vectors; the index "

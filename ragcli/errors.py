@@ -27,6 +27,10 @@ class IndexMismatch(RagError):
     """The index was built with other settings (model, dimension) than asked for."""
 
 
+class IndexBusy(RagError):
+    """Another process holds the index's write lock longer than we can wait."""
+
+
 class IndexCorrupt(RagError):
     """The index files are damaged beyond automatic repair."""
 

@@ -100,7 +100,7 @@ def test_scores_and_ranking_equal_rank_bm25(english, query):
     assert {h.chunk.path for h in hits} == {p for p, s in zip(paths, expected) if s > 0}
     by_path = dict(zip(paths, expected))
     for hit in hits:
-        assert hit.score == pytest.approx(by_path[hit.chunk.path], rel=1e-6)
+        assert hit.score == by_path[hit.chunk.path]  # bit for bit: same expressions, same order
     ranked = sorted(zip(paths, expected), key=lambda item: -item[1])[:10]
     top = [hit.chunk.path for hit in hits[:10]]
     # Identical order wherever the reference scores differ (ties may come out either way).
@@ -216,8 +216,8 @@ def test_a_failed_transaction_leaves_no_postings(english):
     assert [(h.chunk.path, h.score) for h in BM25Retriever(english, "medium").search("router", 5)] == before
 
 
-def test_an_fts5_index_from_an_earlier_version_is_migrated(isolated_home):
-    """Indexes made before the postings engine kept BM25 terms in FTS5 tables."""
+def make_fts5_index(index, docs: dict[str, str], *, without_fts_row: str | None = None) -> None:
+    """An index as versions before the postings engine wrote it (BM25 terms in FTS5)."""
     import sqlite3
 
     import sqlite_utils
@@ -225,17 +225,26 @@ def test_an_fts5_index_from_an_earlier_version_is_migrated(isolated_home):
     from ragcli.store import DATABASE_NAME
     from ragcli.store.migrations import migrations
 
-    isolated_home.mkdir(parents=True)
-    conn = sqlite3.connect(isolated_home / DATABASE_NAME, isolation_level=None)
+    index.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(index / DATABASE_NAME, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")  # as every ragcli index is
     migrations.apply(sqlite_utils.Database(conn), stop_before="m007_bm25_postings")
+    conn.execute("BEGIN")
     conn.execute("INSERT INTO groups VALUES ('medium', 'word', 2000, 0, '')")
     conn.execute("CREATE VIRTUAL TABLE fts_medium USING fts5(tokens)")
-    for i, (name, text) in enumerate(ENGLISH.items(), start=1):
+    for i, (name, text) in enumerate(docs.items(), start=1):
         conn.execute("INSERT INTO documents (id, path, content_hash) VALUES (?, ?, '')", [i, name])
         conn.execute('INSERT INTO chunks (id, doc_id, group_name, ord, text, start, "end", hash) '
                      "VALUES (?, ?, 'medium', 0, ?, 0, ?, '')", [i, i, text, len(text)])
-        conn.execute("INSERT INTO fts_medium (rowid, tokens) VALUES (?, ?)", [i, " ".join(analyze(text))])
+        if name != without_fts_row:
+            conn.execute("INSERT INTO fts_medium (rowid, tokens) VALUES (?, ?)", [i, " ".join(analyze(text))])
+    conn.execute("COMMIT")
     conn.close()
+
+
+def test_an_fts5_index_from_an_earlier_version_is_migrated(isolated_home):
+    """Every chunk becomes findable, even one its FTS table lacked; scores equal rank-bm25's."""
+    make_fts5_index(isolated_home, ENGLISH, without_fts_row="wifi")
     store = Store.open(isolated_home)
     try:
         assert not store.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'fts_medium'").fetchone()
@@ -244,9 +253,26 @@ def test_an_fts5_index_from_an_earlier_version_is_migrated(isolated_home):
         hits = BM25Retriever(store, "medium").search("router modem reset", 5)
         assert hits[0].chunk.path == "router"
         for hit in hits:
-            assert hit.score == pytest.approx(expected[hit.chunk.path], rel=1e-9)
+            assert hit.score == expected[hit.chunk.path]
+        assert BM25Retriever(store, "medium").search("microwaves gigahertz", 1)[0].chunk.path == "wifi"
     finally:
         store.close()
+
+
+def test_processes_opening_an_old_index_together_all_succeed(isolated_home):
+    """Right after an upgrade, one process migrates; the others wait and find it done."""
+    import subprocess
+    import sys
+
+    make_fts5_index(isolated_home, {f"{name}-{i}": text for i in range(1500) for name, text in ENGLISH.items()})
+    code = ("import sys; from pathlib import Path; from ragcli.store import Store; "
+            "s = Store.open(Path(sys.argv[1])); print(s.db.execute('SELECT sum(docs) FROM bm25_segments')"
+            ".fetchone()[0]); s.close()")
+    openers = [subprocess.Popen([sys.executable, "-c", code, str(isolated_home)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    results = [opener.communicate(timeout=120) for opener in openers]
+    assert [opener.returncode for opener in openers] == [0, 0, 0], [err for _, err in results]
+    assert [out.strip() for out, _ in results] == [str(1500 * len(ENGLISH))] * 3
 
 
 def test_ties_resolve_by_chunk_id_on_both_accumulators():

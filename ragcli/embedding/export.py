@@ -19,8 +19,6 @@ is most of a cold dense query's model start-up.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -28,10 +26,10 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Iterator
 
 from ragcli.embedding.model_files import ModelConfig, model_fingerprint, read_model_config
 from ragcli.errors import ModelNotFound
+from ragcli.locking import exclusive
 
 ONNX_FILE = "model.onnx"
 WEIGHTS_FILE = "model.onnx.data"
@@ -108,11 +106,14 @@ def cached_onnx(
     if wanted.is_file() and (int8 or (final / WEIGHTS_FILE).is_file()):
         return wanted
     root.mkdir(parents=True, exist_ok=True)
-    with _exclusive(root / f"{fingerprint}.lock"):
+    with exclusive(root / f"{fingerprint}.lock"):  # the second exporter waits, then reuses it
         if not (final / ONNX_FILE).is_file():  # another process may have made it meanwhile
             _publish_export(config, fingerprint, final)
         elif not (final / WEIGHTS_FILE).is_file():
-            _move_weights_out(final / ONNX_FILE)
+            try:
+                _move_weights_out(final / ONNX_FILE)
+            except Exception:  # noqa: BLE001 - e.g. the weights file alone was deleted: export anew
+                _publish_export(config, fingerprint, final)
         if int8 and not wanted.is_file():
             _publish_int8(final / ONNX_FILE, wanted)
     return wanted
@@ -162,17 +163,6 @@ def _publish_int8(source: Path, target: Path) -> None:
         raise ExportFailed(f"int8 quantisation of {source} failed: {exc}") from exc
     finally:
         staging.unlink(missing_ok=True)
-
-
-@contextlib.contextmanager
-def _exclusive(lock_file: Path) -> Iterator[None]:
-    """Hold an exclusive fcntl lock: the second exporter waits, then reuses the result."""
-    with lock_file.open("a") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def _child_env() -> dict[str, str]:

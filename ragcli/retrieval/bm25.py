@@ -3,9 +3,9 @@ ingest transaction, scored exactly like rank-bm25's `BM25Okapi(k1=1.2, b=0.75)`.
 
 Chunks and queries go through the same analyser (`analysis.analyze`); a query's terms
 are looked up literally, so no query text is ever parsed as syntax. The one difference
-from rank-bm25 is the idf of a term in more than half the chunks (negative in Okapi's
-formula): it is floored at 1e-6, where rank-bm25 uses a fraction of the mean idf over
-its whole vocabulary. `tests/test_bm25.py` checks the equality on real text.
+from rank-bm25 is the idf of a term in half the chunks or more (zero or negative in
+Okapi's formula): it becomes 1e-6, so even a two-document collection ranks its matches,
+where rank-bm25 keeps 0 or uses a fraction of the mean idf over its whole vocabulary. `tests/test_bm25.py` checks bit-for-bit equality on real text.
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ class BM25Retriever:
         terms = analyze(query)
         if not terms or k <= 0:
             return []
-        allowed_ids = self._allowed_ids(allowed) if allowed is not None and allowed.where else None
-        if allowed_ids is not None and not len(allowed_ids):
-            return []
-        with self.store.snapshot():  # statistics and postings from the same commit
+        with self.store.snapshot():  # filters, statistics and postings from the same commit
+            allowed_ids = self._allowed_ids(allowed) if allowed is not None and allowed.where else None
+            if allowed_ids is not None and not len(allowed_ids):
+                return []
             rows = top_k(self.store.db, self.group, terms, k, allowed_ids)
             chunks = self.store.chunks([chunk_id for chunk_id, _ in rows])
         return [Hit(chunks[chunk_id], score, rank) for rank, (chunk_id, score) in enumerate(rows, start=1)

@@ -56,7 +56,7 @@ class DenseRetriever:
         On a cold start both steps cost about 0.1 s (importing faiss and mapping the file;
         loading the ONNX model), and they overlap: 0.34 s -> 0.27 s together here. The
         database check stays on this thread (the connection is not shared); a file that
-        fails to open is opened again by `vector_index`, which reports the error.
+        fails to open is left to `vector_index`, which rebuilds it from the database.
         """
         if self._index is not None:
             return None

@@ -18,18 +18,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
-from ragcli.errors import IndexCorrupt, NotIndexed, UnknownGroup, UsageError
+from ragcli.errors import IndexBusy, IndexCorrupt, NotIndexed, UnknownGroup, UsageError
+from ragcli.locking import exclusive
 from ragcli.store.postings import PostingsWriter
 from ragcli.store.schema import MIGRATION_NAMES
 from ragcli.store.vectors import FaissIndex, read_params
 from ragcli.types import Chunk, ChunkSettings
 
-if TYPE_CHECKING:  # imported where vectors are handled: a BM25 query never needs numpy
+if TYPE_CHECKING:  # imported where arrays are handled: opening an index needs no numpy
     import numpy as np
 
 log = logging.getLogger(__name__)
 
 DATABASE_NAME = "index.db"
+MIGRATION_LOCK = "migrate.lock"
 VECTORS_DIR = "vectors"
 GROUP_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,39}$")
 _BATCH = 500
@@ -130,7 +132,17 @@ class Store:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             if _pending_migrations(conn):
-                _apply_migrations(conn)
+                # Several processes may open an index right after an upgrade: one migrates,
+                # the others wait and then find nothing left to do.
+                with exclusive(path / MIGRATION_LOCK):
+                    if _pending_migrations(conn):
+                        _apply_migrations(conn)
+        except sqlite3.OperationalError as error:
+            if "locked" in str(error) or "busy" in str(error):
+                raise IndexBusy(f"{path / DATABASE_NAME} is busy (another rag process is writing to it): "
+                                "try again when it is done") from error
+            raise IndexCorrupt(f"{path / DATABASE_NAME} cannot be opened ({error}): "
+                               "move it away and run `rag ingest` again") from error
         except sqlite3.DatabaseError as error:
             raise IndexCorrupt(f"{path / DATABASE_NAME} cannot be opened ({error}): "
                                "move it away and run `rag ingest` again") from error
@@ -151,11 +163,12 @@ class Store:
         try:
             yield
             self._postings.flush()
+            conn.execute("COMMIT")
         except BaseException:
             self._postings.discard()
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # a failed COMMIT (disk full) must not leave it open
+                conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:

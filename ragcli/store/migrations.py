@@ -10,6 +10,7 @@ from __future__ import annotations
 from sqlite_utils.migrations import Migrations
 
 migrations = Migrations("ragcli")
+MIGRATION_BATCH = 50_000  # chunks per BM25 segment written by m007
 
 
 @migrations()
@@ -93,7 +94,9 @@ def m006_create_doc_groups(db):
 @migrations()
 def m007_bm25_postings(db):
     # BM25 moves from per-group FTS5 tables to numpy-scored postings (ragcli.store.postings):
-    # each chunk keeps its analysed terms, and every group becomes one segment.
+    # each chunk keeps its analysed terms, and each group's chunks become segments of at
+    # most MIGRATION_BATCH chunks (merged as usual), so memory stays bounded on big indexes.
+    from ragcli.retrieval.analysis import analyze
     from ragcli.store.postings import SCHEMA, write_segment
 
     db.execute("ALTER TABLE chunks ADD COLUMN tokens TEXT")
@@ -107,5 +110,16 @@ def m007_bm25_postings(db):
             conn.execute(f"UPDATE chunks SET tokens = (SELECT tokens FROM {table} WHERE rowid = chunks.id) "
                          "WHERE group_name = ?", [group])
             conn.execute(f"DROP TABLE {table}")
-        rows = conn.execute("SELECT id, tokens FROM chunks WHERE group_name = ? ORDER BY id", [group])
-        write_segment(conn, group, [(chunk_id, (tokens or "").split()) for chunk_id, tokens in rows.fetchall()])
+        # Chunks the FTS table lacked get their terms the way ingest makes them.
+        missing = conn.execute("SELECT id, text FROM chunks WHERE group_name = ? AND tokens IS NULL",
+                               [group]).fetchall()
+        conn.executemany("UPDATE chunks SET tokens = ? WHERE id = ?",
+                         ((" ".join(analyze(text)), chunk_id) for chunk_id, text in missing))
+        last = 0
+        while True:
+            rows = conn.execute("SELECT id, tokens FROM chunks WHERE group_name = ? AND id > ? ORDER BY id "
+                                "LIMIT ?", [group, last, MIGRATION_BATCH]).fetchall()
+            if not rows:
+                break
+            write_segment(conn, group, [(chunk_id, tokens.split()) for chunk_id, tokens in rows])
+            last = rows[-1][0]

@@ -33,8 +33,10 @@ if TYPE_CHECKING:
 
 K1 = 1.2
 B = 0.75
-# rank-bm25 replaces a negative idf (a term in over half the chunks) by a fraction of the
-# corpus' mean idf, which needs every term's statistics; like FTS5 we floor it instead.
+# Okapi's idf is 0 for a term in exactly half the chunks and negative above; rank-bm25
+# keeps the 0 and replaces a negative idf by a fraction of the corpus' mean idf (which
+# needs every term's statistics). Like FTS5 we use a tiny constant for both, so a small
+# collection (two documents: every term is in half of them) still ranks its matches.
 IDF_FLOOR = 1e-6
 MERGE_FANOUT = 8
 
@@ -163,24 +165,23 @@ def merge_similar_segments(db: sqlite3.Connection, group: str) -> None:
 
 
 def merge_segments(db: sqlite3.Connection, group: str, segments: Sequence[int]) -> int:
-    """Rewrite several segments of a group as one; returns the new segment's id."""
+    """Rewrite several segments of a group as one; returns the new segment's id.
+
+    Term by term, so memory holds one term's postings at a time, however large the index.
+    """
     marks = ",".join("?" * len(segments))
     docs, length = db.execute(f"SELECT sum(docs), sum(length) FROM bm25_segments WHERE id IN ({marks})",
                               list(segments)).fetchone()
-    parts: dict[str, tuple[list[bytes], list[bytes], list[bytes]]] = defaultdict(lambda: ([], [], []))
-    rows = db.execute(f"SELECT term, chunk_ids, tfs, lengths FROM bm25_postings WHERE segment IN ({marks})",
-                      list(segments))
-    for term, ids, tfs, lengths in rows:
-        part = parts[term]
-        part[0].append(ids)
-        part[1].append(tfs)
-        part[2].append(lengths)
     merged = db.execute("INSERT INTO bm25_segments (group_name, docs, length) VALUES (?, ?, ?)",
                         [group, docs, length]).lastrowid
+    terms = [row[0] for row in db.execute(
+        f"SELECT DISTINCT term FROM bm25_postings WHERE segment IN ({marks})", list(segments)).fetchall()]
+    for term in terms:
+        rows = db.execute(f"SELECT chunk_ids, tfs, lengths FROM bm25_postings WHERE group_name = ? AND term = ? "
+                          f"AND segment IN ({marks}) ORDER BY segment", [group, term, *segments]).fetchall()
+        db.execute("INSERT INTO bm25_postings VALUES (?, ?, ?, ?, ?, ?)",
+                   [group, term, merged, *(b"".join(row[i] for row in rows) for i in range(3))])
     db.execute(f"DELETE FROM bm25_postings WHERE segment IN ({marks})", list(segments))
-    db.executemany("INSERT INTO bm25_postings VALUES (?, ?, ?, ?, ?, ?)",
-                   ((group, term, merged, b"".join(ids), b"".join(tfs), b"".join(lengths))
-                    for term, (ids, tfs, lengths) in parts.items()))
     db.execute(f"DELETE FROM bm25_segments WHERE id IN ({marks})", list(segments))
     db.execute(f"UPDATE chunks SET bm25_segment = ? WHERE bm25_segment IN ({marks})", [merged, *segments])
     return merged
@@ -244,9 +245,10 @@ def top_k(db: sqlite3.Connection, group: str, terms: Sequence[str], k: int,
           allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
     """The k best (chunk id, BM25 score) pairs for analysed query terms, best first.
 
-    Scores equal rank-bm25's `BM25Okapi(k1=1.2, b=0.75)` on the same terms: a repeated
-    query term counts each time, and idf = log((N - n + 0.5) / (n + 0.5)) (floored at
-    IDF_FLOOR). Equal scores are ordered by chunk id.
+    Scores are rank-bm25's `BM25Okapi(k1=1.2, b=0.75).get_scores` on the same terms, bit
+    for bit (same expressions, same order of additions): a repeated query term counts each
+    time, idf = log(N - n + 0.5) - log(n + 0.5), and only an idf <= 0 differs (IDF_FLOOR).
+    Chunks scoring 0 are not hits. Equal scores are ordered by chunk id.
 
     Args:
         allowed: if given, only these chunk ids may be returned.
@@ -261,9 +263,11 @@ def top_k(db: sqlite3.Connection, group: str, terms: Sequence[str], k: int,
     for term in terms:
         if term not in cache:
             ids, tfs, lengths = term_postings(db, group, term)
-            idf = max(math.log((docs - len(ids) + 0.5) / (len(ids) + 0.5)), IDF_FLOOR)
+            # rank-bm25's expressions, in its order of operations: the same float64 results.
+            idf = math.log(docs - len(ids) + 0.5) - math.log(len(ids) + 0.5)
+            idf = IDF_FLOOR if idf <= 0 else idf
             tf = tfs.astype(np.float64)
-            cache[term] = ids, idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * lengths / average))
+            cache[term] = ids, idf * (tf * (K1 + 1) / (tf + K1 * (1 - B + B * lengths / average)))
         id_parts.append(cache[term][0])
         score_parts.append(cache[term][1])
     ids = np.concatenate(id_parts)

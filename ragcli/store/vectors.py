@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Protocol
 
-if TYPE_CHECKING:  # imported where vectors are handled: a BM25 query never needs numpy
+if TYPE_CHECKING:  # imported where arrays are handled: opening an index needs no numpy
     import numpy as np
 
 FORMAT_VERSION = 1
