@@ -90,7 +90,8 @@ def write_segment(db: sqlite3.Connection, group: str, chunks: Sequence[tuple[int
     return segment
 
 
-Removals = dict  # (group, segment) -> (chunk ids, their terms, their total length)
+# (group, segment) -> (removed chunk ids, their terms, their total length in terms)
+Removals = dict[tuple[str, int], tuple[set[int], set[str], int]]
 
 
 def collect_removals(db: sqlite3.Connection, chunk_ids: Iterable[int], into: Removals) -> None:
