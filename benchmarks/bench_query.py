@@ -194,7 +194,8 @@ def main() -> None:
                         help="ONNX export cache")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the index even if it exists")
     parser.add_argument("--repeat", type=int, default=5, help="cold runs per mode (median)")
-    parser.add_argument("--compare", type=int, default=50, help="queries for the ragcli vs rank-bm25 BM25 timing")
+    parser.add_argument("--compare", type=int, default=50,
+                        help="queries for the ragcli vs rank-bm25 BM25 timing")
     parser.add_argument("--batch", type=int, default=1000, help="queries in the stdin batch")
     args = parser.parse_args()
     if bool(args.corpus) == bool(args.synthetic):

@@ -23,7 +23,7 @@ from typing import Iterable, Iterator, Protocol, Sequence
 
 from ragcli.errors import IndexMismatch, RagError, ReaderError
 from ragcli.readers import is_probably_binary, read_document, reader_for
-from ragcli.retrieval.analysis import analyze
+from ragcli.retrieval.analysis import term_string
 from ragcli.splitting import PRESETS, page_at, page_starts, split, validate_settings
 from ragcli.store import NewChunk, Store
 from ragcli.types import ChunkSettings, Document, Progress
@@ -155,7 +155,7 @@ class _Batcher:
         chunks = [
             NewChunk(order=span.order, text=span.text, start=span.start, end=span.end,
                      page=page_at(item.page_starts, span.start) if item.page_starts else None,
-                     hash=chunk_hash, tokens=" ".join(analyze(span.text)), embedding_id=embedding_ids[chunk_hash])
+                     hash=chunk_hash, tokens=term_string(span.text), embedding_id=embedding_ids[chunk_hash])
             for span, chunk_hash in zip(item.spans, item.span_hashes)
         ]
         self.store.replace_chunks(doc_id, self.group, item.content_hash, chunks)

@@ -9,7 +9,7 @@ from rank_bm25 import BM25Okapi
 
 from fakes import HashEmbedder
 from ragcli.ingest import ingest_documents
-from ragcli.retrieval.analysis import analyze
+from ragcli.retrieval.analysis import analyze, term_string
 from ragcli.retrieval.base import ChunkFilter
 from ragcli.retrieval.bm25 import BM25Retriever
 from ragcli.retrieval.filters import filters_sql
@@ -187,7 +187,8 @@ def test_many_small_writes_merges_and_deletions_score_like_a_fresh_build(isolate
     segments = store.db.execute("SELECT count(*) FROM bm25_segments").fetchone()[0]
     assert segments < len(texts) // 4  # merged as they came
     with store.transaction():
-        gone = [doc_id for (doc_id,) in store.db.execute("SELECT id FROM documents WHERE path LIKE 'router-%'")]
+        gone = [doc_id for (doc_id,) in store.db.execute(
+            "SELECT id FROM documents WHERE path LIKE 'router-%'")]
         store.delete_documents(gone)
     fresh_index = tmp_path / "fresh"
     kept = [Document(path=name, text=text, file_type="txt") for name, text in texts.items()
@@ -196,8 +197,10 @@ def test_many_small_writes_merges_and_deletions_score_like_a_fresh_build(isolate
     fresh = Store.open(fresh_index)
     try:
         for query in QUERIES + ["router reset button", "copy"]:
-            got = [(h.chunk.path, round(h.score, 9)) for h in BM25Retriever(store, "medium").search(query, 999)]
-            want = [(h.chunk.path, round(h.score, 9)) for h in BM25Retriever(fresh, "medium").search(query, 999)]
+            got = [(h.chunk.path, round(h.score, 9))
+                   for h in BM25Retriever(store, "medium").search(query, 999)]
+            want = [(h.chunk.path, round(h.score, 9))
+                    for h in BM25Retriever(fresh, "medium").search(query, 999)]
             assert sorted(got) == sorted(want), query
             assert all(not path.startswith("router-") for path, _ in got)
         assert store.db.execute("SELECT max(c) FROM (SELECT count(*) AS c FROM bm25_segments "
@@ -237,7 +240,7 @@ def make_fts5_index(index, docs: dict[str, str], *, without_fts_row: str | None 
         conn.execute('INSERT INTO chunks (id, doc_id, group_name, ord, text, start, "end", hash) '
                      "VALUES (?, ?, 'medium', 0, ?, 0, ?, '')", [i, i, text, len(text)])
         if name != without_fts_row:
-            conn.execute("INSERT INTO fts_medium (rowid, tokens) VALUES (?, ?)", [i, " ".join(analyze(text))])
+            conn.execute("INSERT INTO fts_medium (rowid, tokens) VALUES (?, ?)", [i, term_string(text)])
     conn.execute("COMMIT")
     conn.close()
 
@@ -264,7 +267,8 @@ def test_processes_opening_an_old_index_together_all_succeed(isolated_home):
     import subprocess
     import sys
 
-    make_fts5_index(isolated_home, {f"{name}-{i}": text for i in range(1500) for name, text in ENGLISH.items()})
+    docs = {f"{name}-{i}": text for i in range(1500) for name, text in ENGLISH.items()}
+    make_fts5_index(isolated_home, docs)
     code = ("import sys; from pathlib import Path; from ragcli.store import Store; "
             "s = Store.open(Path(sys.argv[1])); print(s.db.execute('SELECT sum(docs) FROM bm25_segments')"
             ".fetchone()[0]); s.close()")

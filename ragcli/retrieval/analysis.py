@@ -44,6 +44,11 @@ def cjk_bigrams(run: str) -> list[str]:
     return [run[i:i + 2] for i in range(len(run) - 1)]
 
 
+def term_string(text: str) -> str:
+    """A chunk's terms as stored beside it (space-separated); BM25 postings are built from it."""
+    return " ".join(analyze(text))
+
+
 def analyze(text: str) -> list[str]:
     """Turn text into BM25 terms (stemmed words and CJK bigrams), in order."""
     pieces: list[tuple[bool, list[str]]] = []

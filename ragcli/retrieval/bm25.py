@@ -5,7 +5,8 @@ Chunks and queries go through the same analyser (`analysis.analyze`); a query's 
 are looked up literally, so no query text is ever parsed as syntax. The one difference
 from rank-bm25 is the idf of a term in half the chunks or more (zero or negative in
 Okapi's formula): it becomes 1e-6, so even a two-document collection ranks its matches,
-where rank-bm25 keeps 0 or uses a fraction of the mean idf over its whole vocabulary. `tests/test_bm25.py` checks bit-for-bit equality on real text.
+where rank-bm25 keeps 0 or uses a fraction of the mean idf over its whole vocabulary.
+`tests/test_bm25.py` checks bit-for-bit equality on real text.
 """
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ class DenseRetriever:
         def open_file() -> None:
             try:
                 self._index = open_vector_file(path)
-            except Exception:  # noqa: BLE001 - vector_index() reopens it and raises on this thread
+            except Exception:  # noqa: BLE001 - vector_index() retries, then rebuilds from the database
                 self._index = None
 
         thread = threading.Thread(target=open_file, name="ragcli-open-vectors", daemon=True)

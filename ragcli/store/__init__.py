@@ -1,7 +1,8 @@
 """The on-disk index: one directory holding a SQLite database and per-group vector files.
 
 SQLite is the source of truth (documents, chunks with their BM25 terms, the BM25 postings
-of `ragcli.store.postings`, and every embedding vector); the FAISS files are derived from it and carry a generation number.
+of `ragcli.store.postings`, and every embedding vector); the FAISS files are derived from
+it and carry a generation number.
 When a vector file's generation differs from the database's (a crash between the two
 writes), it is rebuilt from the stored vectors instead of being trusted.
 """
@@ -137,13 +138,11 @@ class Store:
                 with exclusive(path / MIGRATION_LOCK):
                     if _pending_migrations(conn):
                         _apply_migrations(conn)
-        except sqlite3.OperationalError as error:
-            if "locked" in str(error) or "busy" in str(error):
+        except sqlite3.DatabaseError as error:
+            busy = "locked" in str(error) or "busy" in str(error)
+            if isinstance(error, sqlite3.OperationalError) and busy:
                 raise IndexBusy(f"{path / DATABASE_NAME} is busy (another rag process is writing to it): "
                                 "try again when it is done") from error
-            raise IndexCorrupt(f"{path / DATABASE_NAME} cannot be opened ({error}): "
-                               "move it away and run `rag ingest` again") from error
-        except sqlite3.DatabaseError as error:
             raise IndexCorrupt(f"{path / DATABASE_NAME} cannot be opened ({error}): "
                                "move it away and run `rag ingest` again") from error
         return cls(path, conn)

@@ -15,9 +15,10 @@ Layout (like Lucene's segments, in two tables):
 
 Chunk additions and deletions are buffered by `PostingsWriter` and applied when the
 store's transaction commits: additions become one segment, deletions rewrite the
-affected postings rows, so the statistics are always exact. Segments of similar size are merged (8 of a size class
-into one), so a term is spread over at most a few dozen rows. Everything happens in
-the caller's transaction: a crash leaves the previous postings intact.
+affected postings rows, so the statistics are always exact. Segments of similar size are
+merged (8 of a size class into one), so a term is spread over at most a few dozen rows.
+Everything happens in the caller's transaction: a crash leaves the previous postings
+intact.
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ SCHEMA = (
 )
 
 
-def write_segment(db: sqlite3.Connection, group: str, chunks: Sequence[tuple[int, Sequence[str]]]) -> int | None:
+def write_segment(db: sqlite3.Connection, group: str,
+                  chunks: Sequence[tuple[int, Sequence[str]]]) -> int | None:
     """Store the postings of new chunks as one segment; returns its id (None if no chunks).
 
     Args:
@@ -70,7 +72,8 @@ def write_segment(db: sqlite3.Connection, group: str, chunks: Sequence[tuple[int
     """
     if not chunks:
         return None
-    postings: dict[str, tuple[array, array, array]] = defaultdict(lambda: (array("q"), array("I"), array("I")))
+    postings: dict[str, tuple[array, array, array]] = defaultdict(
+        lambda: (array("q"), array("I"), array("I")))
     total = 0
     for chunk_id, terms in chunks:
         length = len(terms)
@@ -178,8 +181,9 @@ def merge_segments(db: sqlite3.Connection, group: str, segments: Sequence[int]) 
     terms = [row[0] for row in db.execute(
         f"SELECT DISTINCT term FROM bm25_postings WHERE segment IN ({marks})", list(segments)).fetchall()]
     for term in terms:
-        rows = db.execute(f"SELECT chunk_ids, tfs, lengths FROM bm25_postings WHERE group_name = ? AND term = ? "
-                          f"AND segment IN ({marks}) ORDER BY segment", [group, term, *segments]).fetchall()
+        rows = db.execute(f"SELECT chunk_ids, tfs, lengths FROM bm25_postings WHERE group_name = ? "
+                          f"AND term = ? AND segment IN ({marks}) ORDER BY segment",
+                          [group, term, *segments]).fetchall()
         db.execute("INSERT INTO bm25_postings VALUES (?, ?, ?, ?, ?, ?)",
                    [group, term, merged, *(b"".join(row[i] for row in rows) for i in range(3))])
     db.execute(f"DELETE FROM bm25_postings WHERE segment IN ({marks})", list(segments))
@@ -277,7 +281,8 @@ def top_k(db: sqlite3.Connection, group: str, terms: Sequence[str], k: int,
     return _best(ids, np.concatenate(score_parts), k, allowed)
 
 
-def _best(ids: np.ndarray, partial: np.ndarray, k: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
+def _best(ids: np.ndarray, partial: np.ndarray, k: int,
+          allowed: np.ndarray | None) -> list[tuple[int, float]]:
     """Sum partial scores per chunk id and keep the k best."""
     import numpy as np
 
