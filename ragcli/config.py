@@ -226,3 +226,9 @@ def set_config_value(path: Path, name: str, value: str) -> Any:
                    encoding="utf-8")
     os.replace(tmp, path)
     return parsed
+
+
+def has_display(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether a graphical session is there to open files in (X11 or Wayland)."""
+    env = os.environ if environ is None else environ
+    return bool(env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"))

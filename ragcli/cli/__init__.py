@@ -37,6 +37,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "completions": ("ragcli.cli.completions", "completions"),
     "query": ("ragcli.cli.query", "query"),
     "ask": ("ragcli.cli.ask", "ask"),
+    "get": ("ragcli.cli.get", "get"),
+    "open": ("ragcli.cli.get", "open_"),
+    "mcp": ("ragcli.cli.mcp", "mcp"),
     "eval": ("ragcli.cli.eval", "app"),
 }
 

@@ -1,0 +1,91 @@
+"""`rag get` (print a stored document, page or chunk) and `rag open` (show a cited file)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from ragcli.cli.options import GroupOption, IndexOption
+from ragcli.cli.render import emit_json, stderr_console
+from ragcli.config import load_settings
+
+TargetArgument = Annotated[Optional[str], typer.Argument(
+    metavar="PATH[:PAGE]", help="An indexed file as `rag ls` or a query hit shows it (absolute, or relative "
+    "to this folder), optionally with :PAGE.", show_default=False)]
+ChunkOption = Annotated[Optional[int], typer.Option(
+    "--chunk", "-c", help="A chunk id, as in the chunk_id of `rag query --json` hits.", show_default=False)]
+
+
+def get(
+    target: TargetArgument = None,
+    chunk: ChunkOption = None,
+    group: GroupOption = None,
+    json_output: Annotated[bool, typer.Option(
+        "--json", help="One JSON document: kind, path, page, pages, group, chunk ids, text, metadata.")] = False,
+    index: IndexOption = None,
+) -> None:
+    """Print a stored document, one page of it, or one chunk: what a query hit points to.
+
+    The text is the one the index holds (rebuilt from its chunks), not the file as it is now.
+
+    Examples:
+
+        rag get ~/papers/lighthouses.pdf:2
+
+        rag get --chunk 1234 --json | jq .metadata
+
+        rag query "router reset" --json | jq '.hits[0].chunk_id' | xargs rag get --chunk
+    """
+    stored = _lookup(target, chunk, group, index)
+    if json_output:
+        emit_json("get", stored.to_dict())
+        return
+    sys.stdout.write(stored.text if stored.text.endswith("\n") else stored.text + "\n")
+    sys.stdout.flush()
+
+
+def open_(
+    target: TargetArgument = None,
+    chunk: ChunkOption = None,
+    index: IndexOption = None,
+) -> None:
+    """Open a cited file at its page in your viewer; print its path where nothing can open it.
+
+    PDFs open at the page with zathura, evince, okular or mupdf when one is installed, other
+    files with xdg-open (macOS: open). Without a display (ssh, containers) the path, with
+    :PAGE, is printed on stdout instead.
+
+    Examples:
+
+        rag open ~/papers/lighthouses.pdf:2
+
+        rag open --chunk 1234
+    """
+    from ragcli.config import has_display
+    from ragcli.opener import launch, open_command
+
+    stored = _lookup(target, chunk, None, index)
+    path = stored.path
+    page = stored.page if stored.kind in ("page", "chunk") else None
+    command = open_command(path, page, platform=sys.platform, has_display=has_display())
+    if command is None:
+        sys.stdout.write(path + (f":{page}" if page is not None else "") + "\n")
+        sys.stdout.flush()
+        return
+    launch(command)
+    stderr_console().print(f"opened with {command[0]}: {path}" + (f" (page {page})" if page else ""),
+                           markup=False, highlight=False)
+
+
+def _lookup(target: Optional[str], chunk: Optional[int], group: Optional[str], index):
+    from ragcli.documents import get_chunk, get_document
+
+    if (target is None) == (chunk is None):
+        raise typer.BadParameter("give PATH[:PAGE] or --chunk ID (one of them)", param_hint="PATH[:PAGE]")
+    settings = load_settings(index=index, group=group)
+    if chunk is not None:
+        return get_chunk(settings.index, chunk)
+    return get_document(settings.index, str(target), group=settings.get("group"))
+

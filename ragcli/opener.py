@@ -1,0 +1,52 @@
+"""Opening a cited file at its page in the user's viewer (`rag open`).
+
+Which command opens a file, in order:
+
+1. macOS: ``open PATH`` (Preview and friends take no page on the command line).
+2. Elsewhere with a display: a PDF with a page goes to the first page-aware viewer found
+   (zathura, evince, okular, mupdf); anything else to ``xdg-open``.
+3. No display or no opener (a server, a container): nothing is run; the caller prints the
+   path so a person or a script can take it from there.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from typing import Callable, Sequence
+
+# Viewer -> arguments for "this file at this page" (pages count from 1).
+PAGE_VIEWERS: dict[str, Callable[[str, int], list[str]]] = {
+    "zathura": lambda path, page: ["zathura", "--page", str(page), path],
+    "evince": lambda path, page: ["evince", "--page-label", str(page), path],
+    "okular": lambda path, page: ["okular", "--page", str(page), path],
+    "mupdf": lambda path, page: ["mupdf", path, str(page)],
+}
+
+
+def open_command(path: str, page: int | None, *, platform: str, has_display: bool,
+                 which: Callable[[str], str | None] = shutil.which) -> list[str] | None:
+    """The command that shows `path` (at `page` where the viewer allows), or None when none can.
+
+    Args:
+        path: the file.
+        page: the page to show, or None.
+        platform: `sys.platform`.
+        has_display: a graphical session is available (DISPLAY / WAYLAND_DISPLAY on Linux).
+        which: finds a program on PATH.
+    """
+    if platform == "darwin":
+        return ["open", path] if which("open") else None
+    if not has_display:
+        return None
+    if page is not None and path.lower().endswith(".pdf"):
+        for viewer, command in PAGE_VIEWERS.items():
+            if which(viewer):
+                return command(path, page)
+    return ["xdg-open", path] if which("xdg-open") else None
+
+
+def launch(command: Sequence[str]) -> None:
+    """Start the viewer detached from this process (its output discarded; it outlives `rag`)."""
+    subprocess.Popen(list(command), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, start_new_session=True)
