@@ -440,3 +440,79 @@ def chunking_override(index: Path, group: str, split_by: str | None, chunk_size:
     settings = replace(base, **given)
     validate_settings(settings)
     return settings
+
+
+def ingest_changes(
+    index: Path,
+    roots: Sequence[Path],
+    changed: Iterable[Path],
+    *,
+    embedder: Embedder,
+    group: str = DEFAULT_GROUP,
+    chunking: ChunkSettings | None = None,
+    file_filter: FileFilter = FileFilter(),
+    batch_chunks: int = 256,
+    progress: Progress | None = None,
+) -> IngestReport:
+    """Bring the index in line with the given paths only (what a folder watcher saw change).
+
+    A path that is a file under one of `roots` (and passes `file_filter`) is ingested when its
+    content changed; a folder is walked; a path that no longer exists removes what was indexed
+    at or under it. A file that vanishes while it is read counts as removed, not failed. Other
+    documents are not looked at, so the cost follows the change, not the folder's size. The
+    write lock (when the index has one) is held for this call only.
+
+    Args:
+        index: the index directory (created when missing).
+        roots: the watched folders (absolute); recorded as the index's roots.
+        changed: absolute paths that were created, modified, renamed or deleted.
+        embedder, group, chunking, file_filter, batch_chunks, progress: as for `ingest`.
+
+    Returns:
+        An `IngestReport`; `progress.advance(path, status)` is told "removed" for each removal.
+    """
+    files, gone = _classify_changes(roots, changed, file_filter)
+    with _run(index, embedder, group, chunking, batch_chunks, roots) as (store, settings, batcher, report):
+        if progress:
+            progress.start(len(files))
+        for path in files:
+            status = _ingest_file(store, batcher, path, settings, group, embedder, report)
+            if status == "failed" and not path.exists():
+                report.failed.pop()
+                gone.append(path)
+                continue
+            if progress:
+                progress.advance(str(path), status)
+        batcher.flush()
+        _remove_gone(store, gone, report, progress)
+    return report
+
+
+def _classify_changes(roots: Sequence[Path], changed: Iterable[Path],
+                      file_filter: FileFilter) -> tuple[list[Path], list[Path]]:
+    """Split changed paths into files to (re)ingest and paths that are gone."""
+    files: dict[Path, None] = {}
+    gone: list[Path] = []
+    for path in sorted(set(changed)):
+        root = next((r for r in roots if path == r or r in path.parents), None)
+        if root is None:
+            continue
+        relative = path.relative_to(root).parts if path != root else ()
+        if any(part.startswith(".") for part in relative):
+            continue
+        if path.is_dir():
+            files.update(dict.fromkeys(walk_files(path, file_filter)))
+        elif path.is_file():
+            if file_filter.accepts("/".join(relative)):
+                files[path] = None
+        else:
+            gone.append(path)
+    return list(files), gone
+
+
+def _remove_gone(store: Store, gone: Sequence[Path], report: IngestReport, progress: Progress | None) -> None:
+    found = store.documents_under(gone) if gone else {}
+    _remove(store, list(found.values()), report)
+    if progress:
+        for path in sorted(found):
+            progress.advance(path, "removed")

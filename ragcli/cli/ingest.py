@@ -48,6 +48,10 @@ def ingest(
     strict: Annotated[bool, typer.Option(help="Exit 1 when any file failed to read (default: report "
                                          "failures, exit 0).")] = False,
     json_output: JsonOption = False,
+    watch: Annotated[bool, typer.Option(
+        "--watch", "-w", help="After ingesting, keep watching the folders and apply every change (create, "
+        "edit, rename, delete) as it happens, one line per change on stderr; Ctrl-C stops (exit 130) "
+        "with everything committed.")] = False,
 ) -> None:
     """Read folders of documents into the index; re-running only touches what changed.
 
@@ -55,6 +59,8 @@ def ingest(
     reported one per line and the rest is ingested.
 
     Example: rag ingest ~/notes ~/papers --include '*.pdf' --group fine
+
+    Example: rag ingest ~/notes --watch   (keeps the index current while you edit)
     """
     from ragcli.ingest import DEFAULT_GROUP, chunking_override, ingest as run_ingest, known_roots
     from ragcli.models import embedder_for
@@ -68,6 +74,14 @@ def ingest(
                                  chunk_size, chunk_overlap)
     err = stderr_console()
     embedder = embedder_for(settings, None if rebuild else read_index_meta(settings.index, "embedding_model"))
+    if watch:
+        from ragcli.cli.watch import run_watch
+
+        if rebuild:
+            raise typer.BadParameter("--rebuild cannot be combined with --watch: rebuild first, then watch")
+        run_watch(settings.index, roots, embedder=embedder, group=group, chunking=chunking,
+                  file_filter=FileFilter(tuple(include or ()), tuple(exclude or ())), batch_chunks=batch_size)
+        return
     with progress_bar(err, "ingesting") as bar:
         report = run_ingest(settings.index, roots, embedder=embedder, group=group, chunking=chunking,
                             file_filter=FileFilter(tuple(include or ()), tuple(exclude or ())),

@@ -1,0 +1,52 @@
+"""`rag ingest DIR --watch`: the terminal side of `ragcli.watch` (signals and one line per change)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+from typing import Sequence
+
+import typer
+
+from ragcli.cli.render import stderr_console
+
+
+def run_watch(index: Path, roots: Sequence[Path], **options) -> None:
+    """Watch until Ctrl-C, printing one line per changed document on stderr; then exit 130.
+
+    The first Ctrl-C lets the set of changes being applied commit and runs a last catch-up;
+    a second one interrupts at once (what was committed stays).
+    """
+    from ragcli.watch import watch
+
+    stop = threading.Event()
+
+    def interrupt(signum, frame) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    err = stderr_console()
+    try:
+        for batch in watch(index, roots, stop=stop, **options):
+            for change in batch.changes:
+                err.print(change_line(change), markup=False, highlight=False, soft_wrap=True)
+            if batch.kind == "initial":
+                report = batch.report
+                err.print(f"watching {', '.join(map(str, roots))} ({report.added + report.updated + report.unchanged} "
+                          "documents; Ctrl-C to stop)", markup=False, highlight=False, soft_wrap=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if stop.is_set():
+        err.print("stopped; everything seen is committed", markup=False, highlight=False)
+        raise typer.Exit(130)
+
+
+def change_line(change) -> str:
+    """`added PATH`, `updated PATH`, `removed PATH` or `failed PATH: reason`."""
+    if change.status != "failed":
+        return f"{change.status} {change.path}"
+    reason = change.reason if change.path in change.reason else f"{change.path}: {change.reason}"
+    return f"failed {reason}"

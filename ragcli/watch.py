@@ -1,0 +1,135 @@
+"""Keeping an index current while files change: the loop behind `rag ingest DIR --watch`.
+
+1. **Catch up**: one ordinary `ingest` of the roots (only files changed since the last run
+   are read; files deleted meanwhile are pruned).
+2. **Watch**: `watchfiles` (inotify / FSEvents / ReadDirectoryChangesW through the Rust
+   `notify` crate) reports changes. It groups them: a set is handed over once no new change
+   came for `step` ms, or after `debounce` ms of continuous changes, so an editor's
+   write-to-temp-then-rename save or a `git checkout` of a thousand files arrives as one or a
+   few sets, not as one ingest per event.
+3. **Apply** each set with `ragcli.ingest.ingest_changes`: changed files are re-read only
+   when their content hash changed, only new chunk texts are embedded, and deleted or
+   renamed-away paths are pruned. Each set is one short write: the index is not held open
+   (nor its write lock, where the index has one) between sets, so other `rag` processes
+   query, and even ingest, while a watcher runs.
+4. **Stop** when `stop` is set (the CLI sets it on Ctrl-C): the set being applied is
+   finished and committed, then a final catch-up picks up changes that were still being
+   grouped, so nothing seen before the stop is lost.
+
+Models are loaded once by the caller and reused for every set.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from ragcli.ingest import DEFAULT_GROUP, Embedder, IngestReport, ingest, ingest_changes
+from ragcli.types import ChunkSettings
+from ragcli.walk import FileFilter, resolve_roots
+
+# Quiet time that ends a set of changes, and the longest a set keeps growing (milliseconds).
+STEP_MS = 50
+DEBOUNCE_MS = 1600
+
+
+@dataclass(frozen=True)
+class Change:
+    """One document the watcher added, updated, removed, or failed to read."""
+
+    path: str
+    status: str
+    reason: str = ""
+
+
+@dataclass
+class WatchBatch:
+    """What applying one set of changes did.
+
+    Attributes:
+        kind: "initial" (the catch-up ingest), "changes" (a set the watcher saw) or "final".
+        changes: documents added, updated, removed or failed, in order.
+        report: the underlying ingest report.
+    """
+
+    kind: str
+    changes: list[Change] = field(default_factory=list)
+    report: IngestReport | None = None
+
+
+class _Collector:
+    """A `Progress` that keeps the statuses worth a line (not "unchanged"/"skipped")."""
+
+    def __init__(self) -> None:
+        self.changes: list[Change] = []
+
+    def start(self, total: int) -> None:
+        pass
+
+    def advance(self, path: str, status: str) -> None:
+        if status in ("added", "updated", "removed"):
+            self.changes.append(Change(path, status))
+
+
+def _batch(kind: str, report: IngestReport, collector: _Collector) -> WatchBatch:
+    failed = [Change(f.path, "failed", f.reason) for f in report.failed]
+    return WatchBatch(kind, collector.changes + failed, report)
+
+
+def watch(
+    index: Path,
+    paths: Sequence[str | Path],
+    *,
+    embedder: Embedder,
+    stop: threading.Event,
+    group: str = DEFAULT_GROUP,
+    chunking: ChunkSettings | None = None,
+    file_filter: FileFilter = FileFilter(),
+    batch_chunks: int = 256,
+    step_ms: int = STEP_MS,
+    debounce_ms: int = DEBOUNCE_MS,
+    force_polling: bool | None = None,
+) -> Iterator[WatchBatch]:
+    """Ingest `paths`, then keep the index in line with them until `stop` is set.
+
+    Args:
+        index: the index directory.
+        paths: folders (watched recursively) and files.
+        embedder: the embedding model, loaded once and used for every set of changes.
+        stop: set it (e.g. from a signal handler) to end the watch cleanly.
+        group, chunking, file_filter, batch_chunks: as for `ragcli.ingest.ingest`.
+        step_ms: quiet time that ends a set of changes.
+        debounce_ms: longest a set keeps growing while changes keep coming.
+        force_polling: poll instead of using OS notifications (network file systems).
+
+    Yields:
+        A `WatchBatch` for the catch-up ingest, one per applied set of changes that changed
+        something, and one for the final catch-up after `stop`.
+
+    Raises:
+        UsageError: a path does not exist; IndexMismatch: the index uses another model.
+    """
+    import watchfiles
+
+    roots = resolve_roots(paths)
+    options = dict(embedder=embedder, group=group, chunking=chunking, file_filter=file_filter,
+                   batch_chunks=batch_chunks)
+    yield _full(index, roots, "initial", options)
+    for raw in watchfiles.watch(*roots, stop_event=stop, step=step_ms, debounce=debounce_ms,
+                                raise_interrupt=False, force_polling=force_polling):
+        collector = _Collector()
+        report = ingest_changes(index, roots, [Path(path) for _, path in raw], progress=collector, **options)
+        batch = _batch("changes", report, collector)
+        if batch.changes:
+            yield batch
+        if stop.is_set():
+            break
+    yield _full(index, roots, "final", options)
+
+
+def _full(index: Path, roots: list[Path], kind: str, options: dict) -> WatchBatch:
+    collector = _Collector()
+    report = ingest(index, roots, progress=collector, **options)
+    return _batch(kind, report, collector)
