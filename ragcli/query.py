@@ -139,6 +139,12 @@ class Searcher:
         """Close the index."""
         self.store.close()
 
+    def refresh(self) -> None:
+        """Forget what was read from the index (retrievers, vectors, filter keys) after another
+        process changed it; the loaded models stay."""
+        self._retrievers.clear()
+        self._filter_keys = None
+
     # -- models ---------------------------------------------------------------------------
     def embedder(self) -> Any:
         """The query embedder: the index's own model, checked against the stored fingerprint.

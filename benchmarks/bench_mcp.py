@@ -1,0 +1,95 @@
+"""`rag mcp` figures: cold start to the first search answer, and per-call overhead.
+
+Usage:
+    python benchmarks/bench_mcp.py INDEX [--runs 10] [--calls 200]
+    python benchmarks/bench_mcp.py INDEX --cold-once     # one cold start + search, for farm-bench
+
+1. Cold start: spawn the installed `rag mcp --index INDEX` with the SDK's stdio client,
+   initialize, call `search` once (hybrid, default models); the wall time from spawn to
+   the answer, median over --runs fresh servers.
+2. Per-call overhead: in one warm server, the median time of a `search` call through MCP
+   minus the median of the same `IndexTools.search` call in-process (same index, query and
+   options, models warm), over --calls calls each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import anyio
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+QUERY = {"query": "when was the lighthouse first lit", "mode": "hybrid", "top_k": 5}
+
+
+def server(index: str) -> StdioServerParameters:
+    return StdioServerParameters(command=shutil.which("rag") or "rag", args=["mcp", "--index", index],
+                                 env=dict(os.environ))
+
+
+async def cold_once(index: str) -> float:
+    started = time.perf_counter()
+    async with stdio_client(server(index), errlog=open(os.devnull, "w")) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            result = await session.call_tool("search", QUERY)
+            assert not result.is_error, result.content
+            return time.perf_counter() - started
+
+
+async def per_call(index: str, calls: int) -> tuple[list[float], list[float]]:
+    """MCP and in-process library times of the same search, taken in turn (pairs), so a
+    change in the machine's load affects both alike."""
+    from ragcli.agent_tools import IndexTools
+    from ragcli.config import load_settings
+
+    tools = IndexTools(load_settings(index=Path(index)))
+    arguments = {key: value for key, value in QUERY.items() if key != "query"}
+    async with stdio_client(server(index), errlog=open(os.devnull, "w")) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            for _ in range(5):
+                await session.call_tool("search", QUERY)
+                tools.search(QUERY["query"], **arguments)
+            via_mcp, direct = [], []
+            for _ in range(calls):
+                started = time.perf_counter()
+                result = await session.call_tool("search", QUERY)
+                via_mcp.append(time.perf_counter() - started)
+                assert not result.is_error
+                started = time.perf_counter()
+                tools.search(QUERY["query"], **arguments)
+                direct.append(time.perf_counter() - started)
+    tools.close()
+    return via_mcp, direct
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("index")
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--cold-once", action="store_true")
+    args = parser.parse_args()
+    if args.cold_once:
+        print(f"{anyio.run(cold_once, args.index):.3f}")
+        return
+    colds = [anyio.run(cold_once, args.index) for _ in range(args.runs)]
+    print(f"cold start to first search answer: median {statistics.median(colds):.3f} s "
+          f"(min {min(colds):.3f}, max {max(colds):.3f}, {args.runs} runs)")
+    mcp, library = anyio.run(per_call, args.index, args.calls)
+    overhead = statistics.median(a - b for a, b in zip(mcp, library))
+    print(f"search via MCP: median {statistics.median(mcp) * 1000:.2f} ms; same IndexTools.search in-process: "
+          f"{statistics.median(library) * 1000:.2f} ms; per-call overhead (median of pair differences) {overhead * 1000:.2f} ms "
+          f"({args.calls} calls each)")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,213 @@
+"""The index as a handful of calls for agents: search, ask, get, status (what `rag mcp` serves).
+
+`IndexTools` is the long-lived side of a server: it opens the index on first use (so a server
+starts, and reports a missing index per call, before anything was ingested), loads each
+model once, and keeps them across calls. Another process may ingest meanwhile (`rag ingest
+--watch`): before each call the index's state is compared with the last one seen, and what
+was read from the index (retrievers, vectors) is dropped when it changed; the models stay.
+A rebuilt index (a new database file) is reopened.
+
+Every method returns plain JSON-ready data and raises `RagError` with the CLI's message.
+Calls are serialised by a lock: the SQLite connection and llama.cpp are not shared between
+threads at once.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from ragcli.config import Settings
+from ragcli.errors import UsageError
+
+# Reports (done, total or None, message) while a long call runs.
+ProgressFn = Callable[[float, "float | None", str], None]
+
+ANSWER_STYLES = ("extractive", "sentence", "choice", "generative")
+
+
+@dataclass(frozen=True)
+class _State:
+    inode: int
+    marks: tuple
+
+
+def _no_progress(done: float, total: float | None, message: str) -> None:
+    pass
+
+
+def filter_pairs(filters: Mapping[str, str | Sequence[str]] | None) -> list[str]:
+    """`{"file_type": ["pdf", "md"], "modified": ">=2024-01-01"}` -> the CLI's key=value pairs."""
+    pairs: list[str] = []
+    for key, value in (filters or {}).items():
+        values = [value] if isinstance(value, str) else list(value)
+        pairs.extend(f"{key}={item}" for item in values)
+    return pairs
+
+
+def hit_record(hit: Any) -> dict[str, Any]:
+    """A hit as agents get it: rank, score, path, page, chunk id, group, text."""
+    chunk = hit.chunk
+    return {"rank": hit.rank, "score": round(float(hit.score), 6), "path": chunk.path, "page": chunk.page,
+            "chunk_id": chunk.id, "group": chunk.group, "text": chunk.text}
+
+
+class IndexTools:
+    """Search, ask, get and status over one index, models loaded once and reused.
+
+    Example::
+
+        tools = IndexTools(load_settings(index=Path("~/idx").expanduser()))
+        tools.search("router reset", mode="bm25", top_k=3)["hits"][0]["path"]
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._asker: Any = None
+        self._state: _State | None = None
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+
+    # -- the calls ------------------------------------------------------------------------
+    def search(self, query: str, *, mode: str | None = None, top_k: int | None = None, group: str | None = None,
+               filters: Mapping[str, Any] | None = None, progress: ProgressFn = _no_progress) -> dict[str, Any]:
+        """Ranked chunks for `query` (the data of `rag query --json`).
+
+        Raises:
+            NotIndexed, UsageError, UnknownGroup, UnknownFilter, IndexMismatch.
+        """
+        from ragcli.query import QueryOptions
+        from ragcli.retrieval.filters import parse_filters
+
+        if not query.strip():
+            raise UsageError("query: give some words to search for")
+        options = QueryOptions(mode=mode or self.settings.get("mode") or "hybrid",
+                               top_k=top_k or self.settings.get("top_k") or 10,
+                               group=group or self.settings.get("group"),
+                               filters=parse_filters(filter_pairs(filters)))
+        with self._lock:
+            progress(0, 2, "opening the index")
+            searcher = self._current().searcher
+            progress(1, 2, f"searching ({options.mode})")
+            hits = searcher.search(query, options)
+            progress(2, 2, f"{len(hits)} hits")
+        return {"query": query, "mode": options.mode, "hits": [hit_record(hit) for hit in hits]}
+
+    def ask(self, question: str, *, mode: str = "hybrid", top_k: int = 5, filters: Mapping[str, Any] | None = None,
+            answer_style: str = "extractive", max_tokens: int | None = None,
+            progress: ProgressFn = _no_progress) -> dict[str, Any]:
+        """Answer `question` from the index with citations (the data of `rag ask --json`).
+
+        Raises:
+            NotIndexed, ModelNotFound, UsageError and the search errors.
+        """
+        from ragcli.ask import Answer, AskOptions
+        from ragcli.query import QueryOptions
+        from ragcli.retrieval.filters import parse_filters
+
+        if not question.strip():
+            raise UsageError("question: ask something")
+        if answer_style not in ANSWER_STYLES:
+            raise UsageError(f"answer_style {answer_style}: choose one of {', '.join(ANSWER_STYLES)}")
+        query = QueryOptions(mode=mode, top_k=top_k, group=self.settings.get("group"),
+                             filters=parse_filters(filter_pairs(filters)))
+        options = AskOptions(query=query, n_ctx=self.settings.get("ctx") or 2048,
+                             max_tokens=max_tokens or self.settings.get("max_tokens") or 256,
+                             threads=self.settings.get("threads"), answer_style=answer_style)
+        with self._lock:
+            progress(0, None, "retrieving and reading the sources")
+            answer, pieces = None, 0
+            for item in self._current().stream(question, options):
+                if isinstance(item, Answer):
+                    answer = item
+                else:
+                    pieces += 1
+                    progress(pieces, None, "generating")
+            progress(pieces + 1, pieces + 1, "answered")
+        return _answer_record(answer.to_dict())
+
+    def get(self, *, path: str | None = None, page: int | None = None, chunk_id: int | None = None,
+            group: str | None = None) -> dict[str, Any]:
+        """A stored document, page or chunk (the data of `rag get --json`).
+
+        Raises:
+            NotIndexed, NotFound, UsageError.
+        """
+        from ragcli.documents import get_chunk, get_document
+
+        if (path is None) == (chunk_id is None):
+            raise UsageError("give either path (with an optional page) or chunk_id")
+        with self._lock:
+            if chunk_id is not None:
+                return get_chunk(self.settings.index, chunk_id).to_dict()
+            return get_document(self.settings.index, path, page=page,
+                                group=group or self.settings.get("group")).to_dict()
+
+    def status(self) -> dict[str, Any]:
+        """What the index holds (the data of `rag status --json`).
+
+        Raises:
+            NotIndexed: there is no index yet.
+        """
+        from ragcli.status import index_status
+
+        with self._lock:
+            return index_status(self.settings.index)
+
+    def warm(self) -> None:
+        """Open the index and load the search models now (one small search), so the first real
+        call does not pay for them. Errors are left for the calls to report."""
+        from ragcli.errors import RagError
+
+        try:
+            self.search("warm up", top_k=1)
+        except (RagError, OSError):
+            pass
+
+    def warm_in_background(self) -> threading.Thread:
+        """`warm` on a daemon thread; calls made meanwhile wait for it (they share the lock)."""
+        thread = threading.Thread(target=self.warm, name="ragcli-warm", daemon=True)
+        thread.start()
+        return thread
+
+    # -- the open index -------------------------------------------------------------------
+    def _current(self) -> Any:
+        """The open `Asker` (its searcher serves `search`), refreshed when the index changed."""
+        from ragcli.store import DATABASE_NAME
+
+        database = Path(self.settings.index) / DATABASE_NAME
+        inode = database.stat().st_ino if database.is_file() else -1
+        if self._asker is not None and self._state is not None and self._state.inode != inode:
+            self._drop()  # rebuilt or removed: the open connection reads the old file
+        if self._asker is None:
+            from ragcli.ask import Asker
+
+            self._asker = Asker(self.settings.index, settings=self.settings)
+        state = _State(inode, self._marks())
+        if self._state is not None and state != self._state:
+            self._asker.searcher.refresh()
+        self._state = state
+        return self._asker
+
+    def _marks(self) -> tuple:
+        rows = self._asker.searcher.store.db.execute(
+            "SELECT key, value FROM meta WHERE key = 'last_ingest' OR key LIKE 'vectors_generation:%' "
+            "ORDER BY key").fetchall()
+        return tuple(map(tuple, rows))
+
+    def _drop(self) -> None:
+        if self._asker is not None:
+            self._asker.close()
+        self._asker, self._state = None, None
+
+
+def _answer_record(record: dict[str, Any]) -> dict[str, Any]:
+    """The answer without timings and token counts, which vary per call and help no agent."""
+    keep = ("question", "answer", "abstained", "citations", "citations_inferred", "sources", "support",
+            "model", "cached")
+    return {key: record[key] for key in keep if key in record}

@@ -1,0 +1,188 @@
+"""`rag mcp`: the index as a Model Context Protocol server over stdio (official `mcp` SDK 2.x).
+
+Four tools wrap `ragcli.agent_tools.IndexTools`: `search`, `ask`, `get` and `status`. Each
+runs its work on a worker thread, so the server keeps reading the client (pings,
+cancellations) and sends progress notifications while a call runs; the client receives them
+when it sent a progressToken. A failure comes back as a tool result with ``isError`` set and
+the one line the CLI would print (``rag: error: ...``); the server carries on.
+
+Stdout carries protocol messages only: while serving, the SDK's stdio transport points file
+descriptor 1 at stderr and writes the protocol to a private duplicate, so whatever a library
+prints (llama.cpp, onnxruntime, a stray ``print``) lands on stderr, not in the stream.
+
+This module imports the SDK at the top; only `rag mcp` imports it.
+"""
+
+# No `from __future__ import annotations`: the SDK reads the tool signatures at runtime.
+import json
+from functools import partial
+from typing import Annotated, Any, Callable, Literal, Optional, Union
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
+
+from ragcli import __version__
+from ragcli.agent_tools import IndexTools
+from ragcli.config import Settings
+from ragcli.errors import RagError
+
+INSTRUCTIONS = (
+    "Local document search over the user's own files (a ragcli index). Use `search` to find passages "
+    "(each hit has path, page, score, text and chunk_id), `get` to read a whole document, one page of it "
+    "or one chunk by chunk_id, `ask` for a short answer with numbered citations, and `status` to see "
+    "what is indexed. Cite hits by path and page."
+)
+
+Mode = Literal["bm25", "dense", "hybrid", "llm"]
+Filters = Optional[dict[str, Union[str, list[str]]]]
+FILTERS_HELP = (
+    "Metadata filters, key -> value or list of values (values of one key OR-ed, keys AND-ed). Keys: "
+    "file_type (pdf, md, txt, docx, html), file_name, path (a glob, e.g. '*/notes/*'), title, "
+    "modified / created (a comparison, e.g. '>=2024-01-01'), or any stored metadata key. "
+    "Example: {\"file_type\": [\"pdf\", \"md\"], \"modified\": \">=2024-01-01\"}."
+)
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                            open_world_hint=False)
+
+
+def _result(data: dict[str, Any]) -> CallToolResult:
+    text = json.dumps(data, ensure_ascii=False, default=str)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+def _error(error: object) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=f"rag: error: {error}")], is_error=True)
+
+
+def bad_arguments(tool: str, error: ValidationError) -> str:
+    """One line for arguments that do not fit a tool's schema, like the CLI's usage errors."""
+    problems = [f"{'.'.join(map(str, item['loc'])) or 'arguments'}: {item['msg']}" for item in error.errors()]
+    return f"{tool}: bad arguments: {'; '.join(problems)}"
+
+
+class RagServer(MCPServer):
+    """`MCPServer` whose refused calls (unknown tool, arguments off the schema) answer with one
+    `rag: error:` line, as every other tool error does, instead of a multi-line pydantic report."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as error:
+            if isinstance(error.__cause__, ValidationError):
+                return _error(bad_arguments(name, error.__cause__))
+            if self._tool_manager.get_tool(name) is None:
+                known = ", ".join(tool.name for tool in self._tool_manager.list_tools())
+                return _error(f"unknown tool '{name}' (this server has: {known})")
+            raise
+
+
+async def _run(ctx: Context, call: Callable[..., dict[str, Any]], **kwargs: Any) -> CallToolResult:
+    """Run a blocking `IndexTools` call on a worker thread, relaying its progress."""
+
+    def progress(done: float, total: Optional[float], message: str) -> None:
+        anyio.from_thread.run(partial(ctx.report_progress, done, total, message))
+
+    try:
+        return _result(await anyio.to_thread.run_sync(partial(call, progress=progress, **kwargs)))
+    except RagError as error:
+        return _error(error)
+
+
+async def _run_plain(call: Callable[..., dict[str, Any]], **kwargs: Any) -> CallToolResult:
+    try:
+        return _result(await anyio.to_thread.run_sync(partial(call, **kwargs)))
+    except RagError as error:
+        return _error(error)
+
+
+def build_server(settings: Settings, tools: Optional[IndexTools] = None) -> tuple[MCPServer, IndexTools]:
+    """The MCP server for the index `settings` names, and the tools object it keeps open."""
+    tools = tools or IndexTools(settings)
+    server = RagServer(name="ragcli", title="ragcli: search your local documents", version=__version__,
+                       instructions=INSTRUCTIONS)
+
+    @server.tool(annotations=READ_ONLY)
+    async def search(
+        ctx: Context,
+        query: Annotated[str, Field(min_length=1, description="What to look for: keywords or a question.")],
+        mode: Annotated[Optional[Mode], Field(
+            description="bm25: exact words (names, codes, rare terms); dense: meaning (paraphrases); hybrid: "
+            "both fused (the default, good for most queries); llm: a local model picks among hybrid "
+            "candidates (slow).")] = None,
+        top_k: Annotated[Optional[int], Field(ge=1, le=100, description="Hits to return (default 10).")] = None,
+        group: Annotated[Optional[str], Field(
+            description="Chunk group (granularity) to search, e.g. fine, medium, coarse; default: medium. "
+            "`status` lists the index's groups.")] = None,
+        filters: Annotated[Filters, Field(description=FILTERS_HELP)] = None,
+    ) -> CallToolResult:
+        """Search the indexed documents; returns the best matching passages, best first.
+
+        Each hit has rank, score (higher is better; the scale depends on the mode), path, page
+        (null for unpaged formats), chunk_id (pass it to `get` for that exact passage), group
+        and text. Use `get` with the path to read the whole document.
+        """
+        return await _run(ctx, tools.search, query=query, mode=mode, top_k=top_k, group=group, filters=filters)
+
+    @server.tool(annotations=READ_ONLY)
+    async def ask(
+        ctx: Context,
+        question: Annotated[str, Field(min_length=1, description="A question the documents can answer.")],
+        mode: Annotated[Mode, Field(description="Retrieval mode, as for `search`.")] = "hybrid",
+        top_k: Annotated[int, Field(ge=1, le=50, description="Passages read for the answer.")] = 5,
+        filters: Annotated[Filters, Field(description=FILTERS_HELP)] = None,
+        answer_style: Annotated[Literal["extractive", "sentence", "choice", "generative"], Field(
+            description="extractive (default): the few words of a retrieved sentence that answer, no "
+            "language model; sentence: that whole sentence; choice: a small local model picks among the "
+            "best short answers; generative: the local model writes the answer (slow, may be wrong).",
+        )] = "extractive",
+        max_tokens: Annotated[Optional[int], Field(ge=1, le=4096, description="Longest generated answer, "
+                                                  "in tokens (generative and choice styles).")] = None,
+    ) -> CallToolResult:
+        """Answer a question from the indexed documents, with numbered citations.
+
+        Returns answer (text citing sources as [1], [2]), abstained (true when nothing relevant
+        was found: then do not trust answer), citations (number, path, page), sources (the
+        passages read, numbered) and support (per answer sentence: the source that backs it and
+        a label: supported, partial or unsupported).
+        """
+        return await _run(ctx, tools.ask, question=question, mode=mode, top_k=top_k, filters=filters,
+                          answer_style=answer_style, max_tokens=max_tokens)
+
+    @server.tool(annotations=READ_ONLY)
+    async def get(
+        path: Annotated[Optional[str], Field(
+            description="An indexed file's path as hits show it. Give path or chunk_id, not both.")] = None,
+        page: Annotated[Optional[int], Field(ge=1, description="With path: only this page (from 1).")] = None,
+        chunk_id: Annotated[Optional[int], Field(ge=1, description="A hit's chunk_id: just that passage.")]
+        = None,
+    ) -> CallToolResult:
+        """Read what the index stores: a whole document, one page of it, or one chunk.
+
+        Returns kind (document, page or chunk), path, page, pages (the document's page count),
+        text and metadata (file type, size, dates, title). The text is the indexed one, which
+        may be older than the file if it changed since the last ingest.
+        """
+        return await _run_plain(tools.get, path=path, page=page, chunk_id=chunk_id)
+
+    @server.tool(annotations=READ_ONLY)
+    async def status() -> CallToolResult:
+        """Describe the index: its location, document and chunk counts, chunk groups, embedding
+        model, sizes and the last ingest."""
+        return await _run_plain(tools.status)
+
+    return server, tools
+
+
+def serve(settings: Settings, tools: Optional[IndexTools] = None) -> None:
+    """Serve over stdin/stdout until the client closes the stream."""
+    server, tools = build_server(settings, tools)
+    try:
+        anyio.run(server.run_stdio_async)
+    finally:
+        tools.close()

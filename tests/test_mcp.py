@@ -1,0 +1,174 @@
+"""`rag mcp` through the official MCP SDK's own stdio client, against the installed `rag`
+(real default models, an index of the fixture documents built by the installed `rag ingest`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from conftest import FIXTURES, shared_model_files
+
+RAG = shutil.which("rag") or "rag"
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory, model_cache_dir) -> dict[str, str]:
+    home = tmp_path_factory.mktemp("mcp-home")
+    environ = {key: value for key, value in os.environ.items() if not key.startswith("RAG_")}
+    environ.update(RAG_CACHE_DIR=str(shared_model_files(home / "cache", model_cache_dir)),
+                   XDG_CONFIG_HOME=str(home / "config"), XDG_DATA_HOME=str(home / "data"),
+                   HF_HUB_OFFLINE="1")
+    return environ
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory, env) -> Path:
+    path = tmp_path_factory.mktemp("mcp-index") / "index"
+    docs = tmp_path_factory.mktemp("mcp-docs")
+    for name in ("lighthouses.pdf", "bread_baking.md", "chinese_tea.txt"):
+        shutil.copy(FIXTURES / "docs" / name, docs / name)
+    done = subprocess.run([RAG, "ingest", str(docs), "--index", str(path)], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return path
+
+
+def session_run(index: Path, env: dict[str, str], body, errlog=None):
+    """Start `rag mcp --index INDEX` with the SDK's stdio client and run `body(session)`."""
+    params = StdioServerParameters(command=RAG, args=["mcp", "--index", str(index)], env=env)
+
+    async def main():
+        async with stdio_client(params, errlog=errlog or open(os.devnull, "w")) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                return await body(session)
+
+    return anyio.run(main)
+
+
+def test_lists_four_tools_with_described_schemas(index, env):
+    async def body(session):
+        return (await session.list_tools()).tools
+
+    tools = {tool.name: tool for tool in session_run(index, env, body)}
+    assert set(tools) == {"search", "ask", "get", "status"}
+    search = tools["search"].input_schema
+    assert search["required"] == ["query"]
+    assert set(search["properties"]) == {"query", "mode", "top_k", "group", "filters"}
+    assert all(prop.get("description") for prop in search["properties"].values())
+    assert tools["ask"].input_schema["required"] == ["question"]
+    assert set(tools["get"].input_schema["properties"]) == {"path", "page", "chunk_id"}
+    assert all(tool.description and tool.annotations.read_only_hint for tool in tools.values())
+
+
+def test_calls_each_tool_with_progress(index, env):
+    progress: list[tuple] = []
+
+    async def record(done, total, message):
+        progress.append((done, total, message))
+
+    async def body(session):
+        search = await session.call_tool("search", {"query": "Eddystone lighthouse storm", "top_k": 3,
+                                                    "filters": {"file_type": "pdf"}}, progress_callback=record)
+        searched = len(progress)
+        hit = search.structured_content["hits"][0]
+        chunk = await session.call_tool("get", {"chunk_id": hit["chunk_id"]})
+        page = await session.call_tool("get", {"path": hit["path"], "page": 2})
+        ask = await session.call_tool("ask", {"question": "When was the Eddystone Lighthouse first lit?"},
+                                      progress_callback=record)
+        status = await session.call_tool("status", {})
+        return search, searched, chunk, page, ask, status
+
+    search, searched, chunk, page, ask, status = session_run(index, env, body)
+    assert not any(result.is_error for result in (search, chunk, page, ask, status))
+    hits = search.structured_content["hits"]
+    assert 1 <= len(hits) <= 3 and all(h["path"].endswith("lighthouses.pdf") for h in hits)
+    assert set(hits[0]) >= {"path", "page", "score", "text", "chunk_id"}
+    assert json.loads(search.content[0].text) == search.structured_content
+    assert searched >= 2 and progress[searched - 1][0] == progress[searched - 1][1]  # search reported done
+    assert chunk.structured_content["text"] == hits[0]["text"]
+    assert page.structured_content["kind"] == "page" and "Eddystone" in page.structured_content["text"]
+    answer = ask.structured_content
+    assert "1698" in answer["answer"] and not answer["abstained"]
+    assert answer["citations"][0]["path"].endswith("lighthouses.pdf")
+    assert "support" in answer
+    assert len(progress) > searched  # ask reported progress too
+    assert status.structured_content["documents"] == 3
+
+
+def test_bad_arguments_and_errors_come_back_as_one_line_tool_errors(index, env):
+    async def body(session):
+        results = [
+            await session.call_tool("search", {"query": "tea", "top_k": 0}),
+            await session.call_tool("search", {"query": "tea", "mode": "psychic"}),
+            await session.call_tool("search", {"query": "tea", "filters": {"colour": "red"}}),
+            await session.call_tool("get", {"chunk_id": 99999}),
+            await session.call_tool("get", {}),
+            await session.call_tool("nonesuch", {}),
+        ]
+        after = await session.call_tool("search", {"query": "bread dough", "mode": "bm25"})
+        return results, after
+
+    results, after = session_run(index, env, body)
+    texts = [result.content[0].text for result in results]
+    assert all(result.is_error for result in results), texts
+    assert all(text.startswith("rag: error: ") and "\n" not in text for text in texts), texts
+    assert "top_k" in texts[0] and "mode" in texts[1]
+    assert "unknown filter key 'colour'" in texts[2]
+    assert "no chunk 99999" in texts[3] and "chunk_id" in texts[4] and "nonesuch" in texts[5]
+    assert not after.is_error and after.structured_content["hits"]  # the server carried on
+
+
+def test_missing_index_is_a_tool_error_not_a_crash(tmp_path, env):
+    missing = tmp_path / "no-index-here"
+
+    async def body(session):
+        search = await session.call_tool("search", {"query": "anything"})
+        status = await session.call_tool("status", {})
+        return search, status
+
+    search, status = session_run(missing, env, body)
+    expected = (f"rag: error: no index at {missing}: run `rag ingest DIR` first (or pass --index PATH)")
+    cli = subprocess.run([RAG, "query", "anything", "--index", str(missing)], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert search.is_error and status.is_error
+    assert search.content[0].text == expected == cli.stderr.strip()  # the CLI's own line
+
+
+def test_stdout_carries_only_protocol_messages_even_when_a_model_loads(index, env, tmp_path):
+    """Raw JSON-RPC over pipes: every stdout line must parse, also after llama.cpp loaded."""
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw-test", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "ask", "arguments": {"question": "How long should bread dough rise?",
+                                         "answer_style": "generative", "max_tokens": 16}}},
+    ]
+    stdin = "".join(json.dumps(request) + "\n" for request in requests)
+    process = subprocess.Popen([RAG, "mcp", "--index", str(index)], env=env, stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process.stdin.write(stdin)
+    process.stdin.flush()
+    lines = []
+    while True:  # read until the answer to the tools/call arrives, then close stdin
+        line = process.stdout.readline()
+        assert line, process.stderr.read()
+        lines.append(line)
+        if json.loads(line).get("id") == 2:
+            break
+    process.stdin.close()  # end of input: the server must exit by itself
+    rest = process.stdout.read()
+    assert process.wait(timeout=120) == 0, process.stderr.read()
+    messages = [json.loads(line) for line in lines + rest.splitlines() if line.strip()]
+    assert all(message.get("jsonrpc") == "2.0" for message in messages)
+    answer = next(message for message in messages if message.get("id") == 2)
+    assert answer["result"]["isError"] is False, answer
