@@ -74,8 +74,9 @@ class IndexTools:
             self._drop()
 
     # -- the calls ------------------------------------------------------------------------
-    def search(self, query: str, *, mode: str | None = None, top_k: int | None = None, group: str | None = None,
-               filters: Mapping[str, Any] | None = None, progress: ProgressFn = _no_progress) -> dict[str, Any]:
+    def search(self, query: str, *, mode: str | None = None, top_k: int | None = None,
+               group: str | None = None, filters: Mapping[str, Any] | None = None,
+               progress: ProgressFn = _no_progress) -> dict[str, Any]:
         """Ranked chunks for `query` (the data of `rag query --json`).
 
         Raises:
@@ -98,7 +99,8 @@ class IndexTools:
             progress(2, 2, f"{len(hits)} hits")
         return {"query": query, "mode": options.mode, "hits": [hit_record(hit) for hit in hits]}
 
-    def ask(self, question: str, *, mode: str = "hybrid", top_k: int = 5, filters: Mapping[str, Any] | None = None,
+    def ask(self, question: str, *, mode: str = "hybrid", top_k: int = 5,
+            filters: Mapping[str, Any] | None = None,
             answer_style: str = "extractive", max_tokens: int | None = None,
             progress: ProgressFn = _no_progress) -> dict[str, Any]:
         """Answer `question` from the index with citations (the data of `rag ask --json`).

@@ -105,7 +105,8 @@ def get_chunk(index: Path, chunk_id: int) -> StoredText:
                       end=chunk.end, metadata=dict(chunk.metadata))
 
 
-def get_document(index: Path, target: str, *, page: int | None = None, group: str | None = None) -> StoredText:
+def get_document(index: Path, target: str, *, page: int | None = None,
+                 group: str | None = None) -> StoredText:
     """A stored document, or one page of it, by path (`PATH` or `PATH:PAGE`).
 
     Args:
@@ -128,8 +129,8 @@ def get_document(index: Path, target: str, *, page: int | None = None, group: st
     try:
         record = _find_document(store, path)
         group = group or _group_of(store, record["id"])
-        rows = store.db.execute('SELECT id, start, "end", text FROM chunks WHERE doc_id = ? AND group_name = ? '
-                                "ORDER BY start, ord", [record["id"], group]).fetchall()
+        rows = store.db.execute('SELECT id, start, "end", text FROM chunks WHERE doc_id = ? '
+                                "AND group_name = ? ORDER BY start, ord", [record["id"], group]).fetchall()
     finally:
         store.close()
     if not rows:

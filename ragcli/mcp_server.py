@@ -115,7 +115,8 @@ def build_server(settings: Settings, tools: Optional[IndexTools] = None) -> tupl
             description="bm25: exact words (names, codes, rare terms); dense: meaning (paraphrases); hybrid: "
             "both fused (the default, good for most queries); llm: a local model picks among hybrid "
             "candidates (slow).")] = None,
-        top_k: Annotated[Optional[int], Field(ge=1, le=100, description="Hits to return (default 10).")] = None,
+        top_k: Annotated[Optional[int], Field(ge=1, le=100, description="Hits to return (default 10).")]
+        = None,
         group: Annotated[Optional[str], Field(
             description="Chunk group (granularity) to search, e.g. fine, medium, coarse; default: medium. "
             "`status` lists the index's groups.")] = None,
@@ -127,7 +128,8 @@ def build_server(settings: Settings, tools: Optional[IndexTools] = None) -> tupl
         (null for unpaged formats), chunk_id (pass it to `get` for that exact passage), group
         and text. Use `get` with the path to read the whole document.
         """
-        return await _run(ctx, tools.search, query=query, mode=mode, top_k=top_k, group=group, filters=filters)
+        return await _run(ctx, tools.search, query=query, mode=mode, top_k=top_k, group=group,
+                          filters=filters)
 
     @server.tool(annotations=READ_ONLY)
     async def ask(

@@ -18,7 +18,8 @@ from fakes import HashEmbedder
 from ragcli.ingest import ingest_documents
 from ragcli.types import ChunkSettings, Document
 
-HEAVY = ("torch", "sentence_transformers", "transformers", "faiss", "llama_cpp", "onnxruntime")
+HEAVY = ("torch", "sentence_transformers", "transformers", "faiss", "llama_cpp", "onnxruntime",
+         "mcp", "watchfiles")
 TESTS = Path(__file__).resolve().parent
 
 PROBE = """
@@ -61,6 +62,12 @@ def index(isolated_home):
 def test_help_imports_no_model_runtime():
     assert loaded_heavy_modules(["--help"]) == set()
     assert loaded_heavy_modules(["query", "--help"]) == set()
+    assert loaded_heavy_modules(["mcp", "--help"]) == set()
+    assert loaded_heavy_modules(["ingest", "--help"]) == set()
+
+
+def test_get_imports_no_model_runtime(index):
+    assert loaded_heavy_modules(["get", "/a.txt"]) == set()
 
 
 def test_bm25_query_imports_no_model_runtime(index):

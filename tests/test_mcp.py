@@ -75,8 +75,8 @@ def test_calls_each_tool_with_progress(index, env):
         progress.append((done, total, message))
 
     async def body(session):
-        search = await session.call_tool("search", {"query": "Eddystone lighthouse storm", "top_k": 3,
-                                                    "filters": {"file_type": "pdf"}}, progress_callback=record)
+        arguments = {"query": "Eddystone lighthouse storm", "top_k": 3, "filters": {"file_type": "pdf"}}
+        search = await session.call_tool("search", arguments, progress_callback=record)
         searched = len(progress)
         hit = search.structured_content["hits"][0]
         chunk = await session.call_tool("get", {"chunk_id": hit["chunk_id"]})

@@ -61,7 +61,8 @@ def watcher(tmp_path, isolated_home):
                                stdout=out, stderr=err)
     log = tmp_path / "watch.err"
     try:
-        eventually(lambda: "watching" in log.read_text() or process.poll() is not None, "the watcher to start")
+        eventually(lambda: "watching" in log.read_text() or process.poll() is not None,
+                   "the watcher to start")
         assert process.poll() is None, log.read_text()
         yield folder, isolated_home, process, log
     finally:

@@ -23,7 +23,8 @@ def get(
     chunk: ChunkOption = None,
     group: GroupOption = None,
     json_output: Annotated[bool, typer.Option(
-        "--json", help="One JSON document: kind, path, page, pages, group, chunk ids, text, metadata.")] = False,
+        "--json", help="One JSON document: kind, path, page, pages, group, chunk ids, text, metadata.",
+    )] = False,
     index: IndexOption = None,
 ) -> None:
     """Print a stored document, one page of it, or one chunk: what a query hit points to.

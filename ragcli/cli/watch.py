@@ -35,8 +35,10 @@ def run_watch(index: Path, roots: Sequence[Path], **options) -> None:
                 err.print(change_line(change), markup=False, highlight=False, soft_wrap=True)
             if batch.kind == "initial":
                 report = batch.report
-                err.print(f"watching {', '.join(map(str, roots))} ({report.added + report.updated + report.unchanged} "
-                          "documents; Ctrl-C to stop)", markup=False, highlight=False, soft_wrap=True)
+                documents = report.added + report.updated + report.unchanged
+                folders = ", ".join(str(Path(root).resolve()) for root in roots)
+                err.print(f"watching {folders} ({documents} documents; Ctrl-C to stop)", markup=False,
+                          highlight=False, soft_wrap=True)
     finally:
         signal.signal(signal.SIGINT, previous)
     if stop.is_set():

@@ -1,0 +1,126 @@
+"""`rag get` and `rag open` through the installed `rag`, over an index of in-memory documents."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from fakes import HashEmbedder
+from ragcli.documents import parse_target, stitch
+from ragcli.ingest import ingest_documents
+from ragcli.opener import open_command
+from ragcli.types import ChunkSettings, Document
+
+RAG = shutil.which("rag") or "rag"
+PDF_TEXT = ("The lighthouse lamp was lit every evening; its beam warned ships.\f"
+            "The keeper wrote the log of passing ships by candle light.\f"
+            "Storms broke the glass twice in one winter.")
+DOCS = [Document("/papers/lighthouse.pdf", PDF_TEXT, "pdf", {"author": "ann", "title": "Lights"}),
+        Document("/notes/茶.md", "中国是茶的故乡，唐代的陆羽写成了《茶经》。 " * 30, "md", {})]
+
+
+@pytest.fixture
+def index(isolated_home):
+    ingest_documents(isolated_home, DOCS, embedder=HashEmbedder(), group="medium",
+                     chunking=ChunkSettings("word", 12, 4))
+    return isolated_home
+
+
+def rag(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([RAG, *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})})
+
+
+def test_get_prints_the_stored_document_rebuilt_from_overlapping_chunks(index):
+    done = rag("get", "/notes/茶.md")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == DOCS[1].text + "\n"  # word windows keep every character
+
+
+def test_get_page_and_json(index):
+    page = rag("get", "/papers/lighthouse.pdf:2")
+    assert page.returncode == 0
+    assert page.stdout == "The keeper wrote the log of passing ships by candle light.\n"
+    document = json.loads(rag("get", "/papers/lighthouse.pdf", "--json").stdout)
+    assert document["schema_version"] == 1 and document["kind"] == "document"
+    assert document["text"] == PDF_TEXT and document["pages"] == 3 and document["page"] is None
+    assert document["metadata"]["author"] == "ann" and document["metadata"]["file_type"] == "pdf"
+    assert len(document["chunk_ids"]) > 1
+
+
+def test_query_hits_carry_chunk_ids_that_get_reads(index):
+    hits = json.loads(rag("query", "candle keeper", "--mode", "bm25", "--json").stdout)["hits"]
+    top = hits[0]
+    chunk = json.loads(rag("get", "--chunk", str(top["chunk_id"]), "--json").stdout)
+    assert chunk["kind"] == "chunk" and chunk["text"] == top["text"] and chunk["page"] == top["page"]
+    assert rag("get", "--chunk", str(top["chunk_id"])).stdout == top["text"] + "\n"
+    line = json.loads(rag("query", "candle keeper", "--mode", "bm25", "--jsonl").stdout.splitlines()[0])
+    assert line["chunk_id"] == top["chunk_id"]
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["/nowhere.md"], 1, "/nowhere.md is not in the index"),
+    (["/papers/lighthouse.pdf:9"], 1, "has 3 page(s), not 9"),
+    (["--chunk", "424242"], 1, "no chunk 424242"),
+    ([], 2, "give PATH[:PAGE] or --chunk ID"),
+])
+def test_get_errors(index, args, code, message):
+    done = rag("get", *args)
+    assert done.returncode == code and message in done.stderr and done.stdout == ""
+
+
+def test_get_without_an_index(isolated_home):
+    done = rag("get", "/a.md")
+    assert done.returncode == 1 and done.stderr.startswith("rag: error: no index at")
+
+
+def test_open_without_a_display_prints_the_path_and_page(index):
+    env = {key: value for key, value in os.environ.items() if key not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    done = subprocess.run([RAG, "open", "/papers/lighthouse.pdf:2"], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 0 and done.stdout == "/papers/lighthouse.pdf:2\n"
+
+
+def test_open_starts_a_page_aware_viewer_when_there_is_one(index, tmp_path):
+    # No desktop here: a stand-in `zathura` on PATH records how it was started.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    record = tmp_path / "args.txt"
+    viewer = bin_dir / "zathura"
+    viewer.write_text(f"#!/bin/sh\necho \"$@\" > {record}\n")
+    viewer.chmod(0o755)
+    path = f"{bin_dir}:{os.environ['PATH']}"
+    done = rag("open", "/papers/lighthouse.pdf:3", env={"DISPLAY": ":0", "PATH": path})
+    assert done.returncode == 0 and done.stdout == "", done.stderr
+    deadline = time.monotonic() + 30
+    while not record.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert record.read_text().split() == ["--page", "3", "/papers/lighthouse.pdf"]
+
+
+def test_open_command_choices():
+    found = {"xdg-open": "/usr/bin/xdg-open", "evince": "/usr/bin/evince", "open": "/usr/bin/open"}.get
+    assert open_command("/a.pdf", 4, platform="linux", has_display=True, which=found) == \
+        ["evince", "--page-label", "4", "/a.pdf"]
+    assert open_command("/a.md", None, platform="linux", has_display=True, which=found) == \
+        ["xdg-open", "/a.md"]
+    assert open_command("/a.pdf", 4, platform="linux", has_display=False, which=found) is None
+    assert open_command("/a.pdf", 4, platform="darwin", has_display=False, which=found) == ["open", "/a.pdf"]
+    assert open_command("/a.pdf", 4, platform="linux", has_display=True, which=lambda name: None) is None
+
+
+def test_stitch_and_parse_target(tmp_path):
+    text = "alpha beta gamma delta epsilon"
+    windows = [(0, 16, text[0:16]), (11, 22, text[11:22]), (17, 30, text[17:30])]
+    assert stitch(windows) == text
+    assert stitch([(0, 5, "alpha"), (11, 16, "gamma")]) == "alpha\ngamma"
+    assert parse_target("/a/b.pdf:12") == ("/a/b.pdf", 12)
+    odd = tmp_path / "odd:7"
+    odd.write_text("x")
+    assert parse_target(str(odd)) == (str(odd), None)
+    assert parse_target("c:/notes") == ("c:/notes", None)
