@@ -503,7 +503,8 @@ def _classify_changes(roots: Sequence[Path], changed: Iterable[Path],
         if path.is_dir():
             files.update(dict.fromkeys(walk_files(path, file_filter)))
         elif path.is_file():
-            if file_filter.accepts("/".join(relative)):
+            # A root that is a file was named explicitly: it is wanted whatever the globs say.
+            if path == root or file_filter.accepts("/".join(relative)):
                 files[path] = None
         else:
             gone.append(path)

@@ -130,3 +130,67 @@ def test_watcher_follows_create_modify_save_rename_delete_burst_and_stops_on_ctr
     assert sum(line.startswith(f"added {burst}/") for line in lines) == 1000
     assert not any(line.startswith("failed") for line in lines), lines
     assert len(indexed(index)) == 1002
+
+
+# -- the library underneath: ingest_changes and watch() with the hashing fake embedder ------------
+def _paths(index: Path) -> set[str]:
+    from ragcli.status import list_documents
+
+    return {doc["path"] for doc in list_documents(index)}
+
+
+def test_ingest_changes_touches_only_what_changed(tmp_path, fake_embedder):
+    from ragcli.ingest import ingest, ingest_changes
+    from ragcli.types import ChunkSettings
+
+    folder, index = tmp_path / "docs", tmp_path / "index"
+    folder.mkdir()
+    for name in ("a", "b", "c"):
+        (folder / f"{name}.md").write_text(f"Note {name} about harbour lights and {name} things.")
+    (folder / "skip.bin").write_bytes(b"\x00\x01")
+    settings = dict(embedder=fake_embedder, chunking=ChunkSettings("word", 50, 0))
+    ingest(index, [folder], **settings)
+    fake_embedder.embedded_texts.clear()
+
+    (folder / "a.md").write_text("Note a rewritten: glaciers and fjords.")
+    (folder / "b.md").rename(folder / "b2.md")
+    (folder / "c.md").unlink()
+    (folder / "sub").mkdir()
+    (folder / "sub" / "d.md").write_text("Note d in a new folder about tides.")
+    changed = [folder / "a.md", folder / "b.md", folder / "b2.md", folder / "c.md", folder / "sub",
+               folder / "vanished.md", folder / ".hidden.md", tmp_path / "elsewhere.md"]
+    report = ingest_changes(index, [folder], changed, **settings)
+
+    assert _paths(index) == {str(folder / "a.md"), str(folder / "b2.md"), str(folder / "sub" / "d.md")}
+    assert (report.added, report.updated, report.removed, report.failed) == (2, 1, 2, [])
+    # Only the new texts were embedded: the renamed file's chunk was reused by its hash.
+    assert sorted(fake_embedder.embedded_texts) == ["Note a rewritten: glaciers and fjords.",
+                                                    "Note d in a new folder about tides."]
+
+
+def test_watch_applies_changes_and_commits_what_it_saw_when_stopped(tmp_path, fake_embedder):
+    import threading
+
+    from ragcli.watch import watch
+
+    folder, index = tmp_path / "docs", tmp_path / "index"
+    folder.mkdir()
+    (folder / "a.md").write_text("Lighthouse keepers polish lenses.")
+    stop = threading.Event()
+    batches = watch(index, [folder], embedder=fake_embedder, stop=stop)
+    initial = next(batches)
+    assert initial.kind == "initial" and [c.status for c in initial.changes] == ["added"]
+
+    def edit_then_stop():
+        time.sleep(1.0)
+        (folder / "b.md").write_text("Sourdough needs rye flour.")
+        time.sleep(2.0)
+        (folder / "c.md").write_text("Written just before the stop.")
+        stop.set()
+
+    threading.Thread(target=edit_then_stop).start()
+    rest = list(batches)
+    assert rest[-1].kind == "final"
+    seen = [(c.status, Path(c.path).name) for batch in rest for c in batch.changes]
+    assert ("added", "b.md") in seen and ("added", "c.md") in seen
+    assert _paths(index) == {str(folder / name) for name in ("a.md", "b.md", "c.md")}
