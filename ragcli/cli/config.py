@@ -11,7 +11,7 @@ from ragcli.cli.options import JsonOption
 from ragcli.cli.render import emit_json, stderr_console, stdout_console
 from ragcli.config import KEYS, default_config_path, load_settings, set_config_value
 
-app = typer.Typer(help="Show and change settings (flag > environment > config file > index > default).",
+app = typer.Typer(help="Show and change settings (flag > environment > config file > index > default).", add_completion=False,
                   no_args_is_help=True)
 
 

@@ -18,6 +18,7 @@ from ragcli.evaluation.metrics import RETRIEVAL_MEASURES
 
 app = typer.Typer(
     no_args_is_help=True,
+    add_completion=False,
     help="Measure retrieval and answer quality on labelled sets.\n\n"
     "Example: rag eval retrieval ./scifact --modes bm25,dense,hybrid",
 )

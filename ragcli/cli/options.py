@@ -8,12 +8,19 @@ from typing import Annotated, List, Optional
 
 import typer
 
+from ragcli.cli.render import ListFormat
+
 IndexOption = Annotated[
     Optional[Path],
     typer.Option("--index", help="Index directory (default: $RAG_INDEX, else the user data dir).",
                  show_default=False),
 ]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout (= --format json).")]
+FormatOption = Annotated[
+    Optional[ListFormat],
+    typer.Option("--format", help="table (on a terminal; tab-separated lines in a pipe), tsv, csv (both with a "
+                 "header), json or jsonl.", show_default=False),
+]
 EmbedModelOption = Annotated[
     Optional[str],
     typer.Option("--embed-model", help="Embedding model: a local sentence-transformers folder "
