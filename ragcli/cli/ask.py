@@ -68,9 +68,9 @@ def ask(
     rewrite: Annotated[Optional[Rewrite], typer.Option(
         help="Rewrite the question first: multi (the model writes alternative queries, results fused) or "
         "hyde (search with the embedding of a hypothetical answer).", show_default=False)] = None,
-    no_cache: Annotated[bool, typer.Option(
-        "--no-cache", help="Do not reuse or store a cached answer (answers are cached per question, "
-        "settings and index state).")] = False,
+    cache: Annotated[bool, typer.Option(
+        "--cache/--no-cache", help="Reuse and store answers, cached per question, settings and index state "
+        "(--no-cache: always generate).")] = True,
     json_output: Annotated[bool, typer.Option(
         "--json", help="One JSON document: answer, abstained, citations, sources, support, timings, "
         "tokens, cached.")] = False,
@@ -80,8 +80,9 @@ def ask(
     """Answer a question from your documents with a local model, citing the sources [1], [2].
 
     On a terminal the answer streams as it is generated, followed by its sources (path and
-    page) and each sentence's support: green supported, yellow partial, red unsupported. When
-    nothing relevant is found it says so instead of guessing.
+    page) and each sentence's support, labelled supported, partial or unsupported (and
+    coloured, where colour is on). When nothing relevant is found it says so instead of
+    guessing.
 
     Examples:
 
@@ -105,7 +106,7 @@ def ask(
         weights=parse_weights(weights) or (1.0, 1.0))
     options = AskOptions(query=query, model=model, n_ctx=ctx, max_tokens=max_tokens, temperature=temperature,
                          threads=threads, seed=seed, rewrite=rewrite.value if rewrite else None,
-                         use_cache=not no_cache, answer_style=answer_style.value)
+                         use_cache=cache, answer_style=answer_style.value)
     questions = _stdin_questions(question)
     with Asker(settings.index, settings=settings) as asker:
         if questions is not None:
@@ -183,11 +184,13 @@ def _print_sources(answer) -> None:
 def _print_support(console, answer) -> None:
     from rich.text import Text
 
-    console.print("\nSupport (green supported, yellow partial, red unsupported):", highlight=False,
-                  markup=False)
+    console.print("\nSupport:", highlight=False, markup=False)
     for item in answer.support:
         source = f"[{item.source}]" if item.source is not None else "[-]"
-        line = Text(f"  {source} {item.score:.2f}  ")
+        # The label is a word, not only a colour: meaning must survive --color never.
+        line = Text(f"  {source} {item.score:.2f} ")
+        line.append(f"{item.label:<11}", style=SUPPORT_STYLES.get(item.label, ""))
+        line.append(" ")
         width = max(console.width - len(line) - 1, 20)
         line.append(_shorten(item.sentence, width), style=SUPPORT_STYLES.get(item.label, ""))
         console.print(line, highlight=False)

@@ -292,7 +292,10 @@ def answers(
         ),
     ] = None,
     max_tokens: Annotated[int, typer.Option(min=1, help="Answer length limit in tokens.")] = 256,
-    n_ctx: Annotated[int, typer.Option(min=256, help="The model's context window in tokens.")] = 2048,
+    ctx: Annotated[int, typer.Option("--ctx", min=128, help="Model context window in tokens (as in `rag ask`).")]
+    = 2048,
+    n_ctx: Annotated[Optional[int], typer.Option("--n-ctx", min=128, hidden=True,
+                                                 help="Old spelling of --ctx.")] = None,
     threads: Annotated[
         Optional[int],
         typer.Option(min=1, help="CPU threads for generation (default: all).", show_default=False),
@@ -326,7 +329,7 @@ def answers(
         query=_query_options(top_k, group, fusion, weights),
         model=model,
         max_tokens=max_tokens,
-        n_ctx=n_ctx,
+        n_ctx=n_ctx or ctx,
         threads=threads,
         use_cache=cache,
     )

@@ -191,12 +191,14 @@ def _utf8(text: str) -> str:
 
 
 def emit_records(fmt: ListFormat, records: Sequence[Mapping[str, Any]], columns: Sequence[str], *,
-                 kind: str, key: str, human: Callable[[], None], plain: Sequence[str] | None = None,
+                 kind: str, key: str, human: Callable[[], None],
+                 plain: Callable[[Mapping[str, Any]], Sequence[Any]] | None = None,
                  extra: Mapping[str, Any] | None = None) -> None:
     """Print records in the chosen format.
 
     Args:
-        fmt: table (human: `human()` on a terminal, else `plain` columns as TSV without a header),
+        fmt: table (human: `human()` on a terminal, else one TSV line per record without a
+            header: `plain(record)`, by default the `columns`),
             tsv / csv (`columns` with a header), json (one document: `extra` and `key: records`)
             or jsonl (one record per line).
         records: the JSON shapes; `columns` pick the TSV/CSV fields.
@@ -212,7 +214,7 @@ def emit_records(fmt: ListFormat, records: Sequence[Mapping[str, Any]], columns:
     elif is_terminal(sys.stdout):
         human()
     else:
-        emit_tsv([record.get(c) for c in (plain or columns)] for record in records)
+        emit_tsv((plain(record) if plain else [record.get(c) for c in columns]) for record in records)
 
 
 def resolve_format(fmt: ListFormat | None, json_flag: bool) -> ListFormat:
