@@ -27,6 +27,7 @@ from ragcli.retrieval.analysis import term_string
 from ragcli.splitting import PRESETS, page_at, page_starts, split, validate_settings
 from ragcli.store import NewChunk, Store
 from ragcli.types import ChunkSettings, Document, Progress
+from ragcli.removal import apply_exclusions
 from ragcli.walk import FileFilter, resolve_roots, walk_files
 
 DEFAULT_GROUP = "medium"
@@ -222,6 +223,7 @@ def ingest(
                         file_filter=file_filter, batch_chunks=batch_chunks, progress=progress)
     with _run(index, embedder, group, chunking, batch_chunks, roots) as (store, settings, batcher, report):
         files = [p for root in roots for p in walk_files(root, file_filter)]
+        files = apply_exclusions(store, files)  # what `rag rm` removed stays out
         if progress:
             progress.start(len(files))
         for path in files:

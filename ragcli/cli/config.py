@@ -49,9 +49,15 @@ def _print_settings(rows: list[dict]) -> None:
     stdout_console().print(table)
 
 
+def _complete_keys(incomplete: str) -> list[str]:
+    from ragcli.cli.completions import config_keys
+
+    return config_keys(incomplete)
+
+
 @app.command("set")
 def set_value(
-    key: Annotated[str, typer.Argument(help=f"One of: {', '.join(KEYS)}.")],
+    key: Annotated[str, typer.Argument(help=f"One of: {', '.join(KEYS)}.", autocompletion=_complete_keys)],
     value: Annotated[str, typer.Argument(help="The new value.")],
 ) -> None:
     """Write one setting into the config file.

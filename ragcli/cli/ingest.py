@@ -66,6 +66,10 @@ def ingest(
     from ragcli.walk import FileFilter
 
     settings = load_settings(index=index, embed_model=embed_model)
+    if paths:  # naming a path that `rag rm` removed adds it back
+        from ragcli.removal import lift_exclusions
+
+        lift_exclusions(settings.index, paths)
     group = group or DEFAULT_GROUP
     roots = paths or known_roots(settings.index)
     chunking = chunking_override(settings.index, group, split_by.value if split_by else None,
@@ -169,26 +173,56 @@ def _print_ls(documents: list[dict]) -> None:
     stdout_console().print(table)
 
 
-def _complete_paths(incomplete: str) -> list[str]:
+def _complete_paths(ctx: typer.Context, incomplete: str) -> list[str]:
     from ragcli.cli.completions import indexed_paths
 
-    return indexed_paths(incomplete)
+    return indexed_paths(incomplete, ctx.params.get("index"))
 
 
 def rm(
     paths: Annotated[List[str], typer.Argument(help="Indexed files or folders to remove.",
                                               autocompletion=_complete_paths)],
     index: IndexOption = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask before removing every document "
+                                      "(needed without a terminal).")] = False,
     json_output: JsonOption = False,
 ) -> None:
     """Remove documents (a folder removes everything indexed under it) from the index.
 
+    The removal lasts: later ingests of the folder skip what was removed. To add a file
+    back, name it (or a folder inside the removed one): rag ingest ~/notes/old-draft.md.
+    Removing every document (e.g. rag rm /) asks first; --yes skips the question.
+
     Example: rag rm ~/notes/old-draft.md
     """
+    from ragcli.errors import RagError
     from ragcli.ingest import remove_paths
+    from ragcli.removal import plan_removal, record_exclusions
 
-    removed = remove_paths(load_settings(index=index).index, paths)
+    index_dir = load_settings(index=index).index
+    plan = plan_removal(index_dir, paths)
+    if not plan.matched:
+        raise RagError(f"nothing indexed under {', '.join(map(str, paths))}: see `rag ls`")
+    if plan.everything and not yes:
+        _confirm_remove_all(plan.total, index_dir)
+    removed = remove_paths(index_dir, paths)
+    record_exclusions(index_dir, plan.targets)
     if json_output:
-        emit_json("rm", {"removed": removed})
+        emit_json("rm", {"removed": removed, "excluded": [str(t) for t in plan.targets]})
     else:
-        stderr_console().print(f"{removed} document(s) removed")
+        stderr_console().print(f"{removed} document(s) removed; later ingests skip "
+                               f"{printable(', '.join(paths))} (name it in `rag ingest` to add it back)",
+                               markup=False, highlight=False)
+
+
+def _confirm_remove_all(total: int, index_dir: Path) -> None:
+    """Ask on a terminal; without one, refuse (exit 2) unless --yes was given."""
+    import sys
+
+    from ragcli.errors import UsageError
+
+    question = f"remove all {total} documents from the index at {index_dir}?"
+    if not sys.stdin.isatty():
+        raise UsageError(f"refusing to {question[:-1]} without confirmation: add --yes")
+    if not typer.confirm(f"rag: {question}", default=False, err=True):
+        raise typer.Exit(1)

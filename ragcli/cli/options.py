@@ -26,10 +26,10 @@ EmbedModelOption = Annotated[
     typer.Option("--embed-model", help="Embedding model: a local sentence-transformers folder "
                  "(default: $RAG_EMBED_MODEL, else the packaged all-MiniLM-L6-v2).", show_default=False),
 ]
-def _complete_groups(incomplete: str) -> list[str]:
+def _complete_groups(ctx: typer.Context, incomplete: str) -> list[str]:
     from ragcli.cli.completions import group_names
 
-    return group_names(incomplete)
+    return group_names(incomplete, ctx.params.get("index"))
 
 
 GroupOption = Annotated[
