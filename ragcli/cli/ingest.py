@@ -75,7 +75,13 @@ def ingest(
     chunking = chunking_override(settings.index, group, split_by.value if split_by else None,
                                  chunk_size, chunk_overlap)
     err = stderr_console()
-    embedder = embedder_for(settings, None if rebuild else read_index_meta(settings.index, "embedding_model"))
+    from ragcli.cli.progress import status as spinner
+    from ragcli.stages import stage
+
+    model = None if rebuild else read_index_meta(settings.index, "embedding_model")
+    with spinner(err, "preparing the embedding model (the first run exports it, about 20 s)"), \
+            stage("load embedding model", str(settings.embed_model or model or "default")):
+        embedder = embedder_for(settings, model)
     with progress_bar(err, "ingesting") as bar:
         report = run_ingest(settings.index, roots, embedder=embedder, group=group, chunking=chunking,
                             file_filter=FileFilter(tuple(include or ()), tuple(exclude or ())),
