@@ -183,7 +183,7 @@ def _root(
         show_default=False)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only data and errors: no messages.")] = False,
     verbose: Annotated[int, typer.Option(
-        "--verbose", "-v", count=True,
+        "--verbose", "-v", count=True, show_default=False,
         help="Say on stderr what rag does: index, model, mode, time per stage. -vv adds library logs.")] = 0,
 ) -> None:
     """Local-first retrieval-augmented generation: ingest folders, query them, ask them.

@@ -151,11 +151,10 @@ def _stop_if_partial(report: Any) -> None:
 
 
 def _print_table(table: Table) -> None:
-    """Print a wide metrics table; in a pipe there is no terminal width to respect, so use 160."""
-    console = stdout_console()
-    if not console.is_terminal:
-        console.width = 160
-    console.print(table)
+    """The metrics table on a terminal; in a pipe, tab-separated lines with a header line."""
+    from ragcli.cli.render import print_table
+
+    print_table(table, header=True)
 
 
 def _cell(value: float | None, digits: int = 3) -> str:

@@ -227,6 +227,17 @@ def resolve_format(fmt: ListFormat | None, json_flag: bool) -> ListFormat:
     return ListFormat.json if json_flag else fmt or ListFormat.table
 
 
+def print_table(table: Any, header: bool = False) -> None:
+    """A rich Table on a terminal; off one, its cells as tab-separated lines (full values)."""
+    if is_terminal(sys.stdout):
+        stdout_console().print(table)
+        return
+    columns = table.columns
+    rows = zip(*(column._cells for column in columns))  # rich keeps cells per column
+    emit_tsv(([str(value) for value in row] for row in rows),
+             [str(column.header) for column in columns] if header else None)
+
+
 def human_size(size: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if size < 1024 or unit == "GB":
