@@ -41,8 +41,8 @@ class BarProgress:
         self.files_read += 1
         name = printable(path.rsplit("/", 1)[-1])
         status_text = f"read {self.files_read}/{self.files_total} files; {status}: {name}"[:70]
-        if self._embedding_started:
-            self._progress.update(self._task, status=status_text, total=self._estimate())
+        if self._embedding_started:  # the estimate moves only when a batch is queued
+            self._progress.update(self._task, status=status_text)
         else:
             self._progress.update(self._task, advance=1, status=status_text)
 
