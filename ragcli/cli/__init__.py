@@ -211,6 +211,13 @@ def main() -> None:
     except BrokenPipeError:
         silence_stdout()
         sys.exit(0)
+    except SystemExit:
+        # click met the closed pipe itself (e.g. printing --help): it wraps stdout in
+        # PacifyFlushWrapper and exits 1; a reader that stopped reading is not an error.
+        if type(sys.stdout).__name__ == "PacifyFlushWrapper":
+            silence_stdout()
+            sys.exit(0)
+        raise
     finally:
         try:  # a reader that closed the pipe must not turn the final flush into exit 1
             sys.stdout.flush()
