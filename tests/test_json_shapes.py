@@ -50,7 +50,8 @@ def test_the_document_covers_every_command_that_prints_json():
     commands = set(documented())
     for expected in ("rag status --json", "rag ls --json", "rag ingest --json", "rag rm --json",
                      "rag config show --json", "rag doctor --json", "rag query --json", "rag query --jsonl",
-                     "rag ask --json", "rag eval retrieval --json", "rag eval answers --json", "rag eval generate"):
+                     "rag ask --json", "rag eval retrieval --json", "rag eval answers --json",
+                     "rag eval generate"):
         assert expected in commands
 
 

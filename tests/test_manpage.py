@@ -35,7 +35,8 @@ def test_man_page_covers_every_command_and_option():
 
 @pytest.mark.skipif(shutil.which("man") is None, reason="man(1) is not installed")
 def test_man_renders_the_page_without_warnings():
-    result = subprocess.run(["man", "--warnings", "-l", str(PAGE)], capture_output=True, text=True, timeout=60,
+    result = subprocess.run(["man", "--warnings", "-l", str(PAGE)], capture_output=True, text=True,
+                            timeout=60,
                             env={"MANWIDTH": "100", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
     assert result.returncode == 0 and "RAG(1)" in result.stdout
     assert "rag query" in result.stdout

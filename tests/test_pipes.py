@@ -111,7 +111,8 @@ def test_a_long_error_is_one_line(tmp_path, isolated_home):
 def test_help_has_no_broken_sentences_or_examples(tmp_path):
     ask = run("ask", "--help", tmp=tmp_path).stdout
     assert "followed by its sources (path and page) and each sentence's support" in ask
-    example = 'rag ask "Summarise the safety rules" --answer-style generative --model ~/models/qwen2.5-1.5b.gguf'
+    example = ('rag ask "Summarise the safety rules" --answer-style generative '
+               '--model ~/models/qwen2.5-1.5b.gguf')
     assert any(line.strip() == example for line in ask.splitlines())
     assert "'modified=>=2024-01-01'" in run("query", "--help", tmp=tmp_path).stdout
     for group in ("eval", "config"):
@@ -174,7 +175,8 @@ def test_every_list_command_has_tsv_csv_json_jsonl(tmp_path, indexed, command):
 
 # -- a closed pipe ---------------------------------------------------------------------------
 CLOSED_PIPE = [
-    *[(*command, "--format", fmt) for command in LIST_COMMANDS for fmt in ("table", "tsv", "csv", "json", "jsonl")],
+    *[(*command, "--format", fmt) for command in LIST_COMMANDS
+      for fmt in ("table", "tsv", "csv", "json", "jsonl")],
     ("query", "bees", "--mode", "bm25", "--format", "paths"),
     ("ls",), ("status",), ("doctor",), ("query", "bees", "--mode", "bm25"),
     ("completions", "bash"), ("config", "path"), ("--help",), ("query", "--help"),
@@ -212,7 +214,8 @@ def test_bad_or_contradictory_input_exits_2(tmp_path, indexed, args):
 
 
 def test_stdin_queries_in_table_format_do_what_was_asked(tmp_path, indexed):
-    result = run("query", "--mode", "bm25", "-k", "2", "--format", "table", tmp=tmp_path, stdin="bees\ngear box\n")
+    result = run("query", "--mode", "bm25", "-k", "2", "--format", "table", tmp=tmp_path,
+                 stdin="bees\ngear box\n")
     lines = result.stdout.splitlines()
     assert result.returncode == 0 and len(lines) == 4
     assert [line.split("\t")[0] for line in lines] == ["bees", "bees", "gear box", "gear box"]
@@ -237,7 +240,8 @@ def test_control_characters_in_names_are_escaped_in_human_output(tmp_path, index
 
 def test_control_characters_escaped_on_a_terminal(tmp_path, indexed):
     for args in (["--color", "never", "ls"], ["--color", "never", "query", "evil name", "--mode", "bm25"]):
-        child = pexpect.spawn(RAG, args, env={**os.environ}, encoding="utf-8", timeout=300, dimensions=(40, 250))
+        child = pexpect.spawn(RAG, args, env={**os.environ}, encoding="utf-8", timeout=300,
+                              dimensions=(40, 250))
         output = child.read()
         child.close()
         assert "\x1b]0;" not in output and "\x07" not in output
@@ -260,7 +264,8 @@ def test_support_labels_are_words_not_only_colour():
 
     class Item:
         def __init__(self, label, score):
-            self.label, self.score, self.source, self.sentence = label, score, 1, f"A sentence that is {label}."
+            self.label, self.score, self.source = label, score, 1
+            self.sentence = f"A sentence that is {label}."
 
     class Answer:
         support = [Item("supported", 0.9), Item("partial", 0.5), Item("unsupported", 0.1)]
@@ -317,7 +322,8 @@ def test_rm_everything_asks_on_a_terminal(tmp_path, indexed):
 # -- progress --------------------------------------------------------------------------------
 def test_progress_counts_chunks_embedded_on_a_terminal(tmp_path, isolated_home):
     docs = notes(tmp_path / "docs", 40)
-    child = pexpect.spawn(RAG, ["ingest", str(docs), "--batch-size", "8"], env={**os.environ}, encoding="utf-8",
+    child = pexpect.spawn(RAG, ["ingest", str(docs), "--batch-size", "8"], env={**os.environ},
+                          encoding="utf-8",
                           timeout=600, dimensions=(40, 200))
     output = child.read()
     child.close()

@@ -121,9 +121,23 @@ def print_answer(asker, question: str, options, *, json_output: bool = False) ->
     Also the body of `rag query --answer`.
     """
     if json_output:
-        emit_json("answer", asker.ask(question, options).to_dict())
+        answer = asker.ask(question, options)
+        log_timings(answer)
+        emit_json("answer", answer.to_dict())
     else:
-        _print_streamed(asker.stream(question, options))
+        log_timings(_print_streamed(asker.stream(question, options)))
+
+
+def log_timings(answer) -> None:
+    """`rag -v ask`: the model and each stage's time, from the answer's own timings."""
+    import logging
+
+    if answer is None:
+        return
+    log = logging.getLogger("ragcli.ask")
+    log.info("model %s, %s", answer.model, "cached answer" if answer.cached else "answered")
+    for stage, seconds in answer.timings.items():
+        log.info("stage %s: %.3f s", stage, seconds)
 
 
 def print_answers(asker, questions: Iterable[str], options) -> None:
@@ -142,7 +156,7 @@ def _stdin_questions(question: Optional[str]) -> Optional[Iterator[str]]:
     return (line.strip() for line in sys.stdin if line.strip())
 
 
-def _print_streamed(items) -> None:
+def _print_streamed(items):
     """Answer text to stdout as it comes; then sources (and support, on a terminal)."""
     from ragcli.ask import Answer
 
@@ -161,6 +175,7 @@ def _print_streamed(items) -> None:
     sys.stdout.flush()
     if answer is not None and not answer.abstained:
         _print_sources(answer)
+    return answer
 
 
 def _print_sources(answer) -> None:

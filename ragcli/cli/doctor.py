@@ -36,6 +36,7 @@ def _print_checks(checks) -> None:
     out = stdout_console()
     for check in checks:
         mark = "[green]ok[/green]  " if check.ok else "[red]FAIL[/red]"
-        out.print(f"{mark} {escape(printable(check.name))}: {escape(printable(check.detail))}", highlight=False)
+        name, detail = escape(printable(check.name)), escape(printable(check.detail))
+        out.print(f"{mark} {name}: {detail}", highlight=False)
         if not check.ok:
             out.print(f"      fix: {escape(printable(check.fix))}", highlight=False)

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from ragcli.cli.options import EmbedModelOption, GroupOption, IndexOption, JsonOption
 from ragcli.cli.progress import progress_bar
-from ragcli.cli.render import emit_json, emit_jsonl, stderr_console, stdout_console
+from ragcli.cli.render import emit_json, emit_jsonl, stderr_console
 from ragcli.config import load_settings
 from ragcli.evaluation.metrics import RETRIEVAL_MEASURES
 
@@ -291,8 +291,8 @@ def answers(
         ),
     ] = None,
     max_tokens: Annotated[int, typer.Option(min=1, help="Answer length limit in tokens.")] = 256,
-    ctx: Annotated[int, typer.Option("--ctx", min=128, help="Model context window in tokens (as in `rag ask`).")]
-    = 2048,
+    ctx: Annotated[int, typer.Option("--ctx", min=128,
+                                     help="Model context window in tokens (as in `rag ask`).")] = 2048,
     n_ctx: Annotated[Optional[int], typer.Option("--n-ctx", min=128, hidden=True,
                                                  help="Old spelling of --ctx.")] = None,
     threads: Annotated[

@@ -101,7 +101,8 @@ def ingest(
         raise typer.Exit(1)
 
 
-def status(index: IndexOption = None, json_output: JsonOption = False, output_format: FormatOption = None) -> None:
+def status(index: IndexOption = None, json_output: JsonOption = False,
+           output_format: FormatOption = None) -> None:
     """Show what the index holds: documents, chunks, groups, model, sizes, last ingest.
 
     Off a terminal (and with --format tsv/csv) each fact is one `key<TAB>value` line, e.g.
@@ -151,7 +152,8 @@ def _print_status(info: dict) -> None:
 LS_COLUMNS = ("path", "file_type", "size", "modified", "chunks")
 
 
-def ls(index: IndexOption = None, json_output: JsonOption = False, output_format: FormatOption = None) -> None:
+def ls(index: IndexOption = None, json_output: JsonOption = False, output_format: FormatOption = None) \
+        -> None:
     """List indexed documents with their chunk counts per group.
 
     Off a terminal each document is one tab-separated line (path, type, bytes, modified,

@@ -92,9 +92,9 @@ def render() -> str:
         ".PP", "They may also be given after the command name.", *_options(root, ctx),
         ".SH COMMANDS", *_commands(root, ctx, "rag"),
         ".SH OUTPUT",
-        ".PP", roff("Data goes to stdout, messages to stderr. Off a terminal nothing wraps, and commands that "
-                    "list records print one tab-separated line per record (no header); --format tsv|csv add "
-                    "a header, --format json|jsonl print the shapes documented in the README (section Shell). "
+        ".PP", roff("Data goes to stdout, messages to stderr. Off a terminal nothing wraps, and commands "
+                    "that list records print one tab-separated line per record (no header); --format "
+                    "tsv|csv add a header, --format json|jsonl print the shapes documented in docs/json.md. "
                     "Control characters in names are shown escaped (\\x1b) in human output."),
         ".SH ENVIRONMENT",
     ]
@@ -104,7 +104,8 @@ def render() -> str:
     lines += [".SH EXIT STATUS"]
     for code, meaning in EXIT_STATUS:
         lines += [".TP", f"\\fB{code}\\fR", roff(meaning)]
-    lines += [".SH SEE ALSO", "Shell completions: \\fBrag completions bash|zsh|fish\\fR; the README's Shell section."]
+    lines += [".SH SEE ALSO",
+              "Shell completions: \\fBrag completions bash|zsh|fish\\fR; the README's Shell section."]
     return "\n".join(lines) + "\n"
 
 

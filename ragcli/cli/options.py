@@ -15,10 +15,12 @@ IndexOption = Annotated[
     typer.Option("--index", help="Index directory (default: $RAG_INDEX, else the user data dir).",
                  show_default=False),
 ]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout (= --format json).")]
+JsonOption = Annotated[bool, typer.Option("--json",
+                                          help="Print one JSON document on stdout (= --format json).")]
 FormatOption = Annotated[
     Optional[ListFormat],
-    typer.Option("--format", help="table (on a terminal; tab-separated lines in a pipe), tsv, csv (both with a "
+    typer.Option("--format", help="table (on a terminal; tab-separated lines in a pipe), tsv, csv (both "
+                 "with a "
                  "header), json or jsonl.", show_default=False),
 ]
 EmbedModelOption = Annotated[

@@ -57,8 +57,9 @@ def query(
     jsonl_output: Annotated[bool, typer.Option("--jsonl", help="One JSON object per hit, with its "
                                                "query.")] = False,
     output_format: Annotated[Optional[Format], typer.Option(
-        "--format", help="table (on a terminal; tab-separated rank, score, source, snippet in a pipe), tsv or "
-        "csv (header, full text), json, jsonl, or paths (unique paths, one per line, for xargs). Default: table "
+        "--format", help="table (on a terminal; tab-separated rank, score, source, snippet in a pipe), "
+        "tsv or csv (header, full text), json, jsonl, or paths (unique paths, one per line, for xargs). "
+        "Default: table "
         "for one QUERY, jsonl for queries from stdin.", show_default=False)] = None,
     answer: Annotated[bool, typer.Option("--answer", help="Answer from the hits with the local model, "
                                          "as `rag ask` does (its defaults for everything else).")] = False,
@@ -98,7 +99,8 @@ def query(
     factory = _generator_factory(settings)
     with Searcher(settings.index, settings=settings, generator_factory=factory) as searcher:
         if queries is None:
-            _print_hits(str(text), mode.value, searcher.search(str(text), options), fmt or Format.table, explain)
+            hits = searcher.search(str(text), options)
+            _print_hits(str(text), mode.value, hits, fmt or Format.table, explain)
             return
         if fmt in (Format.tsv, Format.csv):
             _print_records(fmt, ((line, hit) for line in queries for hit in searcher.search(line, options)))
@@ -223,7 +225,8 @@ def _print_table_for(text: str, hits: list, explain: bool, query_column: bool = 
     from ragcli.query import snippet
 
     emit_tsv(([text] if query_column else [])
-             + [hit.rank, f"{hit.score:.4g}", _source(hit), " ".join(snippet(hit.chunk.text, text, 300)[0].split())]
+             + [hit.rank, f"{hit.score:.4g}", _source(hit),
+                " ".join(snippet(hit.chunk.text, text, 300)[0].split())]
              + ([explain_line(hit)] if explain else []) for hit in hits)
 
 

@@ -16,7 +16,8 @@ log = logging.getLogger("ragcli")
 def configure_logging(verbose: int) -> None:
     """Route records to stderr: ragcli's from -v, everyone's from -vv (debug from -vvv)."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("rag: %(message)s" if verbose < 2 else "rag: %(name)s: %(message)s"))
+    layout = "rag: %(message)s" if verbose < 2 else "rag: %(name)s: %(message)s"
+    handler.setFormatter(logging.Formatter(layout))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if verbose >= 3 else logging.INFO if verbose >= 2 else logging.WARNING)
