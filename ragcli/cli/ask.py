@@ -13,7 +13,7 @@ from ragcli.cli.options import (
     IndexOption, MinScoreOption, Mode, RequireOption, RerankModelOption, RerankOption, WeightsOption,
     parse_weights,
 )
-from ragcli.cli.render import SCHEMA_VERSION, emit_json, emit_jsonl, stderr_console, stdout_console
+from ragcli.cli.render import SCHEMA_VERSION, emit_json, emit_jsonl, printable, stderr_console, stdout_console
 from ragcli.config import load_settings
 
 SUPPORT_STYLES = {"supported": "green", "partial": "yellow", "unsupported": "red"}
@@ -191,7 +191,7 @@ def _print_sources(answer) -> None:
     console.print(f"\n{title}", markup=False, highlight=False)
     for source in shown:
         where = f"{source.path}:{source.page}" if source.page is not None else source.path
-        console.print(f"  [{source.number}] {where}", markup=False, highlight=False)
+        console.print(f"  [{source.number}] {printable(where)}", markup=False, highlight=False)
     if console.is_terminal and answer.support:
         _print_support(console, answer)
 
