@@ -232,6 +232,8 @@ def print_table(table: Any, header: bool = False) -> None:
     if is_terminal(sys.stdout):
         stdout_console().print(table)
         return
+    if table.title:  # e.g. "scifact: 300 of 300 queries": a message, not a record
+        message(str(table.title))
     columns = table.columns
     rows = zip(*(column._cells for column in columns))  # rich keeps cells per column
     emit_tsv(([str(value) for value in row] for row in rows),
