@@ -19,7 +19,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from contextlib import contextmanager
-from typing import Iterable, Iterator, Protocol, Sequence
+from typing import Any, Iterable, Iterator, Protocol, Sequence
 
 from ragcli.errors import IndexMismatch, RagError, ReaderError
 from ragcli.readers import is_probably_binary, read_document, reader_for
@@ -27,6 +27,7 @@ from ragcli.retrieval.analysis import term_string
 from ragcli.splitting import PRESETS, page_at, page_starts, split, validate_settings
 from ragcli.store import NewChunk, Store
 from ragcli.types import ChunkSettings, Document, Progress
+from ragcli.removal import apply_exclusions
 from ragcli.walk import FileFilter, resolve_roots, walk_files
 
 DEFAULT_GROUP = "medium"
@@ -119,6 +120,9 @@ def vector_params(store: Store, group: str) -> dict:
             "chunking": asdict(settings)}
 
 
+EMBED_SLICE = 32  # chunks per progress report while a batch is embedded
+
+
 class _Batcher:
     """Collects split documents and writes them, embedding new chunk texts, in batches."""
 
@@ -126,6 +130,7 @@ class _Batcher:
         self.store, self.embedder, self.group, self.report, self.size = store, embedder, group, report, size
         self.pending: list[_Pending] = []
         self.count = 0
+        self.progress: Any = None  # optional `embedding(n)` / `embedded(n)` receiver
 
     def add(self, item: _Pending) -> None:
         self.pending.append(item)
@@ -139,7 +144,7 @@ class _Batcher:
         hashes = {h: span.text for item in self.pending for span, h in zip(item.spans, item.span_hashes)}
         known = self.store.embedding_ids(hashes)
         missing = [h for h in hashes if h not in known]
-        vectors = self.embedder.embed([hashes[h] for h in missing]) if missing else None
+        vectors = self._embed([hashes[h] for h in missing]) if missing else None
         with self.store.transaction():
             if missing:
                 known.update(self.store.insert_embeddings(missing, vectors))
@@ -148,6 +153,24 @@ class _Batcher:
         self.report.embedded += len(missing)
         self.report.reused += sum(len(item.spans) for item in self.pending) - len(missing)
         self.pending, self.count = [], 0
+
+    def _embed(self, texts: list[str]):
+        """Embed, telling the progress receiver (if it listens) as slices finish.
+
+        Embedding is where ingest spends its time, so progress counts chunks embedded,
+        not files read (files are read long before their batch is embedded).
+        """
+        report = getattr(self.progress, "embedded", None)
+        if report is None:
+            return self.embedder.embed(texts)
+        import numpy as np
+
+        self.progress.embedding(len(texts))
+        parts = []
+        for start in range(0, len(texts), EMBED_SLICE):
+            parts.append(np.asarray(self.embedder.embed(texts[start:start + EMBED_SLICE])))
+            report(len(parts[-1]))
+        return np.concatenate(parts)
 
     def _write(self, item: _Pending, embedding_ids: dict[str, int]) -> None:
         doc = item.document
@@ -221,7 +244,9 @@ def ingest(
         return _rebuild(index, roots, embedder=embedder, group=group, chunking=chunking,
                         file_filter=file_filter, batch_chunks=batch_chunks, progress=progress)
     with _run(index, embedder, group, chunking, batch_chunks, roots) as (store, settings, batcher, report):
+        batcher.progress = progress
         files = [p for root in roots for p in walk_files(root, file_filter)]
+        files = apply_exclusions(store, files)  # what `rag rm` removed stays out
         if progress:
             progress.start(len(files))
         for path in files:

@@ -17,6 +17,7 @@ pays for them a single time.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,8 +29,11 @@ from ragcli.retrieval.analysis import analyze, cjk_bigrams
 from ragcli.retrieval.base import RETRIEVERS, ChunkFilter, Retriever
 from ragcli.retrieval.filters import check_keys, filters_sql, known_keys
 from ragcli.retrieval.fusion import FUSIONS, fuse_hits
+from ragcli.stages import stage
 from ragcli.store import Store
 from ragcli.types import Hit
+
+log = logging.getLogger(__name__)
 
 MODES = ("bm25", "dense", "hybrid", "llm")
 RERANKERS = ("cross-encoder", "llm", "keyword")
@@ -156,7 +160,8 @@ class Searcher:
             from ragcli.models import embedder_for
 
             index_model = self.store.get_meta("embedding_model")
-            embedder = embedder_for(self.settings, index_model)
+            with stage("load embedding model", str(self.settings.embed_model or index_model)):
+                embedder = embedder_for(self.settings, index_model)
             stored = self.store.get_meta("embedding_fingerprint")
             if stored is not None and stored != embedder.fingerprint:
                 raise IndexMismatch(
@@ -228,6 +233,7 @@ class Searcher:
         """
         validate(options)
         group = self.resolve_group(options.group)
+        log.info("index %s, group %s, mode %s, top %d", self.store.path, group, options.mode, options.top_k)
         allowed = self.compile_filters(options.filters)
         wide = options.rerank is not None or options.mode == "llm" or bool(options.require or options.exclude)
         fetch = max(options.top_k, options.candidates) if wide else options.top_k
@@ -240,9 +246,11 @@ class Searcher:
 
             if keywords:  # filter before the model reads the candidates
                 hits = self._rerank(query, hits, replace(options, rerank=None, top_k=len(hits) or 1))
-            hits = select(query, hits, self.generator(), options.top_k)
+            with stage("llm select"):
+                hits = select(query, hits, self.generator(), options.top_k)
         if options.rerank is not None or keywords:
-            hits = self._rerank(query, hits, options)
+            with stage("rerank", options.rerank or "keywords"):
+                hits = self._rerank(query, hits, options)
         return [replace(hit, rank=rank) for rank, hit in enumerate(hits[:options.top_k], start=1)]
 
     def _rerank(self, query: str, hits: list[Hit], options: QueryOptions) -> list[Hit]:
@@ -253,13 +261,17 @@ class Searcher:
     def _retrieve(self, query: str, options: QueryOptions, group: str, allowed: ChunkFilter | None,
                   fetch: int) -> list[Hit]:
         if options.mode in ("bm25", "dense"):
-            return self.retriever(options.mode, group).search(query, fetch, allowed)
+            with stage(f"{options.mode} retrieve"):
+                return self.retriever(options.mode, group).search(query, fetch, allowed)
         # Fusion works best with deeper lists than the final cut.
         depth = max(fetch, options.candidates)
-        results = {name: self.retriever(name, group).search(query, depth, allowed)
-                   for name in ("bm25", "dense")}
+        results = {}
+        for name in ("bm25", "dense"):
+            with stage(f"{name} retrieve"):
+                results[name] = self.retriever(name, group).search(query, depth, allowed)
         weights = dict(zip(("bm25", "dense"), options.weights))
-        return fuse_hits(results, fusion=options.fusion, k=options.rrf_k, weights=weights)[:fetch]
+        with stage("fuse", options.fusion):
+            return fuse_hits(results, fusion=options.fusion, k=options.rrf_k, weights=weights)[:fetch]
 
 
 _WORD = re.compile(r"\w+")

@@ -65,7 +65,7 @@ def test_retrieval_table_shows_configurations_side_by_side(runner, fixtures_dir)
     )
     assert result.exit_code == 0, result.output
     assert "bm25" in result.stdout and "hybrid" in result.stdout and "nDCG@10" in result.stdout
-    assert "5 of 5 queries" in result.stdout
+    assert "5 of 5 queries" in result.stderr  # the table's title; in a pipe a message on stderr
 
 
 def test_fail_under_exits_1_and_names_metric_value_and_floor(runner, fixtures_dir):
@@ -169,7 +169,7 @@ def test_answers_table_on_dataset_folder(runner, fixtures_dir, tmp_path):
     shutil.copy(fixtures_dir / "qa-mini.jsonl", folder / "qa.jsonl")
     result = runner.invoke(app, ["eval", "answers", str(folder), "--limit", "2"])
     assert result.exit_code == 0, result.output
-    assert "hybrid" in result.stdout and "2 of 2 questions" in result.stdout
+    assert "hybrid" in result.stdout and "2 of 2 questions" in result.stderr
 
 
 def test_generate_writes_json_lines_usable_by_eval(runner, fixtures_dir, monkeypatch, tmp_path):

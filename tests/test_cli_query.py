@@ -53,14 +53,20 @@ def rag(*args: str, input: str | None = None, env: dict | None = None):
     return CliRunner().invoke(app, ["query", *args], input=input, env=env)
 
 
-def test_table_shows_rank_score_source_and_snippet(index):
+@pytest.fixture
+def terminal(monkeypatch):
+    """Render as on a terminal (CliRunner's stdout is not one; in a pipe the table is TSV lines)."""
+    monkeypatch.setattr("ragcli.cli.render.is_terminal", lambda stream: True)
+
+
+def test_table_shows_rank_score_source_and_snippet(index, terminal):
     result = rag("lighthouse keeper", "--mode", "bm25", env={"COLUMNS": "140"})
     assert result.exit_code == 0, result.output
     assert "/papers/lighthouse.pdf:2" in result.stdout  # page of the second page's chunk
     assert "keeper" in result.stdout and "score" in result.stdout
 
 
-def test_narrow_terminal_stacks_hits(index):
+def test_narrow_terminal_stacks_hits(index, terminal):
     result = rag("reset the router", "--mode", "bm25", "--explain", env={"COLUMNS": "50"})
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()

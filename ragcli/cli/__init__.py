@@ -54,7 +54,32 @@ def load_command(name: str) -> typer.main.TyperCommand | typer.core.TyperGroup:
         target = single
     command = typer.main.get_command(target)
     command.name = name
+    reflow_command_help(command)
     return command
+
+
+def reflow_help(text: str | None) -> str | None:
+    """Docstring line breaks out of help prose: each prose paragraph becomes one line.
+
+    Indented paragraphs (examples) are kept line by line, so a command is never split.
+    The help renderer then wraps prose at the terminal's width, and not at all in a pipe.
+    """
+    if not text:
+        return text
+    import inspect
+
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(p if p.startswith((" ", "\b")) else " ".join(p.split("\n")) for p in paragraphs)
+
+
+def reflow_command_help(command) -> None:
+    """Reflow the help of a command, its options and (for a group) its subcommands."""
+    command.help = reflow_help(command.help)
+    for param in getattr(command, "params", []):
+        if getattr(param, "help", None):
+            param.help = reflow_help(param.help)
+    for sub in getattr(command, "commands", {}).values():
+        reflow_command_help(sub)
 
 
 class LazyCommands(MutableMapping):
@@ -83,7 +108,7 @@ class LazyCommands(MutableMapping):
         return len(set(COMMANDS) | set(self._loaded))
 
 
-_GLOBAL_FLAGS = frozenset({"-q", "--quiet", "-v", "--verbose"})
+_GLOBAL_FLAGS = frozenset({"-q", "--quiet", "-v", "-vv", "-vvv", "--verbose"})
 
 
 def hoist_global_options(args: list[str]) -> list[str]:
@@ -125,7 +150,7 @@ class _RagGroup(TyperGroup):
             typer.echo("rag: interrupted", err=True)
             raise typer.Exit(130) from None
         except BrokenPipeError:
-            _silence_stdout()
+            silence_stdout()
             raise typer.Exit(0) from None
 
 
@@ -160,23 +185,20 @@ def _root(
         help="Colour: auto (terminal only, honours NO_COLOR), always or never. Default: $RAG_COLOR or auto.",
         show_default=False)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only data and errors: no messages.")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log what happens to stderr.")] = False,
+    verbose: Annotated[int, typer.Option(
+        "--verbose", "-v", count=True, show_default=False,
+        help="Say on stderr what rag does: index, model, mode, time per stage. -vv adds library logs.")] = 0,
 ) -> None:
     """Local-first retrieval-augmented generation: ingest folders, query them, ask them.
 
     Example: rag ingest ~/notes && rag query "how do I reset the router?"
     """
-    import logging
-
     from ragcli.cli.render import OutputOptions
+    from ragcli.cli.verbose import configure_logging
 
     chosen = color.value if color else os.environ.get("RAG_COLOR", "auto")
     ctx.obj = OutputOptions(color=chosen, quiet=quiet, verbose=verbose)
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
-                        format="rag: %(name)s: %(message)s")
-    # Parser libraries (pypdf) log recoverable oddities; the per-file report already says
-    # what matters, so keep their warnings off the terminal unless asked for.
-    logging.getLogger("pypdf").setLevel(logging.INFO if verbose else logging.ERROR)
+    configure_logging(verbose)
 
 
 
@@ -186,14 +208,39 @@ def main() -> None:
         from ragcli.cli.completions import enable
 
         enable()
+    _plain_help_and_errors_off_a_terminal()
     try:
         app(prog_name="rag", complete_var=COMPLETE_VAR)
     except BrokenPipeError:
-        _silence_stdout()
+        silence_stdout()
         sys.exit(0)
+    except SystemExit:
+        # click met the closed pipe itself (e.g. printing --help): it wraps stdout in
+        # PacifyFlushWrapper and exits 1; a reader that stopped reading is not an error.
+        if type(sys.stdout).__name__ == "PacifyFlushWrapper":
+            silence_stdout()
+            sys.exit(0)
+        raise
+    finally:
+        try:  # a reader that closed the pipe must not turn the final flush into exit 1
+            sys.stdout.flush()
+        except BrokenPipeError:
+            silence_stdout()
 
 
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
+def _plain_help_and_errors_off_a_terminal() -> None:
+    """Typer draws help and usage errors in rich boxes 80 columns wide; in a pipe or a file
+    that splits sentences and paths. Off a terminal, click's plain output is used instead
+    (usage errors stay on one line)."""
+    import typer.core
+
+    if not (sys.stdout.isatty() and sys.stderr.isatty()):
+        typer.core.HAS_RICH = False
+        # click wraps help at 80 columns; in a pipe a line is as long as its paragraph.
+        app.info.context_settings.update(max_content_width=1_000_000, terminal_width=1_000_000)
+
+
+def silence_stdout() -> None:
+    from ragcli.cli.render import silence_stdout as silence
+
+    silence()

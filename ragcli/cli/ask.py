@@ -13,7 +13,7 @@ from ragcli.cli.options import (
     IndexOption, MinScoreOption, Mode, RequireOption, RerankModelOption, RerankOption, WeightsOption,
     parse_weights,
 )
-from ragcli.cli.render import SCHEMA_VERSION, emit_json, emit_jsonl, stderr_console, stdout_console
+from ragcli.cli.render import SCHEMA_VERSION, emit_json, emit_jsonl, printable, stderr_console, stdout_console
 from ragcli.config import load_settings
 
 SUPPORT_STYLES = {"supported": "green", "partial": "yellow", "unsupported": "red"}
@@ -68,9 +68,9 @@ def ask(
     rewrite: Annotated[Optional[Rewrite], typer.Option(
         help="Rewrite the question first: multi (the model writes alternative queries, results fused) or "
         "hyde (search with the embedding of a hypothetical answer).", show_default=False)] = None,
-    no_cache: Annotated[bool, typer.Option(
-        "--no-cache", help="Do not reuse or store a cached answer (answers are cached per question, "
-        "settings and index state).")] = False,
+    cache: Annotated[bool, typer.Option(
+        "--cache/--no-cache", help="Reuse and store answers, cached per question, settings and index state "
+        "(--no-cache: always generate).")] = True,
     json_output: Annotated[bool, typer.Option(
         "--json", help="One JSON document: answer, abstained, citations, sources, support, timings, "
         "tokens, cached.")] = False,
@@ -80,8 +80,9 @@ def ask(
     """Answer a question from your documents with a local model, citing the sources [1], [2].
 
     On a terminal the answer streams as it is generated, followed by its sources (path and
-    page) and each sentence's support: green supported, yellow partial, red unsupported. When
-    nothing relevant is found it says so instead of guessing.
+    page) and each sentence's support, labelled supported, partial or unsupported (and
+    coloured, where colour is on). When nothing relevant is found it says so instead of
+    guessing.
 
     Examples:
 
@@ -105,7 +106,7 @@ def ask(
         weights=parse_weights(weights) or (1.0, 1.0))
     options = AskOptions(query=query, model=model, n_ctx=ctx, max_tokens=max_tokens, temperature=temperature,
                          threads=threads, seed=seed, rewrite=rewrite.value if rewrite else None,
-                         use_cache=not no_cache, answer_style=answer_style.value)
+                         use_cache=cache, answer_style=answer_style.value)
     questions = _stdin_questions(question)
     with Asker(settings.index, settings=settings) as asker:
         if questions is not None:
@@ -120,9 +121,23 @@ def print_answer(asker, question: str, options, *, json_output: bool = False) ->
     Also the body of `rag query --answer`.
     """
     if json_output:
-        emit_json("answer", asker.ask(question, options).to_dict())
+        answer = asker.ask(question, options)
+        log_timings(answer)
+        emit_json("answer", answer.to_dict())
     else:
-        _print_streamed(asker.stream(question, options))
+        log_timings(_print_streamed(asker.stream(question, options)))
+
+
+def log_timings(answer) -> None:
+    """`rag -v ask`: the model and each stage's time, from the answer's own timings."""
+    import logging
+
+    if answer is None:
+        return
+    log = logging.getLogger("ragcli.ask")
+    log.info("model %s, %s", answer.model, "cached answer" if answer.cached else "answered")
+    for stage, seconds in answer.timings.items():
+        log.info("stage %s: %.3f s", stage, seconds)
 
 
 def print_answers(asker, questions: Iterable[str], options) -> None:
@@ -141,7 +156,7 @@ def _stdin_questions(question: Optional[str]) -> Optional[Iterator[str]]:
     return (line.strip() for line in sys.stdin if line.strip())
 
 
-def _print_streamed(items) -> None:
+def _print_streamed(items):
     """Answer text to stdout as it comes; then sources (and support, on a terminal)."""
     from ragcli.ask import Answer
 
@@ -160,6 +175,7 @@ def _print_streamed(items) -> None:
     sys.stdout.flush()
     if answer is not None and not answer.abstained:
         _print_sources(answer)
+    return answer
 
 
 def _print_sources(answer) -> None:
@@ -175,7 +191,7 @@ def _print_sources(answer) -> None:
     console.print(f"\n{title}", markup=False, highlight=False)
     for source in shown:
         where = f"{source.path}:{source.page}" if source.page is not None else source.path
-        console.print(f"  [{source.number}] {where}", markup=False, highlight=False)
+        console.print(f"  [{source.number}] {printable(where)}", markup=False, highlight=False)
     if console.is_terminal and answer.support:
         _print_support(console, answer)
 
@@ -183,11 +199,13 @@ def _print_sources(answer) -> None:
 def _print_support(console, answer) -> None:
     from rich.text import Text
 
-    console.print("\nSupport (green supported, yellow partial, red unsupported):", highlight=False,
-                  markup=False)
+    console.print("\nSupport:", highlight=False, markup=False)
     for item in answer.support:
         source = f"[{item.source}]" if item.source is not None else "[-]"
-        line = Text(f"  {source} {item.score:.2f}  ")
+        # The label is a word, not only a colour: meaning must survive --color never.
+        line = Text(f"  {source} {item.score:.2f} ")
+        line.append(f"{item.label:<11}", style=SUPPORT_STYLES.get(item.label, ""))
+        line.append(" ")
         width = max(console.width - len(line) - 1, 20)
         line.append(_shorten(item.sentence, width), style=SUPPORT_STYLES.get(item.label, ""))
         console.print(line, highlight=False)

@@ -48,24 +48,31 @@ def completions(shell: Annotated[Shell, typer.Argument(help="bash, zsh or fish."
     typer.echo(script(shell.value), nl=False)
 
 
-def group_names(incomplete: str) -> list[str]:
-    """Completion for --group: the current index's groups."""
-    return [name for name in _index_values("SELECT name FROM groups") if name.startswith(incomplete)]
+def group_names(incomplete: str, index: Path | None = None) -> list[str]:
+    """Completion for --group: the groups of the index named on the line (else the default)."""
+    return [name for name in _index_values("SELECT name FROM groups", index) if name.startswith(incomplete)]
 
 
-def indexed_paths(incomplete: str) -> list[str]:
-    """Completion for `rag rm`: the indexed document paths."""
-    return [path for path in _index_values("SELECT path FROM documents ORDER BY path")
+def indexed_paths(incomplete: str, index: Path | None = None) -> list[str]:
+    """Completion for `rag rm`: the indexed document paths of the index named on the line."""
+    return [path for path in _index_values("SELECT path FROM documents ORDER BY path", index)
             if path.startswith(incomplete) or Path(path).name.startswith(incomplete)]
 
 
-def _index_values(sql: str) -> list[str]:
+def config_keys(incomplete: str) -> list[str]:
+    """Completion for `rag config set`: the setting names."""
+    from ragcli.config import KEYS
+
+    return [key for key in KEYS if key.startswith(incomplete)]
+
+
+def _index_values(sql: str, index: Path | None = None) -> list[str]:
     import sqlite3
 
     from ragcli.config import load_settings
 
     try:
-        index = load_settings().index / "index.db"
+        index = load_settings(index=index).index / "index.db"
         with sqlite3.connect(f"file:{index}?mode=ro", uri=True) as conn:
             return [row[0] for row in conn.execute(sql)]
     except Exception:  # completion must never print a traceback into the shell

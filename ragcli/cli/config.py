@@ -7,11 +7,12 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ragcli.cli.options import JsonOption
-from ragcli.cli.render import emit_json, stderr_console, stdout_console
+from ragcli.cli.options import FormatOption, JsonOption
+from ragcli.cli.render import emit_records, printable, resolve_format, stderr_console, stdout_console
 from ragcli.config import KEYS, default_config_path, load_settings, set_config_value
 
 app = typer.Typer(help="Show and change settings (flag > environment > config file > index > default).",
+                  add_completion=False,
                   no_args_is_help=True)
 
 
@@ -25,26 +26,40 @@ def path() -> None:
 
 
 @app.command("show")
-def show(json_output: JsonOption = False) -> None:
+def show(json_output: JsonOption = False, output_format: FormatOption = None) -> None:
     """Show every setting, its value and where it came from (flag, env, config file, default).
+
+    In a pipe each setting is one tab-separated line: key, value, source, environment variable.
 
     Example: RAG_TOP_K=5 rag config show
     """
+    fmt = resolve_format(output_format, json_output)
     settings = load_settings()
     rows = [{"key": name, "value": None if settings.get(name) is None else str(settings.get(name)),
-             "source": settings.sources[name], "env": key.env, "help": key.help} for name, key in KEYS.items()]
-    if json_output:
-        emit_json("config", {"path": str(default_config_path()), "settings": rows})
-        return
+             "source": settings.sources[name], "env": key.env, "help": key.help}
+            for name, key in KEYS.items()]
+    emit_records(fmt, rows, ("key", "value", "source", "env"), kind="config", key="settings",
+                 extra={"path": str(default_config_path())}, human=lambda: _print_settings(rows))
+
+
+def _print_settings(rows: list[dict]) -> None:
+    from rich.text import Text
+
     table = Table("key", "value", "source", "environment")
     for row in rows:
-        table.add_row(row["key"], row["value"] or "-", row["source"], row["env"])
+        table.add_row(row["key"], Text(printable(row["value"] or "-")), row["source"], row["env"])
     stdout_console().print(table)
+
+
+def _complete_keys(incomplete: str) -> list[str]:
+    from ragcli.cli.completions import config_keys
+
+    return config_keys(incomplete)
 
 
 @app.command("set")
 def set_value(
-    key: Annotated[str, typer.Argument(help=f"One of: {', '.join(KEYS)}.")],
+    key: Annotated[str, typer.Argument(help=f"One of: {', '.join(KEYS)}.", autocompletion=_complete_keys)],
     value: Annotated[str, typer.Argument(help="The new value.")],
 ) -> None:
     """Write one setting into the config file.

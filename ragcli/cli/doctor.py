@@ -5,30 +5,38 @@ from __future__ import annotations
 import typer
 from rich.markup import escape
 
-from ragcli.cli.options import EmbedModelOption, IndexOption, JsonOption
-from ragcli.cli.render import emit_json, stdout_console
+from ragcli.cli.options import EmbedModelOption, FormatOption, IndexOption, JsonOption
+from ragcli.cli.render import emit_records, printable, resolve_format, stdout_console
 from ragcli.config import load_settings
 
 
-def doctor(index: IndexOption = None, embed_model: EmbedModelOption = None, json_output: JsonOption = False) -> None:
+def doctor(index: IndexOption = None, embed_model: EmbedModelOption = None, json_output: JsonOption = False,
+           output_format: FormatOption = None) -> None:
     """Check models, llama.cpp, the index, its integrity, vectors and disk; say how to fix each failure.
 
-    Exit code 0 when every check passes, 1 otherwise.
+    Exit code 0 when every check passes, 1 otherwise. In a pipe each check is one
+    tab-separated line: ok or FAIL, name, detail, fix.
 
     Example: rag doctor --json | jq '.checks[] | select(.ok | not)'
     """
     from ragcli.doctor import diagnose
 
+    fmt = resolve_format(output_format, json_output)
     checks = diagnose(load_settings(index=index, embed_model=embed_model))
     healthy = all(check.ok for check in checks)
-    if json_output:
-        emit_json("doctor", {"ok": healthy, "checks": [check.to_dict() for check in checks]})
-    else:
-        out = stdout_console()
-        for check in checks:
-            mark = "[green]ok[/green]  " if check.ok else "[red]FAIL[/red]"
-            out.print(f"{mark} {escape(check.name)}: {escape(check.detail)}", highlight=False)
-            if not check.ok:
-                out.print(f"      fix: {escape(check.fix)}", highlight=False)
+    records = [check.to_dict() for check in checks]
+    emit_records(fmt, records, ("name", "ok", "detail", "fix"), kind="doctor", key="checks",
+                 extra={"ok": healthy}, human=lambda: _print_checks(checks),
+                 plain=lambda r: ["ok" if r["ok"] else "FAIL", r["name"], r["detail"], r["fix"]])
     if not healthy:
         raise typer.Exit(1)
+
+
+def _print_checks(checks) -> None:
+    out = stdout_console()
+    for check in checks:
+        mark = "[green]ok[/green]  " if check.ok else "[red]FAIL[/red]"
+        name, detail = escape(printable(check.name)), escape(printable(check.detail))
+        out.print(f"{mark} {name}: {detail}", highlight=False)
+        if not check.ok:
+            out.print(f"      fix: {escape(printable(check.fix))}", highlight=False)

@@ -12,12 +12,13 @@ from rich.table import Table
 
 from ragcli.cli.options import EmbedModelOption, GroupOption, IndexOption, JsonOption
 from ragcli.cli.progress import progress_bar
-from ragcli.cli.render import emit_json, emit_jsonl, stderr_console, stdout_console
+from ragcli.cli.render import emit_json, emit_jsonl, stderr_console
 from ragcli.config import load_settings
 from ragcli.evaluation.metrics import RETRIEVAL_MEASURES
 
 app = typer.Typer(
     no_args_is_help=True,
+    add_completion=False,
     help="Measure retrieval and answer quality on labelled sets.\n\n"
     "Example: rag eval retrieval ./scifact --modes bm25,dense,hybrid",
 )
@@ -150,11 +151,10 @@ def _stop_if_partial(report: Any) -> None:
 
 
 def _print_table(table: Table) -> None:
-    """Print a wide metrics table; in a pipe there is no terminal width to respect, so use 160."""
-    console = stdout_console()
-    if not console.is_terminal:
-        console.width = 160
-    console.print(table)
+    """The metrics table on a terminal; in a pipe, tab-separated lines with a header line."""
+    from ragcli.cli.render import print_table
+
+    print_table(table, header=True)
 
 
 def _cell(value: float | None, digits: int = 3) -> str:
@@ -291,7 +291,10 @@ def answers(
         ),
     ] = None,
     max_tokens: Annotated[int, typer.Option(min=1, help="Answer length limit in tokens.")] = 256,
-    n_ctx: Annotated[int, typer.Option(min=256, help="The model's context window in tokens.")] = 2048,
+    ctx: Annotated[int, typer.Option("--ctx", min=128,
+                                     help="Model context window in tokens (as in `rag ask`).")] = 2048,
+    n_ctx: Annotated[Optional[int], typer.Option("--n-ctx", min=128, hidden=True,
+                                                 help="Old spelling of --ctx.")] = None,
     threads: Annotated[
         Optional[int],
         typer.Option(min=1, help="CPU threads for generation (default: all).", show_default=False),
@@ -325,7 +328,7 @@ def answers(
         query=_query_options(top_k, group, fusion, weights),
         model=model,
         max_tokens=max_tokens,
-        n_ctx=n_ctx,
+        n_ctx=n_ctx or ctx,
         threads=threads,
         use_cache=cache,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, List, Optional
@@ -10,9 +11,11 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragcli.cli.options import EmbedModelOption, GroupOption, IndexOption, JsonOption
+from ragcli.cli.options import EmbedModelOption, FormatOption, GroupOption, IndexOption, JsonOption
 from ragcli.cli.progress import progress_bar
-from ragcli.cli.render import emit_json, human_size, stderr_console, stdout_console
+from ragcli.cli.render import (
+    emit_json, emit_records, human_size, printable, resolve_format, stderr_console, stdout_console,
+)
 from ragcli.config import load_settings
 
 
@@ -62,18 +65,29 @@ def ingest(
 
     Example: rag ingest ~/notes --watch   (keeps the index current while you edit)
     """
+    started = time.perf_counter()  # the summary reports wall time, model preparation included
     from ragcli.ingest import DEFAULT_GROUP, chunking_override, ingest as run_ingest, known_roots
     from ragcli.models import embedder_for
     from ragcli.store import read_index_meta
     from ragcli.walk import FileFilter
 
     settings = load_settings(index=index, embed_model=embed_model)
+    if paths:  # naming a path that `rag rm` removed adds it back
+        from ragcli.removal import lift_exclusions
+
+        lift_exclusions(settings.index, paths)
     group = group or DEFAULT_GROUP
     roots = paths or known_roots(settings.index)
     chunking = chunking_override(settings.index, group, split_by.value if split_by else None,
                                  chunk_size, chunk_overlap)
     err = stderr_console()
-    embedder = embedder_for(settings, None if rebuild else read_index_meta(settings.index, "embedding_model"))
+    from ragcli.cli.progress import status as spinner
+    from ragcli.stages import stage
+
+    model = None if rebuild else read_index_meta(settings.index, "embedding_model")
+    with spinner(err, "preparing the embedding model (the first run exports it, about 20 s)"), \
+            stage("load embedding model", str(settings.embed_model or model or "default")):
+        embedder = embedder_for(settings, model)
     if watch:
         from ragcli.cli.watch import run_watch
 
@@ -88,7 +102,7 @@ def ingest(
                             prune=prune, rebuild=rebuild, batch_chunks=batch_size, progress=bar)
     for failure in report.failed:
         message = failure.reason if failure.path in failure.reason else f"{failure.path}: {failure.reason}"
-        err.print(f"[red]failed[/red] {escape(message)}", highlight=False)
+        err.print(f"[red]failed[/red] {escape(printable(message))}", highlight=False)
     if json_output:
         emit_json("ingest", report.to_dict())
     else:
@@ -96,32 +110,52 @@ def ingest(
             f"{report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
             f"{report.removed} removed, {len(report.failed)} failed; {report.chunks} chunks written, "
             f"{report.embedded} embedded, {report.vectors} vectors in group '{report.group}'; "
-            f"{report.seconds:.1f} s", highlight=False)
+            f"{time.perf_counter() - started:.1f} s", highlight=False, markup=False)
     if strict and report.failed:
         raise typer.Exit(1)
 
 
-def status(index: IndexOption = None, json_output: JsonOption = False) -> None:
+def status(index: IndexOption = None, json_output: JsonOption = False,
+           output_format: FormatOption = None) -> None:
     """Show what the index holds: documents, chunks, groups, model, sizes, last ingest.
+
+    Off a terminal (and with --format tsv/csv) each fact is one `key<TAB>value` line, e.g.
+    `documents 12` or `group.medium.chunks 340`.
 
     Example: rag status --json | jq .documents
     """
     from ragcli.status import index_status
 
+    fmt = resolve_format(output_format, json_output)
     info = index_status(load_settings(index=index).index)
-    if json_output:
+    if fmt.value == "json":
         emit_json("status", info)
         return
+    facts = [{"key": key, "value": value} for key, value in flatten(info)]
+    emit_records(fmt, facts, ("key", "value"), kind="status", key="facts", human=lambda: _print_status(info))
+
+
+def flatten(value, prefix: str = ""):
+    """Nested dicts as (dotted.key, value) pairs: {"a": {"b": 1}} -> ("a.b", 1)."""
+    if isinstance(value, dict) and value:
+        for key, inner in value.items():
+            yield from flatten(inner, f"{prefix}.{key}" if prefix else str(key))
+    else:
+        yield prefix, value
+
+
+def _print_status(info: dict) -> None:
     out = stdout_console()
-    out.print(f"index      {info['index']}", highlight=False)
+    out.print(f"index      {printable(info['index'])}", highlight=False, markup=False)
     out.print(f"documents  {info['documents']}    chunks {info['chunks']}    vectors {info['embeddings']}")
-    out.print(f"model      {info['model']} (dimension {info['dimension']})", highlight=False)
+    out.print(f"model      {printable(info['model'])} (dimension {info['dimension']})", highlight=False,
+              markup=False)
     out.print(f"size       database {human_size(info['sizes']['database'])}, "
               f"vectors {human_size(info['sizes']['vectors'])}")
     table = Table("group", "split", "size", "overlap", "chunks", "vectors")
     for name, g in info["groups"].items():
-        table.add_row(name, g["split_by"], str(g["chunk_size"]), str(g["chunk_overlap"]), str(g["chunks"]),
-                      str(g["vectors"]) + ("" if g["vectors_current"] else " (stale)"))
+        table.add_row(escape(printable(name)), g["split_by"], str(g["chunk_size"]), str(g["chunk_overlap"]),
+                      str(g["chunks"]), str(g["vectors"]) + ("" if g["vectors_current"] else " (stale)"))
     out.print(table)
     last = info["last_ingest"]
     if last:
@@ -129,46 +163,88 @@ def status(index: IndexOption = None, json_output: JsonOption = False) -> None:
                   f"{last['failed']} failed in {last['seconds']} s", highlight=False)
 
 
-def ls(index: IndexOption = None, json_output: JsonOption = False) -> None:
+LS_COLUMNS = ("path", "file_type", "size", "modified", "chunks")
+
+
+def ls(index: IndexOption = None, json_output: JsonOption = False, output_format: FormatOption = None) \
+        -> None:
     """List indexed documents with their chunk counts per group.
+
+    Off a terminal each document is one tab-separated line (path, type, bytes, modified,
+    chunks per group), so `rag ls | grep notes | cut -f1` gives paths.
 
     Example: rag ls --json | jq -r '.documents[].path'
     """
     from ragcli.status import list_documents
 
+    fmt = resolve_format(output_format, json_output)
     documents = list_documents(load_settings(index=index).index)
-    if json_output:
-        emit_json("documents", {"documents": documents})
-        return
+    rows = [{**doc, "chunks": ",".join(f"{g}:{n}" for g, n in doc["chunks"].items())} for doc in documents]
+    if fmt.value in ("json", "jsonl"):
+        rows = documents
+    emit_records(fmt, rows, LS_COLUMNS, kind="documents", key="documents", human=lambda: _print_ls(documents))
+
+
+def _print_ls(documents: list[dict]) -> None:
     table = Table("type", "size", "chunks", "modified")
     table.add_column("path", overflow="fold")
     for doc in documents:
         chunks = ", ".join(f"{g}:{n}" for g, n in doc["chunks"].items())
-        table.add_row(doc["file_type"], human_size(doc["size"] or 0), chunks, (doc["modified"] or "")[:10],
-                      doc["path"])
+        table.add_row(doc["file_type"], human_size(doc["size"] or 0), escape(printable(chunks)),
+                      (doc["modified"] or "")[:10], escape(printable(doc["path"])))
     stdout_console().print(table)
 
 
-def _complete_paths(incomplete: str) -> list[str]:
+def _complete_paths(ctx: typer.Context, incomplete: str) -> list[str]:
     from ragcli.cli.completions import indexed_paths
 
-    return indexed_paths(incomplete)
+    return indexed_paths(incomplete, ctx.params.get("index"))
 
 
 def rm(
     paths: Annotated[List[str], typer.Argument(help="Indexed files or folders to remove.",
                                               autocompletion=_complete_paths)],
     index: IndexOption = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask before removing every document "
+                                      "(needed without a terminal).")] = False,
     json_output: JsonOption = False,
 ) -> None:
     """Remove documents (a folder removes everything indexed under it) from the index.
 
+    The removal lasts: later ingests of the folder skip what was removed. To add a file
+    back, name it (or a folder inside the removed one): rag ingest ~/notes/old-draft.md.
+    Removing every document (e.g. rag rm /) asks first; --yes skips the question.
+
     Example: rag rm ~/notes/old-draft.md
     """
+    from ragcli.errors import RagError
     from ragcli.ingest import remove_paths
+    from ragcli.removal import plan_removal, record_exclusions
 
-    removed = remove_paths(load_settings(index=index).index, paths)
+    index_dir = load_settings(index=index).index
+    plan = plan_removal(index_dir, paths)
+    if not plan.matched:
+        raise RagError(f"nothing indexed under {', '.join(map(str, paths))}: see `rag ls`")
+    if plan.everything and not yes:
+        _confirm_remove_all(plan.total, index_dir)
+    removed = remove_paths(index_dir, paths)
+    record_exclusions(index_dir, plan.targets)
     if json_output:
-        emit_json("rm", {"removed": removed})
+        emit_json("rm", {"removed": removed, "excluded": [str(t) for t in plan.targets]})
     else:
-        stderr_console().print(f"{removed} document(s) removed")
+        stderr_console().print(f"{removed} document(s) removed; later ingests skip "
+                               f"{printable(', '.join(paths))} (name it in `rag ingest` to add it back)",
+                               markup=False, highlight=False)
+
+
+def _confirm_remove_all(total: int, index_dir: Path) -> None:
+    """Ask on a terminal; without one, refuse (exit 2) unless --yes was given."""
+    import sys
+
+    from ragcli.errors import UsageError
+
+    question = f"remove all {total} documents from the index at {index_dir}?"
+    if not sys.stdin.isatty():
+        raise UsageError(f"refusing to {question[:-1]} without confirmation: add --yes")
+    if not typer.confirm(f"rag: {question}", default=False, err=True):
+        raise typer.Exit(1)

@@ -8,21 +8,30 @@ from typing import Annotated, List, Optional
 
 import typer
 
+from ragcli.cli.render import ListFormat
+
 IndexOption = Annotated[
     Optional[Path],
     typer.Option("--index", help="Index directory (default: $RAG_INDEX, else the user data dir).",
                  show_default=False),
 ]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+JsonOption = Annotated[bool, typer.Option("--json",
+                                          help="Print one JSON document on stdout (= --format json).")]
+FormatOption = Annotated[
+    Optional[ListFormat],
+    typer.Option("--format", help="table (on a terminal; tab-separated lines in a pipe), tsv, csv (both "
+                 "with a "
+                 "header), json or jsonl.", show_default=False),
+]
 EmbedModelOption = Annotated[
     Optional[str],
     typer.Option("--embed-model", help="Embedding model: a local sentence-transformers folder "
                  "(default: $RAG_EMBED_MODEL, else the packaged all-MiniLM-L6-v2).", show_default=False),
 ]
-def _complete_groups(incomplete: str) -> list[str]:
+def _complete_groups(ctx: typer.Context, incomplete: str) -> list[str]:
     from ragcli.cli.completions import group_names
 
-    return group_names(incomplete)
+    return group_names(incomplete, ctx.params.get("index"))
 
 
 GroupOption = Annotated[

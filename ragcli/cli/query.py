@@ -19,9 +19,14 @@ from ragcli.config import Settings, load_settings
 
 class Format(str, Enum):
     table = "table"
+    tsv = "tsv"
+    csv = "csv"
     json = "json"
     jsonl = "jsonl"
     paths = "paths"
+
+
+HIT_COLUMNS = ("rank", "score", "path", "page", "chunk_id", "group", "text")
 
 
 def query(
@@ -51,8 +56,11 @@ def query(
                                               "mode, hits).")] = False,
     jsonl_output: Annotated[bool, typer.Option("--jsonl", help="One JSON object per hit, with its "
                                                "query.")] = False,
-    output_format: Annotated[Format, typer.Option("--format", help="table, json, jsonl, or paths (unique "
-                                                  "paths, one per line, for xargs).")] = Format.table,
+    output_format: Annotated[Optional[Format], typer.Option(
+        "--format", help="table (on a terminal; tab-separated rank, score, source, snippet in a pipe), "
+        "tsv or csv (header, full text), json, jsonl, or paths (unique paths, one per line, for xargs). "
+        "Default: table "
+        "for one QUERY, jsonl for queries from stdin.", show_default=False)] = None,
     answer: Annotated[bool, typer.Option("--answer", help="Answer from the hits with the local model, "
                                          "as `rag ask` does (its defaults for everything else).")] = False,
     index: IndexOption = None,
@@ -61,7 +69,8 @@ def query(
     """Search the index: the best matching chunks, best first.
 
     Queries from stdin (QUERY '-' or a pipe) are answered as a stream of JSON lines, one per
-    hit, each tagged with its query (--format paths prints paths instead); models load once.
+    hit, each tagged with its query (or in the --format asked for; tsv and csv gain a query
+    column); models load once.
 
     Examples:
 
@@ -82,18 +91,43 @@ def query(
         rerank=rerank.value if rerank else None, rerank_model=rerank_model, candidates=candidates,
         require=tuple(require or ()), exclude=tuple(exclude or ()), fusion=fusion.value, rrf_k=rrf_k,
         weights=parse_weights(weights) or (1.0, 1.0))
-    fmt = Format.json if json_output else Format.jsonl if jsonl_output else output_format
+    fmt = _output_format(json_output, jsonl_output, output_format, answer)
     queries = _stdin_queries(text)
     if answer:
-        _answer(settings, options, text, queries, json_output)
+        _answer(settings, options, text, queries, fmt is Format.json)
         return
     factory = _generator_factory(settings)
     with Searcher(settings.index, settings=settings, generator_factory=factory) as searcher:
         if queries is None:
-            _print_hits(str(text), mode.value, searcher.search(str(text), options), fmt, explain)
+            hits = searcher.search(str(text), options)
+            _print_hits(str(text), mode.value, hits, fmt or Format.table, explain)
+            return
+        if fmt in (Format.tsv, Format.csv):
+            _print_records(fmt, ((line, hit) for line in queries for hit in searcher.search(line, options)))
             return
         for line in queries:
-            _print_batch(line, mode.value, searcher.search(line, options), fmt)
+            hits = searcher.search(line, options)
+            if fmt is Format.table:
+                _print_table_for(line, hits, explain, query_column=True)
+            else:
+                _print_batch(line, mode.value, hits, fmt or Format.jsonl)
+
+
+def _output_format(json_output: bool, jsonl_output: bool, output_format: Optional[Format],
+                   answer: bool) -> Optional[Format]:
+    """The one format asked for; contradictory flags are a usage error (exit 2)."""
+    asked = {f for f, on in ((Format.json, json_output), (Format.jsonl, jsonl_output)) if on}
+    if output_format is not None:
+        asked.add(output_format)
+    if len(asked) > 1:
+        names = ", ".join(sorted(f.value for f in asked))
+        raise typer.BadParameter(f"contradictory output formats ({names}): give one of --json, --jsonl, "
+                                 "--format", param_hint="--format")
+    fmt = next(iter(asked), None)
+    if answer and fmt not in (None, Format.table, Format.json, Format.jsonl):
+        raise typer.BadParameter(f"--answer prints an answer, not hits: --format {fmt.value} does not apply "
+                                 "(use table or json)", param_hint="--format")
+    return fmt
 
 
 def _answer(settings: Settings, options, text: Optional[str], queries, json_output: bool) -> None:
@@ -113,6 +147,8 @@ def _answer(settings: Settings, options, text: Optional[str], queries, json_outp
 def _stdin_queries(text: Optional[str]) -> Optional[Iterator[str]]:
     """None for a single QUERY argument, else the non-empty lines of stdin."""
     if text not in (None, "-"):
+        if not str(text).strip():
+            raise typer.BadParameter("the query is empty: give words to search for", param_hint="QUERY")
         return None
     if text is None and sys.stdin.isatty():
         raise typer.BadParameter("give a QUERY, or '-' / a pipe to read queries from stdin",
@@ -150,8 +186,48 @@ def _print_hits(text: str, mode: str, hits: list, fmt: Format, explain: bool) ->
         emit_jsonl({"query": text, **hit_record(h)} for h in hits)
     elif fmt is Format.paths:
         _print_paths(hits)
+    elif fmt in (Format.tsv, Format.csv):
+        _print_records(fmt, ((None, hit) for hit in hits))
     else:
+        _print_table_for(text, hits, explain)
+
+
+def _print_records(fmt: Format, pairs) -> None:
+    """Hits as TSV/CSV with a header; a query column first when queries came from stdin."""
+    from ragcli.cli.render import emit_csv, emit_tsv
+
+    pairs = list(pairs)
+    with_query = any(query is not None for query, _ in pairs)
+    header = (("query",) if with_query else ()) + HIT_COLUMNS
+    rows = [((query,) if with_query else ()) + tuple(hit_record(hit)[c] for c in HIT_COLUMNS)
+            for query, hit in pairs]
+    (emit_tsv if fmt is Format.tsv else emit_csv)(rows, header)
+
+
+def _print_table_for(text: str, hits: list, explain: bool, query_column: bool = False) -> None:
+    """The human table on a terminal; one tab-separated line per hit in a pipe.
+
+    With `query_column` (queries from stdin) the table is titled with its query, and each
+    line in a pipe starts with it.
+    """
+    from ragcli.cli.render import emit_tsv, is_terminal, printable
+
+    if is_terminal(sys.stdout):
+        if query_column:
+            stdout_console().print(f"query: {printable(text)}", markup=False, highlight=False)
         _print_table(text, hits, explain)
+        return
+    if not hits:
+        from ragcli.cli.render import message
+
+        message("no hits")
+        return
+    from ragcli.query import snippet
+
+    emit_tsv(([text] if query_column else [])
+             + [hit.rank, f"{hit.score:.4g}", _source(hit),
+                " ".join(snippet(hit.chunk.text, text, 300)[0].split())]
+             + ([explain_line(hit)] if explain else []) for hit in hits)
 
 
 def _print_batch(text: str, mode: str, hits: list, fmt: Format) -> None:
@@ -165,8 +241,11 @@ def _print_batch(text: str, mode: str, hits: list, fmt: Format) -> None:
 
 
 def _print_paths(hits: list) -> None:
+    """One path per line; a control character in a name is shown escaped (see README)."""
+    from ragcli.cli.render import printable
+
     for path in unique_paths(hits):
-        sys.stdout.write(path + "\n")
+        sys.stdout.write(printable(path) + "\n")
     sys.stdout.flush()
 
 
@@ -181,6 +260,9 @@ def _print_table(text: str, hits: list, explain: bool) -> None:
         _print_stacked(out, text, hits, explain)
         return
     from rich.table import Table
+    from rich.text import Text
+
+    from ragcli.cli.render import printable
 
     table = Table("#", "score", "source", "snippet", show_lines=True, expand=True)
     table.columns[2].overflow = "fold"
@@ -189,7 +271,7 @@ def _print_table(text: str, hits: list, explain: bool) -> None:
         snippet = highlighted_snippet(hit.chunk.text, text)
         if explain:
             snippet.append("\n" + explain_line(hit), style="dim")
-        table.add_row(str(hit.rank), f"{hit.score:.4g}", _source(hit), snippet)
+        table.add_row(str(hit.rank), f"{hit.score:.4g}", Text(printable(_source(hit))), snippet)
     out.print(table)
 
 
@@ -198,8 +280,10 @@ def _print_stacked(out, text: str, hits: list, explain: bool) -> None:
     from rich.markup import escape
     from rich.padding import Padding
 
+    from ragcli.cli.render import printable
+
     for hit in hits:
-        out.print(f"[bold]{hit.rank}.[/bold] {hit.score:.4g}  [cyan]{escape(_source(hit))}[/cyan]",
+        out.print(f"[bold]{hit.rank}.[/bold] {hit.score:.4g}  [cyan]{escape(printable(_source(hit)))}[/cyan]",
                   highlight=False)
         # About three wrapped lines, whatever the width.
         snippet = highlighted_snippet(hit.chunk.text, text, width=max(60, 3 * (out.width - 3)))
@@ -220,7 +304,8 @@ def highlighted_snippet(text: str, query: str, width: int = 300):
     from ragcli.query import snippet
 
     window, spans = snippet(text, query, width)
-    rich_text = Text(window)
+    # Same length as the window, so the spans still line up; controls become spaces.
+    rich_text = Text("".join(" " if not char.isprintable() and char != "\n" else char for char in window))
     for start, end in spans:
         rich_text.stylize("bold magenta", start, end)
     return rich_text

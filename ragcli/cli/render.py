@@ -1,15 +1,38 @@
-"""Everything the CLI writes: data to stdout (table, JSON, JSON Lines), messages to stderr."""
+"""Everything the CLI writes: data to stdout (table, TSV, CSV, JSON, JSON Lines), messages to stderr.
+
+Rules every command follows (see README, "Shell"):
+- Off a terminal nothing wraps and nothing is cut; a human table becomes one tab-separated
+  line per record, full values, no header (as `gh` does). `--format tsv|csv` add a header.
+- Human output shows control characters escaped (`\\x1b`, `\\n`), so a file name cannot move
+  the cursor or retitle the terminal; JSON and CSV escape by their own rules.
+- `--color never` (and NO_COLOR) means no escape sequence at all, not only no colour.
+- A closed pipe (`rag ls | head -1`) ends quietly with exit 0.
+"""
 
 from __future__ import annotations
 
+import csv
 import json
+import os
+import re
 import sys
 from dataclasses import dataclass
-from typing import Any, Iterable
+from enum import Enum
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from rich.console import Console
 
 SCHEMA_VERSION = 1
+
+
+class ListFormat(str, Enum):
+    """Output formats of commands that list records."""
+
+    table = "table"
+    tsv = "tsv"
+    csv = "csv"
+    json = "json"
+    jsonl = "jsonl"
 
 
 @dataclass(frozen=True)
@@ -18,7 +41,7 @@ class OutputOptions:
 
     color: str = "auto"
     quiet: bool = False
-    verbose: bool = False
+    verbose: int = 0
 
 
 def _current_context():
@@ -37,14 +60,66 @@ def output_options() -> OutputOptions:
     return obj if isinstance(obj, OutputOptions) else OutputOptions()
 
 
+# -- escaping -----------------------------------------------------------------------------
+# C0/C1 controls, DEL, lone surrogates (bytes of a non-UTF-8 file name, via surrogateescape)
+# and the bidirectional overrides that can make a name display as another.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _escape_char(match: re.Match) -> str:
+    char = match.group()
+    code = ord(char)
+    if char in _NAMED:
+        return _NAMED[char]
+    if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte kept by surrogateescape
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def printable(text: object) -> str:
+    """`text` safe for a terminal and a tab-separated line: control characters as escapes."""
+    return _UNPRINTABLE.sub(_escape_char, str(text))
+
+
+# -- consoles -----------------------------------------------------------------------------
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """A reader that stopped reading (`| head -1`) is not an error: exit 0, quietly."""
+        self.quiet = True
+        silence_stdout()
+        raise SystemExit(0)
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
+def is_terminal(stream: Any) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def no_color() -> bool:
+    options = output_options()
+    return options.color == "never" or (options.color == "auto" and "NO_COLOR" in os.environ)
+
+
 def _console(**kwargs: Any) -> Console:
-    """A console honouring --color: auto follows the terminal and NO_COLOR (rich does both)."""
+    """A console honouring --color; it never wraps or crops what does not go to a terminal."""
+    stream = sys.stderr if kwargs.get("stderr") else kwargs.get("file", sys.stdout)
     color = output_options().color
-    if color == "never":
-        kwargs["no_color"] = True
+    if no_color():
+        kwargs.update(color_system=None, no_color=True)
     elif color == "always":
         kwargs.update(force_terminal=True, color_system="standard")
-    return Console(**kwargs)
+    if not is_terminal(stream):
+        kwargs["soft_wrap"] = True
+    return _Console(**kwargs)
 
 
 def stdout_console() -> Console:
@@ -56,18 +131,113 @@ def stderr_console() -> Console:
     return _console(stderr=True, quiet=output_options().quiet)
 
 
+def message(text: str, style: str | None = None) -> None:
+    """One plain message line on stderr (escaped, never wrapped); silent under --quiet."""
+    stderr_console().print(printable(text), style=style, markup=False, highlight=False)
+
+
+# -- machine formats ----------------------------------------------------------------------
+def _dumps(value: Any) -> str:
+    # backslashreplace turns a lone surrogate (a non-UTF-8 file name byte) into a JSON escape.
+    return _utf8(json.dumps(value, ensure_ascii=False, default=str))
+
+
 def emit_json(kind: str, payload: dict[str, Any]) -> None:
     """One JSON document on stdout, with the schema version and what it describes."""
     document = {"schema_version": SCHEMA_VERSION, "kind": kind, **payload}
-    sys.stdout.write(json.dumps(document, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.write(_dumps(document) + "\n")
     sys.stdout.flush()
 
 
 def emit_jsonl(records: Iterable[dict[str, Any]]) -> None:
     """One JSON object per line on stdout, flushed per line for pipes."""
     for record in records:
-        sys.stdout.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        sys.stdout.write(_dumps(record) + "\n")
         sys.stdout.flush()
+
+
+def cell(value: Any) -> str:
+    """A value as text in a TSV/CSV cell or a plain line: None empty, booleans lower case."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list, tuple)):
+        return _dumps(value)
+    return str(value)
+
+
+def emit_tsv(rows: Iterable[Sequence[Any]], header: Sequence[str] | None = None) -> None:
+    """Tab-separated lines; tabs, newlines and other controls inside values are escaped."""
+    if header is not None:
+        sys.stdout.write("\t".join(header) + "\n")
+    for row in rows:
+        sys.stdout.write("\t".join(printable(cell(value)) for value in row) + "\n")
+    sys.stdout.flush()
+
+
+def emit_csv(rows: Iterable[Sequence[Any]], header: Sequence[str]) -> None:
+    """RFC 4180 CSV (the csv module's quoting) with a header line."""
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow([_utf8(cell(value)) for value in row])
+    sys.stdout.flush()
+
+
+def _utf8(text: str) -> str:
+    """Text that encodes as UTF-8: a lone surrogate (non-UTF-8 file name byte) as an escape."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def emit_records(fmt: ListFormat, records: Sequence[Mapping[str, Any]], columns: Sequence[str], *,
+                 kind: str, key: str, human: Callable[[], None],
+                 plain: Callable[[Mapping[str, Any]], Sequence[Any]] | None = None,
+                 extra: Mapping[str, Any] | None = None) -> None:
+    """Print records in the chosen format.
+
+    Args:
+        fmt: table (human: `human()` on a terminal, else one TSV line per record without a
+            header: `plain(record)`, by default the `columns`),
+            tsv / csv (`columns` with a header), json (one document: `extra` and `key: records`)
+            or jsonl (one record per line).
+        records: the JSON shapes; `columns` pick the TSV/CSV fields.
+    """
+    if fmt is ListFormat.json:
+        emit_json(kind, {**(extra or {}), key: list(records)})
+    elif fmt is ListFormat.jsonl:
+        emit_jsonl(records)
+    elif fmt is ListFormat.csv:
+        emit_csv(([record.get(c) for c in columns] for record in records), columns)
+    elif fmt is ListFormat.tsv:
+        emit_tsv(([record.get(c) for c in columns] for record in records), columns)
+    elif is_terminal(sys.stdout):
+        human()
+    else:
+        emit_tsv((plain(record) if plain else [record.get(c) for c in columns]) for record in records)
+
+
+def resolve_format(fmt: ListFormat | None, json_flag: bool) -> ListFormat:
+    """`--json` is `--format json`; asking for both JSON and another format is a usage error."""
+    import typer
+
+    if json_flag and fmt not in (None, ListFormat.json):
+        raise typer.BadParameter(f"--json contradicts --format {fmt.value}: give one of them",
+                                 param_hint="--format")
+    return ListFormat.json if json_flag else fmt or ListFormat.table
+
+
+def print_table(table: Any, header: bool = False) -> None:
+    """A rich Table on a terminal; off one, its cells as tab-separated lines (full values)."""
+    if is_terminal(sys.stdout):
+        stdout_console().print(table)
+        return
+    if table.title:  # e.g. "scifact: 300 of 300 queries": a message, not a record
+        message(str(table.title))
+    columns = table.columns
+    rows = zip(*(column._cells for column in columns))  # rich keeps cells per column
+    emit_tsv(([str(value) for value in row] for row in rows),
+             [str(column.header) for column in columns] if header else None)
 
 
 def human_size(size: float) -> str:

@@ -43,12 +43,16 @@ class DenseRetriever:
         if k <= 0 or not query.strip():
             return []
         opening = self._open_in_background()
+        from ragcli.stages import stage
+
         try:
-            vector = np.asarray(self._embedder().embed([query]), dtype=np.float32)
+            with stage("embed query"):
+                vector = np.asarray(self._embedder().embed([query]), dtype=np.float32)
         finally:
             if opening is not None:
                 opening.join()
-        return self.search_vector(vector, k, allowed)
+        with stage("dense search"):
+            return self.search_vector(vector, k, allowed)
 
     def _open_in_background(self) -> threading.Thread | None:
         """Map the vector file while the query is embedded.
