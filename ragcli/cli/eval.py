@@ -256,11 +256,24 @@ def _print_retrieval(report: Any) -> None:
             f"{result.ms_per_query:.1f}",
         )
     _print_table(table)
+    _print_gains(report)
     ingest = report.ingest
     if ingest:
         stderr_console().print(
             f"index {report.index}: {ingest['added']} added, {ingest['updated']} updated, "
             f"{ingest['unchanged']} unchanged, {ingest['embedded']} embedded",
+            highlight=False,
+        )
+
+
+def _print_gains(report: Any) -> None:
+    """One line per hybrid configuration: its nDCG@10 gain over the best single mode beside it."""
+    from ragcli.evaluation.retrieval_eval import hybrid_gains
+
+    for name, gain in hybrid_gains(report.configurations).items():
+        stdout_console().print(
+            f"{name} vs best single mode ({gain['best_single']} {gain['best_single_value']:.3f}): "
+            f"{gain['gain']:+.3f} nDCG@10",
             highlight=False,
         )
 

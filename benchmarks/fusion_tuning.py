@@ -1,0 +1,173 @@
+"""Offline fusion study: dump per-query BM25 and dense lists once, then score fusions in seconds.
+
+    RAG_CACHE_DIR=/tmp/fusion/cache python benchmarks/fusion_tuning.py dump /work/shared/data/scifact ...
+    python benchmarks/fusion_tuning.py report /tmp/fusion/dumps
+
+`dump` opens each set's evaluation index (the one `rag eval retrieval` builds under the cache
+dir; run that first) and writes, per query, the top-100 chunk hits of BM25 and of dense with
+their document ids and scores, to ``<out>/<set>.json``. `report` replays the shipped fusion
+functions (`ragcli.retrieval.fusion`) on those lists exactly as `rag eval retrieval` does (fuse
+chunk hits, best chunk per document, nDCG@10 by ir-measures) and prints one table per query
+half: the "tune" half (even positions in queries.jsonl order) on which constants were chosen,
+and the "report" half (odd positions) quoted in the README. It also prints the subset of queries
+where dense beats BM25 (the held-out sets' regime) and cross-set leave-one-out fits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Callable
+
+DEPTH = 100
+
+
+def dump(sets: list[Path], out: Path) -> None:
+    """Write `<out>/<set>.json`: per query, both retrievers' top-DEPTH chunk hits."""
+    from ragcli.config import load_settings
+    from ragcli.evaluation.datasets import load_retrieval_set
+    from ragcli.evaluation.indexes import dataset_index_path
+    from ragcli.query import Searcher
+
+    out.mkdir(parents=True, exist_ok=True)
+    settings = load_settings()
+    for source in sets:
+        dataset = load_retrieval_set(source)
+        index = dataset_index_path(source, settings=settings)
+        queries = {}
+        with Searcher(index, settings=settings) as searcher:
+            group = searcher.resolve_group(None)
+            for qid, text in dataset.queries.items():
+                queries[qid] = {"text": text} | {
+                    name: [[hit.chunk.id, hit.chunk.path, hit.score]
+                           for hit in searcher.retriever(name, group).search(text, DEPTH)]
+                    for name in ("bm25", "dense")} | {"idf": idfs(searcher.store.db, group, text)}
+        payload = {"queries": queries, "qrels": {q: dict(r) for q, r in dataset.qrels.items()}}
+        (out / f"{dataset.name}.json").write_text(json.dumps(payload))
+        print(f"{dataset.name}: {len(queries)} queries", file=sys.stderr)
+
+
+def idfs(db, group: str, text: str) -> list[float]:
+    """The BM25 idf of each analysed query term (repeats kept), as `postings.top_k` computes it."""
+    import math
+
+    from ragcli.retrieval.analysis import analyze
+    from ragcli.store.postings import IDF_FLOOR, collection_stats, term_postings
+
+    docs, _ = collection_stats(db, group)
+    values = []
+    for term in analyze(text):
+        n = len(term_postings(db, group, term)[0])
+        idf = math.log(docs - n + 0.5) - math.log(n + 0.5)
+        values.append(IDF_FLOOR if idf <= 0 else idf)
+    return values
+
+
+def load(folder: Path) -> dict[str, dict]:
+    """Set name -> dumped payload."""
+    return {path.stem: json.loads(path.read_text()) for path in sorted(folder.glob("*.json"))}
+
+
+Fuser = Callable[[dict], list[tuple[str, float]]]
+
+
+def as_hits(entries: list) -> list:
+    """Dumped [chunk id, doc, score] rows as `Hit`s (chunk carries id and path only)."""
+    from ragcli.types import Chunk, Hit
+
+    return [Hit(Chunk(cid, 0, "", 0, "", 0, 0, None, doc), score, rank)
+            for rank, (cid, doc, score) in enumerate(entries, start=1)]
+
+
+def doc_run(hits: list) -> dict[str, float]:
+    """Best chunk per document, scores strictly falling as `document_scores` requires."""
+    from ragcli.evaluation.retrieval_eval import document_scores
+
+    return document_scores("", hits)
+
+
+def per_query_ndcg(qrels: dict, run: dict) -> dict[str, float]:
+    """nDCG@10 per query (judged queries only; missing runs count 0)."""
+    import ir_measures
+
+    measure = ir_measures.parse_measure("nDCG@10")
+    judged = {q: r for q, r in qrels.items() if any(v > 0 for v in r.values())}
+    scores = {q: 0.0 for q in judged}
+    runs = {q: run.get(q) or {"__none__": 0.0} for q in judged}
+    for metric in ir_measures.iter_calc([measure], judged, runs):
+        scores[metric.query_id] = metric.value
+    return scores
+
+
+def variants() -> dict[str, Callable[[dict], list]]:
+    """Name -> function(query record) -> fused hits, over the shipped fusion functions."""
+    from ragcli.retrieval import fusion
+
+    def single(name):
+        return lambda rec: as_hits(rec[name])
+
+    def fused(**kw):
+        return lambda rec: fusion.fuse_hits({n: as_hits(rec[n]) for n in ("bm25", "dense")}, **kw)
+
+    table = {"bm25": single("bm25"), "dense": single("dense"), "rrf": fused(fusion="rrf")}
+    table["minmax"] = fused(fusion="score")
+    for name in getattr(fusion, "FUSIONS", ()):
+        if name not in ("rrf", "score"):
+            table[name] = fused(fusion=name)
+    return table
+
+
+def score_all(data: dict, table: dict) -> dict[str, dict[str, dict[str, float]]]:
+    """set -> variant -> query -> nDCG@10."""
+    result = {}
+    for set_name, payload in data.items():
+        result[set_name] = {}
+        for name, fuse in table.items():
+            run = {qid: doc_run(fuse(rec)) for qid, rec in payload["queries"].items()}
+            result[set_name][name] = per_query_ndcg(payload["qrels"], run)
+    return result
+
+
+def halves(query_ids: list[str]) -> dict[str, list[str]]:
+    """Tune = even positions, report = odd positions (queries.jsonl order)."""
+    return {"tune": query_ids[0::2], "report": query_ids[1::2], "all": query_ids}
+
+
+def mean(values) -> float:
+    values = list(values)
+    return sum(values) / len(values) if values else 0.0
+
+
+def report(scores: dict, data: dict) -> None:
+    """Print nDCG@10 per set, half and variant, plus the dense-beats-BM25 subset."""
+    for set_name, by_variant in scores.items():
+        qids = [q for q in data[set_name]["queries"] if q in by_variant["bm25"]]
+        parts = halves(qids)
+        dense_wins = [q for q in qids if by_variant["dense"][q] > by_variant["bm25"][q]]
+        parts["dense>bm25"] = dense_wins
+        print(f"\n{set_name}: " + "  ".join(f"{k}={len(v)}" for k, v in parts.items()))
+        print(f"{'variant':<14}" + "".join(f"{k:>12}" for k in parts))
+        for name, per_query in by_variant.items():
+            print(f"{name:<14}" + "".join(f"{mean(per_query[q] for q in ids):>12.4f}" for ids in parts.values()))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("dump")
+    d.add_argument("sets", nargs="+", type=Path)
+    d.add_argument("--out", type=Path, default=Path("/tmp/fusion/dumps"))
+    r = sub.add_parser("report")
+    r.add_argument("folder", type=Path, nargs="?", default=Path("/tmp/fusion/dumps"))
+    args = parser.parse_args(argv)
+    if args.command == "dump":
+        dump(args.sets, args.out)
+    else:
+        data = load(args.folder)
+        report(score_all(data, variants()), data)
+
+
+if __name__ == "__main__":
+    main()
