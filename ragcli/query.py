@@ -5,7 +5,9 @@ The pipeline of `Searcher.search`:
 1. Resolve the group (default "medium", else the index's first) and refuse an empty index.
 2. Compile the metadata filters into SQL (an unknown key is an error naming the known ones).
 3. Retrieve: bm25 (postings in SQLite, scored with numpy), dense (vector index, the
-   index's own embedding model), or hybrid = both fused (RRF or normalised-score fusion);
+   index's own embedding model), or hybrid = both fused (by default with per-query weights
+   from each list's score spread, `ragcli.retrieval.fusion.adaptive_fusion`; RRF or fixed
+   normalised-score fusion on request);
    llm mode asks a language model to select among hybrid candidates.
 4. Drop hits below `min_score` (the retriever's score; the fused score for hybrid), apply
    the keyword filter (`require`/`exclude`) and the reranker through `ragcli.rerank.rerank`,
@@ -27,7 +29,7 @@ from ragcli.errors import IndexMismatch, NotIndexed, UsageError
 from ragcli.retrieval.analysis import analyze, cjk_bigrams
 from ragcli.retrieval.base import RETRIEVERS, ChunkFilter, Retriever
 from ragcli.retrieval.filters import check_keys, filters_sql, known_keys
-from ragcli.retrieval.fusion import FUSIONS, fuse_hits
+from ragcli.retrieval.fusion import DEFAULT_FUSION, FUSIONS, fuse_hits
 from ragcli.store import Store
 from ragcli.types import Hit
 
@@ -51,9 +53,10 @@ class QueryOptions:
         candidates: hits fetched per retriever before fusion, reranking or llm selection.
         require: words every hit must contain (the keyword filter of `ragcli.rerank`).
         exclude: words no hit may contain.
-        fusion: "rrf" or "score" (min-max normalised convex combination).
+        fusion: "adaptive" (per-query weights, the default), "rrf", or "score" (min-max
+            normalised convex combination with fixed weights).
         rrf_k: the RRF constant.
-        weights: (bm25, dense) weights for fusion.
+        weights: (bm25, dense) weights for fusion; for "adaptive", multiplied into its priors.
     """
 
     mode: str = "hybrid"
@@ -66,7 +69,7 @@ class QueryOptions:
     candidates: int = 50
     require: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
-    fusion: str = "rrf"
+    fusion: str = DEFAULT_FUSION
     rrf_k: int = 60
     weights: tuple[float, float] = (1.0, 1.0)
 

@@ -68,7 +68,8 @@ FailUnderOption = Annotated[
 FusionOption = Annotated[
     Optional[str],
     typer.Option(
-        "--fusion", help="Hybrid fusion: rrf or score (default: the query default).", show_default=False
+        "--fusion", help="Hybrid fusion: adaptive, rrf or score (default: adaptive, as rag query).",
+        show_default=False
     ),
 ]
 WeightsOption = Annotated[
@@ -122,10 +123,11 @@ def _stages(enabled: bool):
 def _query_options(top_k: int, group: str | None, fusion: str | None, weights: str | None) -> Any:
     from ragcli.cli.options import parse_weights
     from ragcli.query import QueryOptions
+    from ragcli.retrieval.fusion import FUSIONS
 
     flags: dict[str, Any] = {"top_k": top_k, "group": group, "candidates": max(50, top_k)}
     if fusion is not None:
-        flags["fusion"] = split_list(fusion, ("rrf", "score"), "--fusion")[0]
+        flags["fusion"] = split_list(fusion, FUSIONS, "--fusion")[0]
     if weights is not None:
         flags["weights"] = parse_weights(weights)
     return QueryOptions(**flags)
