@@ -162,7 +162,8 @@ def report(scores: dict, data: dict) -> None:
         print(f"\n{set_name}: " + "  ".join(f"{k}={len(v)}" for k, v in parts.items()))
         print(f"{'variant':<14}" + "".join(f"{k:>12}" for k in parts))
         for name, per_query in by_variant.items():
-            print(f"{name:<14}" + "".join(f"{mean(per_query[q] for q in ids):>12.4f}" for ids in parts.values()))
+            cells = (f"{mean(per_query[q] for q in ids):>12.4f}" for ids in parts.values())
+            print(f"{name:<14}" + "".join(cells))
 
 
 GRID = [(prior, depth) for prior in (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9) for depth in (10, 20)]
@@ -204,7 +205,8 @@ def _adaptive(rec: dict, priors: dict, depth: int) -> list:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     d = sub.add_parser("dump")
     d.add_argument("sets", nargs="+", type=Path)

@@ -92,7 +92,7 @@ def test_jsonl_and_format_paths(index):
 def test_explain_shows_each_retriever(index):
     result = rag("router button", "--explain", "--json")
     sources = json.loads(result.stdout)["hits"][0]["sources"]
-    assert {"rank", "score", "weight"} <= set(sources["bm25"]) and {"rank", "score", "weight"} <= set(sources["dense"])
+    assert all({"rank", "score", "weight"} <= set(sources[name]) for name in ("bm25", "dense"))
     assert sources["bm25"]["weight"] + sources["dense"]["weight"] == pytest.approx(1, abs=1e-3)
     table = rag("router button", "--explain", env={"COLUMNS": "160"})
     assert "bm25 #1" in table.stdout and "dense #" in table.stdout and "fused" in table.stdout

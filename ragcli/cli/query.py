@@ -228,10 +228,14 @@ def highlighted_snippet(text: str, query: str, width: int = 300):
 
 def explain_line(hit) -> str:
     """Each retriever's rank, score and fusion weight (for this query), then the fused score."""
-    parts = [f"{name} #{int(part['rank'])} {part['score']:.4g}" + (f" (w {part['weight']:.2f})" if "weight" in part
-                                                                   else "")
+    parts = [f"{name} #{int(part['rank'])} {part['score']:.4g}" + _weight_note(part)
              for name, part in sorted(hit.sources.items())]
     fused = "bm25" in hit.sources or "dense" in hit.sources
     missing = [name for name in ("bm25", "dense") if fused and name not in hit.sources]
     parts += [f"{name} -" for name in missing]
     return " · ".join(parts + [f"fused {hit.score:.4g}"]) if hit.sources else f"score {hit.score:.4g}"
+
+
+def _weight_note(part) -> str:
+    """The share this retriever had in this query's fusion, e.g. " (w 0.80)"; empty when not fused."""
+    return f" (w {part['weight']:.2f})" if "weight" in part else ""

@@ -130,7 +130,8 @@ class RetrievalReport:
 SINGLE_MODES = ("bm25", "dense")
 
 
-def hybrid_gains(results: Sequence[ConfigurationResult], metric: str = "ndcg@10") -> dict[str, dict[str, Any]]:
+def hybrid_gains(results: Sequence[ConfigurationResult],
+                 metric: str = "ndcg@10") -> dict[str, dict[str, Any]]:
     """Each hybrid configuration's `metric` minus the best single mode's with the same reranker.
 
     Only configurations of the same run are compared, so the figure says whether fusing helped
