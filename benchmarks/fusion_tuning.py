@@ -27,10 +27,13 @@ DEPTH = 100
 
 
 def dump(sets: list[Path], out: Path) -> None:
-    """Write `<out>/<set>.json`: per query, both retrievers' top-DEPTH chunk hits."""
+    """Write `<out>/<set>.json` (per query, both retrievers' top-DEPTH chunk hits) and
+    `<out>/<set>.npz` (query vectors, every chunk's id and stored vector), for the feedback step."""
     from ragcli.config import load_settings
     from ragcli.evaluation.datasets import load_retrieval_set
     from ragcli.evaluation.indexes import dataset_index_path
+    import numpy as np
+
     from ragcli.query import Searcher
 
     out.mkdir(parents=True, exist_ok=True)
@@ -46,8 +49,18 @@ def dump(sets: list[Path], out: Path) -> None:
                     name: [[hit.chunk.id, hit.chunk.path, hit.score]
                            for hit in searcher.retriever(name, group).search(text, DEPTH)]
                     for name in ("bm25", "dense")} | {"idf": idfs(searcher.store.db, group, text)}
+            dense = searcher.retriever("dense", group)
+            query_vectors = np.concatenate([dense.embed(text) for text in dataset.queries.values()])
+            rows = searcher.store.db.execute(
+                "SELECT c.id, d.path FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                "WHERE c.group_name = ? AND c.embedding_id IS NOT NULL ORDER BY c.id", [group]).fetchall()
+            chunk_ids = np.array([row[0] for row in rows], dtype=np.int64)
+            chunk_paths = np.array([row[1] for row in rows])
+            chunk_vectors = dense.chunk_vectors([int(i) for i in chunk_ids], query_vectors.shape[1])
         payload = {"queries": queries, "qrels": {q: dict(r) for q, r in dataset.qrels.items()}}
         (out / f"{dataset.name}.json").write_text(json.dumps(payload))
+        np.savez(out / f"{dataset.name}.npz", queries=query_vectors, chunk_ids=chunk_ids,
+                 paths=chunk_paths, vectors=chunk_vectors)
         print(f"{dataset.name}: {len(queries)} queries", file=sys.stderr)
 
 
@@ -68,8 +81,36 @@ def idfs(db, group: str, text: str) -> list[float]:
 
 
 def load(folder: Path) -> dict[str, dict]:
-    """Set name -> dumped payload."""
-    return {path.stem: json.loads(path.read_text()) for path in sorted(folder.glob("*.json"))}
+    """Set name -> dumped payload, with "feedback": per query, the dense list of the default
+    hybrid's second pass (query vector moved toward the best fused hit), when vectors were dumped."""
+    data = {path.stem: json.loads(path.read_text()) for path in sorted(folder.glob("*.json"))}
+    for name, payload in data.items():
+        if (folder / f"{name}.npz").is_file():
+            add_feedback(payload, folder / f"{name}.npz")
+    return data
+
+
+def add_feedback(payload: dict, vectors_file: Path, weight: float | None = None) -> None:
+    """Replay `Searcher._adaptive_hybrid`'s feedback pass exactly, with exact cosine over all chunks."""
+    import numpy as np
+
+    from ragcli.query import FEEDBACK_WEIGHT
+    from ragcli.retrieval.dense import feedback_vector
+    from ragcli.retrieval.fusion import fuse_hits
+
+    arrays = np.load(vectors_file)
+    ids, paths = arrays["chunk_ids"], arrays["paths"]
+    rows = {int(cid): i for i, cid in enumerate(ids)}
+    for position, rec in enumerate(payload["queries"].values()):
+        first = fuse_hits({n: as_hits(rec[n]) for n in ("bm25", "dense")})
+        if not first or first[0].chunk.id not in rows:
+            rec["feedback"] = rec["dense"]
+            continue
+        moved = feedback_vector(arrays["queries"][position], arrays["vectors"][[rows[first[0].chunk.id]]],
+                                FEEDBACK_WEIGHT if weight is None else weight)
+        scores = arrays["vectors"] @ moved[0]
+        top = np.argsort(-scores, kind="stable")[:DEPTH]
+        rec["feedback"] = [[int(ids[j]), str(paths[j]), float(scores[j])] for j in top]
 
 
 Fuser = Callable[[dict], list[tuple[str, float]]]
@@ -115,9 +156,9 @@ def variants() -> dict[str, Callable[[dict], list]]:
 
     table = {"bm25": single("bm25"), "dense": single("dense"), "rrf": fused(fusion="rrf")}
     table["minmax"] = fused(fusion="score")
-    for name in getattr(fusion, "FUSIONS", ()):
-        if name not in ("rrf", "score"):
-            table[name] = fused(fusion=name)
+    table["adaptive, one pass"] = fused(fusion="adaptive")
+    table["default hybrid"] = lambda rec: fusion.fuse_hits(
+        {"bm25": as_hits(rec["bm25"]), "dense": as_hits(rec.get("feedback", rec["dense"]))})
     return table
 
 
@@ -160,10 +201,10 @@ def report(scores: dict, data: dict) -> None:
         parts["dense>bm25"] = dense_wins
         parts["dense-led"] = dense_led(by_variant["bm25"], by_variant["dense"], qids)
         print(f"\n{set_name}: " + "  ".join(f"{k}={len(v)}" for k, v in parts.items()))
-        print(f"{'variant':<14}" + "".join(f"{k:>12}" for k in parts))
+        print(f"{'variant':<20}" + "".join(f"{k:>12}" for k in parts))
         for name, per_query in by_variant.items():
             cells = (f"{mean(per_query[q] for q in ids):>12.4f}" for ids in parts.values())
-            print(f"{name:<14}" + "".join(cells))
+            print(f"{name:<20}" + "".join(cells))
 
 
 GRID = [(prior, depth) for prior in (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9) for depth in (10, 20)]
@@ -194,6 +235,28 @@ def leave_one_out(data: dict) -> None:
               f"{mean(scores[held][choice][q] for q in ids):.4f} (gain {gain(held, choice, 'report'):+.4f})")
 
 
+FEEDBACK_GRID = (0.0, 0.3, 0.6, 1.0)
+
+
+def feedback_grid(folder: Path, data: dict) -> None:
+    """The default hybrid with other feedback weights (0 = one pass), per half: how 0.6 was chosen."""
+    from ragcli.retrieval import fusion
+
+    print("\nfeedback weight (default hybrid, nDCG@10 tune / report half):")
+    for weight in FEEDBACK_GRID:
+        cells = []
+        for name, payload in data.items():
+            add_feedback(payload, folder / f"{name}.npz", weight)
+            run = {qid: doc_run(fusion.fuse_hits({"bm25": as_hits(rec["bm25"]),
+                                                  "dense": as_hits(rec["feedback"])}))
+                   for qid, rec in payload["queries"].items()}
+            scores = per_query_ndcg(payload["qrels"], run)
+            parts = halves(list(scores))
+            cells.append(f"{name} {mean(scores[q] for q in parts['tune']):.4f} / "
+                         f"{mean(scores[q] for q in parts['report']):.4f}")
+        print(f"  {weight:<4} " + "   ".join(cells))
+
+
 def _adaptive(rec: dict, priors: dict, depth: int) -> list:
     """Fused hits of the adaptive fusion with other constants, ids as the dumped chunk rows."""
     from ragcli.retrieval.fusion import adaptive_fusion
@@ -220,6 +283,8 @@ def main(argv: list[str] | None = None) -> None:
         data = load(args.folder)
         report(score_all(data, variants()), data)
         leave_one_out(data)
+        if all((args.folder / f"{name}.npz").is_file() for name in data):
+            feedback_grid(args.folder, data)
 
 
 if __name__ == "__main__":

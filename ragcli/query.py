@@ -34,6 +34,9 @@ from ragcli.store import Store
 from ragcli.types import Hit
 
 MODES = ("bm25", "dense", "hybrid", "llm")
+# Weight of the best fused hit's vector in the default hybrid's second dense pass (Rocchio
+# feedback; chosen with the fusion constants on the tune half, benchmarks/fusion_tuning.py).
+FEEDBACK_WEIGHT = 0.6
 RERANKERS = ("cross-encoder", "llm", "keyword")
 DEFAULT_GROUP = "medium"
 
@@ -253,10 +256,31 @@ class Searcher:
             return self.retriever(options.mode, group).search(query, fetch, allowed)
         # Fusion works best with deeper lists than the final cut.
         depth = max(fetch, options.candidates)
-        results = {name: self.retriever(name, group).search(query, depth, allowed)
-                   for name in ("bm25", "dense")}
         weights = dict(zip(("bm25", "dense"), options.weights))
-        return fuse_hits(results, fusion=options.fusion, k=options.rrf_k, weights=weights)[:fetch]
+        if options.fusion != "adaptive":
+            results = {name: self.retriever(name, group).search(query, depth, allowed)
+                       for name in ("bm25", "dense")}
+            return fuse_hits(results, fusion=options.fusion, k=options.rrf_k, weights=weights)[:fetch]
+        return self._adaptive_hybrid(query, group, allowed, depth, weights)[:fetch]
+
+    def _adaptive_hybrid(self, query: str, group: str, allowed: ChunkFilter | None, depth: int,
+                         weights: Mapping[str, float]) -> list[Hit]:
+        """Fuse, move the dense query toward the best fused hit, search dense again, fuse again.
+
+        The feedback step (`DenseRetriever.search_feedback`) is what lifts Cranfield most (README
+        "Hybrid fusion"); it needs no second embedding, only one more vector search.
+        """
+        results = {"bm25": self.retriever("bm25", group).search(query, depth, allowed)}
+        dense = self.retriever("dense", group)
+        vector = dense.embed(query) if query.strip() else None
+        results["dense"] = dense.search_vector(vector, depth, allowed) if vector is not None else []
+        fused = fuse_hits(results, fusion="adaptive", weights=weights)
+        if vector is None or not fused or not weights.get("dense", 1.0) or FEEDBACK_WEIGHT <= 0:
+            return fused
+        refined = dense.search_feedback(vector, [fused[0].chunk.id], depth, allowed, weight=FEEDBACK_WEIGHT)
+        if not refined:
+            return fused
+        return fuse_hits({"bm25": results["bm25"], "dense": refined}, fusion="adaptive", weights=weights)
 
 
 _WORD = re.compile(r"\w+")

@@ -3,6 +3,10 @@
 Vectors are unit length, so the inner product the vector index returns is the cosine
 similarity, used as the hit score. Identical chunk texts share one embedding, so a vector
 hit may stand for several chunks; each becomes its own hit with the same score.
+
+`search_feedback` is the second pass of the default hybrid (`ragcli.query`): the query
+vector moved toward the stored vector of the best fused hit (Rocchio feedback, see
+`feedback_vector`), searched again. It embeds nothing new, so it costs one more vector search.
 """
 
 from __future__ import annotations
@@ -42,13 +46,37 @@ class DenseRetriever:
         """
         if k <= 0 or not query.strip():
             return []
+        return self.search_vector(self.embed(query), k, allowed)
+
+    def embed(self, query: str) -> np.ndarray:
+        """The query's vector (shape 1 x dimension), mapping the vector file meanwhile."""
         opening = self._open_in_background()
         try:
-            vector = np.asarray(self._embedder().embed([query]), dtype=np.float32)
+            return np.asarray(self._embedder().embed([query]), dtype=np.float32)
         finally:
             if opening is not None:
                 opening.join()
-        return self.search_vector(vector, k, allowed)
+
+    def search_feedback(self, vector: np.ndarray, feedback: list[int], k: int,
+                        allowed: ChunkFilter | None = None, weight: float = 0.6) -> list[Hit]:
+        """Search again with `vector` moved toward the stored vectors of the `feedback` chunks.
+
+        Returns [] when none of those chunks has a vector (nothing to learn from).
+        """
+        vectors = self.chunk_vectors(feedback, vector.shape[-1])
+        if not len(vectors):
+            return []
+        return self.search_vector(feedback_vector(vector, vectors, weight), k, allowed)
+
+    def chunk_vectors(self, chunk_ids: list[int], dimension: int) -> np.ndarray:
+        """The stored embedding vectors of these chunks (those that have one), one per row."""
+        if not chunk_ids:
+            return np.zeros((0, dimension), dtype=np.float32)
+        marks = ",".join("?" * len(chunk_ids))
+        rows = self.store.db.execute(
+            "SELECT e.vector FROM chunks c JOIN embeddings e ON e.id = c.embedding_id "
+            f"WHERE c.id IN ({marks})", [int(i) for i in chunk_ids]).fetchall()
+        return np.frombuffer(b"".join(row[0] for row in rows), dtype=np.float32).reshape(-1, dimension)
 
     def _open_in_background(self) -> threading.Thread | None:
         """Map the vector file while the query is embedded.
@@ -101,3 +129,16 @@ class DenseRetriever:
             f"WHERE c.group_name = ? AND c.embedding_id IS NOT NULL AND ({allowed.where})",
             [self.group, *allowed.params])
         return dict(rows.fetchall())
+
+
+def feedback_vector(query: np.ndarray, feedback: np.ndarray, weight: float) -> np.ndarray:
+    """Rocchio's relevance feedback on embeddings: query + weight * mean(feedback), unit length.
+
+    Rocchio, "Relevance Feedback in Information Retrieval" (1971); applied to dense retrievers'
+    vectors by Li et al., "Pseudo Relevance Feedback with Deep Language Models and Dense
+    Retrievers: Successes and Pitfalls" (ACM TOIS 2023). Here the feedback is the best *fused*
+    hit, so BM25's evidence reaches the dense side as well.
+    """
+    moved = np.asarray(query, dtype=np.float32).reshape(1, -1) + weight * feedback.mean(axis=0)
+    norm = float(np.linalg.norm(moved))
+    return moved / norm if norm > 0 else np.asarray(query, dtype=np.float32).reshape(1, -1)
