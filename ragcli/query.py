@@ -29,7 +29,7 @@ from ragcli.errors import IndexMismatch, NotIndexed, UsageError
 from ragcli.retrieval.analysis import analyze, cjk_bigrams
 from ragcli.retrieval.base import RETRIEVERS, ChunkFilter, Retriever
 from ragcli.retrieval.filters import check_keys, filters_sql, known_keys
-from ragcli.retrieval.fusion import DEFAULT_FUSION, FUSIONS, fuse_hits
+from ragcli.retrieval.fusion import DEFAULT_FUSION, FUSIONS, adaptive_fusion, fuse_hits, scaled_priors
 from ragcli.store import Store
 from ragcli.types import Hit
 
@@ -270,17 +270,23 @@ class Searcher:
         The feedback step (`DenseRetriever.search_feedback`) is what lifts Cranfield most (README
         "Hybrid fusion"); it needs no second embedding, only one more vector search.
         """
-        results = {"bm25": self.retriever("bm25", group).search(query, depth, allowed)}
+        bm25 = self.retriever("bm25", group).search(query, depth, allowed)
         dense = self.retriever("dense", group)
-        vector = dense.embed(query) if query.strip() else None
-        results["dense"] = dense.search_vector(vector, depth, allowed) if vector is not None else []
-        fused = fuse_hits(results, fusion="adaptive", weights=weights)
-        if vector is None or not fused or not weights.get("dense", 1.0) or FEEDBACK_WEIGHT <= 0:
-            return fused
-        refined = dense.search_feedback(vector, [fused[0].chunk.id], depth, allowed, weight=FEEDBACK_WEIGHT)
-        if not refined:
-            return fused
-        return fuse_hits({"bm25": results["bm25"], "dense": refined}, fusion="adaptive", weights=weights)
+        if not query.strip():
+            return fuse_hits({"bm25": bm25, "dense": []}, fusion="adaptive", weights=weights)
+        vector = dense.embed(query)
+        known = {hit.chunk.id: hit.chunk for hit in bm25}
+        first = dense.rank_vector(vector, depth, allowed)
+        # The first fusion only picks the feedback chunk, so it runs on ids, building no hits.
+        fused, _ = adaptive_fusion({"bm25": [(h.chunk.id, h.score) for h in bm25], "dense": first},
+                                   priors=scaled_priors(("bm25", "dense"), weights))
+        refined: list[Hit] = []
+        if fused and weights.get("dense", 1.0) and FEEDBACK_WEIGHT > 0:
+            refined = dense.search_feedback(vector, [fused[0][0]], depth, allowed, weight=FEEDBACK_WEIGHT,
+                                            known=known)
+        if not refined:  # nothing found, dense switched off, or the best hit has no vector
+            refined = dense.search_vector(vector, depth, allowed, known)
+        return fuse_hits({"bm25": bm25, "dense": refined}, fusion="adaptive", weights=weights)
 
 
 _WORD = re.compile(r"\w+")

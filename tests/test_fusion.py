@@ -93,3 +93,16 @@ def test_fuse_hits_records_the_weights_and_user_weights_scale_the_priors():
     only_bm25 = fuse_hits(results, weights={"bm25": 1.0, "dense": 0.0})
     assert [h.chunk.id for h in only_bm25][:2] == [1, 2] and only_bm25[0].sources["bm25"]["weight"] == 1.0
     assert "adaptive" in FUSIONS and [h.chunk.id for h in fuse_hits(results, fusion="rrf")][0] in {1, 3}
+
+
+def test_feedback_vector_moves_the_query_toward_the_feedback_and_stays_unit_length():
+    import numpy as np
+
+    from ragcli.retrieval.dense import feedback_vector
+
+    query = np.array([[1.0, 0.0, 0.0]], dtype=np.float32)
+    feedback = np.array([[0.0, 1.0, 0.0]], dtype=np.float32)
+    moved = feedback_vector(query, feedback, 0.6)
+    assert moved.shape == (1, 3) and np.linalg.norm(moved) == pytest.approx(1.0)
+    assert moved[0, 1] / moved[0, 0] == pytest.approx(0.6)  # query + 0.6 * mean(feedback), normalised
+    assert np.allclose(feedback_vector(query, feedback, 0.0), query)

@@ -191,6 +191,25 @@ def test_hybrid_hits_explain_their_sources(searcher):
     assert 0 < scored[0].score <= 1
 
 
+def test_default_hybrid_searches_dense_again_from_the_best_fused_hit(searcher, monkeypatch):
+    from ragcli.retrieval.dense import DenseRetriever
+
+    calls = []
+    original = DenseRetriever.search_feedback
+
+    def spy(self, vector, feedback, *args, **kwargs):
+        calls.append(feedback)
+        return original(self, vector, feedback, *args, **kwargs)
+
+    monkeypatch.setattr(DenseRetriever, "search_feedback", spy)
+    hits = searcher.search("lighthouse lamp", QueryOptions(mode="hybrid", top_k=3))
+    one_pass = searcher.search("lighthouse lamp", QueryOptions(mode="hybrid", top_k=3, fusion="score"))
+    assert len(calls) == 1 and len(calls[0]) == 1  # one feedback chunk, one extra search; score fusion: none
+    assert hits and one_pass and all(0 <= hit.score <= 1 for hit in hits)
+    assert searcher.search("lighthouse lamp", QueryOptions(mode="hybrid", weights=(1.0, 0.0)))  # dense off
+    assert len(calls) == 1
+
+
 def test_top_k_min_score_require_exclude(searcher):
     assert len(searcher.search("the lamp and the router", QueryOptions(mode="bm25", top_k=2))) == 2
     everything = searcher.search("lamp router tea", QueryOptions(mode="bm25"))

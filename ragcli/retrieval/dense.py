@@ -12,13 +12,13 @@ vector moved toward the stored vector of the best fused hit (Rocchio feedback, s
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
 from ragcli.retrieval.base import ChunkFilter, EmbedderLoader
 from ragcli.store import Store, open_vector_file
-from ragcli.types import Hit
+from ragcli.types import Chunk, Hit
 
 
 class DenseRetriever:
@@ -58,7 +58,8 @@ class DenseRetriever:
                 opening.join()
 
     def search_feedback(self, vector: np.ndarray, feedback: list[int], k: int,
-                        allowed: ChunkFilter | None = None, weight: float = 0.6) -> list[Hit]:
+                        allowed: ChunkFilter | None = None, weight: float = 0.6,
+                        known: Mapping[int, Chunk] | None = None) -> list[Hit]:
         """Search again with `vector` moved toward the stored vectors of the `feedback` chunks.
 
         Returns [] when none of those chunks has a vector (nothing to learn from).
@@ -66,7 +67,7 @@ class DenseRetriever:
         vectors = self.chunk_vectors(feedback, vector.shape[-1])
         if not len(vectors):
             return []
-        return self.search_vector(feedback_vector(vector, vectors, weight), k, allowed)
+        return self.search_vector(feedback_vector(vector, vectors, weight), k, allowed, known)
 
     def chunk_vectors(self, chunk_ids: list[int], dimension: int) -> np.ndarray:
         """The stored embedding vectors of these chunks (those that have one), one per row."""
@@ -102,8 +103,19 @@ class DenseRetriever:
         thread.start()
         return thread
 
-    def search_vector(self, vector: np.ndarray, k: int, allowed: ChunkFilter | None = None) -> list[Hit]:
-        """Like `search`, for an already embedded query."""
+    def search_vector(self, vector: np.ndarray, k: int, allowed: ChunkFilter | None = None,
+                      known: Mapping[int, Chunk] | None = None) -> list[Hit]:
+        """Like `search`, for an already embedded query; chunks in `known` are not read again."""
+        ranked = self.rank_vector(vector, k, allowed)
+        known = known or {}
+        chunks = dict(known)
+        chunks.update(self.store.chunks([chunk_id for chunk_id, _ in ranked if chunk_id not in known]))
+        return [Hit(chunks[cid], score, rank) for rank, (cid, score) in enumerate(ranked, start=1)
+                if cid in chunks]
+
+    def rank_vector(self, vector: np.ndarray, k: int,
+                    allowed: ChunkFilter | None = None) -> list[tuple[int, float]]:
+        """The best `k` (chunk id, cosine) pairs for a query vector, without reading the chunks."""
         index = self.vector_index()
         allowed_chunks = self._allowed_chunks(allowed) if allowed is not None and allowed.where else None
         if len(index) == 0 or allowed_chunks == {}:
@@ -117,10 +129,7 @@ class DenseRetriever:
         for embedding_id, score in pairs:
             ranked.extend((chunk_id, score) for chunk_id in owners.get(embedding_id, [])
                           if allowed_chunks is None or chunk_id in allowed_chunks)
-        ranked = ranked[:k]
-        chunks = self.store.chunks([chunk_id for chunk_id, _ in ranked])
-        return [Hit(chunks[cid], score, rank) for rank, (cid, score) in enumerate(ranked, start=1)
-                if cid in chunks]
+        return ranked[:k]
 
     def _allowed_chunks(self, allowed: ChunkFilter) -> dict[int, int]:
         """Chunk id -> embedding id of the group's chunks whose documents pass the filters."""

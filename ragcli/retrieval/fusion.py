@@ -17,7 +17,7 @@ the fusion becomes the other retriever.
 from __future__ import annotations
 
 import statistics
-from typing import Hashable, Mapping, Sequence, TypeVar
+from typing import Hashable, Iterable, Mapping, Sequence, TypeVar
 
 from ragcli.types import Hit
 
@@ -186,6 +186,11 @@ def adaptive_fusion(results: Mapping[str, Sequence[tuple[Id, float]]], *,
     return _ordered(scores, first_seen), weights
 
 
+def scaled_priors(names: Iterable[str], weights: Mapping[str, float] | None) -> dict[str, float]:
+    """The adaptive fusion's priors times the user's weights (`--weights`; missing = 1)."""
+    return {name: PRIORS.get(name, 1.0) * _weight(weights, name) for name in names}
+
+
 def fuse_hits(results: Mapping[str, Sequence[Hit]], *, fusion: str = DEFAULT_FUSION, k: int = 60,
               weights: Mapping[str, float] | None = None) -> list[Hit]:
     """Fuse per-retriever hit lists into one, best first, ranks from 1.
@@ -207,8 +212,7 @@ def fuse_hits(results: Mapping[str, Sequence[Hit]], *, fusion: str = DEFAULT_FUS
             sources.setdefault(hit.chunk.id, {})[name] = {"rank": rank, "score": hit.score}
     scored = {name: [(h.chunk.id, h.score) for h in hits] for name, hits in results.items()}
     if fusion == "adaptive":
-        priors = {name: PRIORS.get(name, 1.0) * _weight(weights, name) for name in results}
-        fused, used = adaptive_fusion(scored, priors=priors)
+        fused, used = adaptive_fusion(scored, priors=scaled_priors(results, weights))
     else:
         total = sum(_weight(weights, name) for name in results) or 1.0
         used = {name: _weight(weights, name) / total for name in results}
