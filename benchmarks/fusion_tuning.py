@@ -5,14 +5,17 @@
 
 `dump` opens each set's evaluation index (the one `rag eval retrieval` builds under the cache
 dir; run that first) and writes, per query, the top-100 chunk hits of BM25 and of dense with
-their document ids and scores, to ``<out>/<set>.json``. `report` replays the shipped fusion
-functions (`ragcli.retrieval.fusion`) on those lists exactly as `rag eval retrieval` does (fuse
-chunk hits, best chunk per document, nDCG@10 by ir-measures) and prints one table per query
+their document ids and scores, to ``<out>/<set>.json``, and the query vectors and every chunk's
+stored vector to ``<out>/<set>.npz``. `report` replays the shipped functions (the fusions of
+`ragcli.retrieval.fusion`, and the default hybrid's feedback pass with exact cosine over all
+chunks) exactly as `rag eval retrieval` scores them (fuse chunk hits, best chunk per document,
+nDCG@10 by ir-measures; the same figures to 4 decimals) and prints one table per query
 half: the "tune" half (even positions, in the order queries first appear in qrels/test.tsv) on
 which constants were chosen, and the "report" half (odd positions) quoted in the README. It also
 prints, as a stand-in for sets where dense leads, the queries where dense beats BM25 and a
 "dense-led" subset (all of those plus BM25-won queries while dense still leads by 0.10 on
-average), and a cross-set leave-one-out choice of the adaptive fusion's two constants.
+average), a cross-set leave-one-out choice of the adaptive fusion's prior and spread depth, and
+the default hybrid under other feedback weights.
 """
 
 from __future__ import annotations
