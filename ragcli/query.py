@@ -5,7 +5,9 @@ The pipeline of `Searcher.search`:
 1. Resolve the group (default "medium", else the index's first) and refuse an empty index.
 2. Compile the metadata filters into SQL (an unknown key is an error naming the known ones).
 3. Retrieve: bm25 (postings in SQLite, scored with numpy), dense (vector index, the
-   index's own embedding model), or hybrid = both fused (RRF or normalised-score fusion);
+   index's own embedding model), or hybrid = both fused (by default with per-query weights
+   from each list's score spread, `ragcli.retrieval.fusion.adaptive_fusion`; RRF or fixed
+   normalised-score fusion on request);
    llm mode asks a language model to select among hybrid candidates.
 4. Drop hits below `min_score` (the retriever's score; the fused score for hybrid), apply
    the keyword filter (`require`/`exclude`) and the reranker through `ragcli.rerank.rerank`,
@@ -28,7 +30,7 @@ from ragcli.errors import IndexMismatch, NotIndexed, UsageError
 from ragcli.retrieval.analysis import analyze, cjk_bigrams
 from ragcli.retrieval.base import RETRIEVERS, ChunkFilter, Retriever
 from ragcli.retrieval.filters import check_keys, filters_sql, known_keys
-from ragcli.retrieval.fusion import FUSIONS, fuse_hits
+from ragcli.retrieval.fusion import DEFAULT_FUSION, FUSIONS, adaptive_fusion, fuse_hits, scaled_priors
 from ragcli.stages import stage
 from ragcli.store import Store
 from ragcli.types import Hit
@@ -36,6 +38,9 @@ from ragcli.types import Hit
 log = logging.getLogger(__name__)
 
 MODES = ("bm25", "dense", "hybrid", "llm")
+# Weight of the best fused hit's vector in the default hybrid's second dense pass (Rocchio
+# feedback; chosen with the fusion constants on the tune half, benchmarks/fusion_tuning.py).
+FEEDBACK_WEIGHT = 0.6
 RERANKERS = ("cross-encoder", "llm", "keyword")
 DEFAULT_GROUP = "medium"
 
@@ -55,9 +60,10 @@ class QueryOptions:
         candidates: hits fetched per retriever before fusion, reranking or llm selection.
         require: words every hit must contain (the keyword filter of `ragcli.rerank`).
         exclude: words no hit may contain.
-        fusion: "rrf" or "score" (min-max normalised convex combination).
+        fusion: "adaptive" (per-query weights, the default), "rrf", or "score" (min-max
+            normalised convex combination with fixed weights).
         rrf_k: the RRF constant.
-        weights: (bm25, dense) weights for fusion.
+        weights: (bm25, dense) weights for fusion; for "adaptive", multiplied into its priors.
     """
 
     mode: str = "hybrid"
@@ -70,7 +76,7 @@ class QueryOptions:
     candidates: int = 50
     require: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
-    fusion: str = "rrf"
+    fusion: str = DEFAULT_FUSION
     rrf_k: int = 60
     weights: tuple[float, float] = (1.0, 1.0)
 
@@ -265,13 +271,41 @@ class Searcher:
                 return self.retriever(options.mode, group).search(query, fetch, allowed)
         # Fusion works best with deeper lists than the final cut.
         depth = max(fetch, options.candidates)
-        results = {}
-        for name in ("bm25", "dense"):
-            with stage(f"{name} retrieve"):
-                results[name] = self.retriever(name, group).search(query, depth, allowed)
         weights = dict(zip(("bm25", "dense"), options.weights))
-        with stage("fuse", options.fusion):
-            return fuse_hits(results, fusion=options.fusion, k=options.rrf_k, weights=weights)[:fetch]
+        if options.fusion != "adaptive":
+            results = {}
+            for name in ("bm25", "dense"):
+                with stage(f"{name} retrieve"):
+                    results[name] = self.retriever(name, group).search(query, depth, allowed)
+            with stage("fuse", options.fusion):
+                return fuse_hits(results, fusion=options.fusion, k=options.rrf_k, weights=weights)[:fetch]
+        with stage("hybrid retrieve", "adaptive fusion with dense feedback"):
+            return self._adaptive_hybrid(query, group, allowed, depth, weights)[:fetch]
+
+    def _adaptive_hybrid(self, query: str, group: str, allowed: ChunkFilter | None, depth: int,
+                         weights: Mapping[str, float]) -> list[Hit]:
+        """Fuse, move the dense query toward the best fused hit, search dense again, fuse again.
+
+        The feedback step (`DenseRetriever.search_feedback`) is what lifts Cranfield most (README
+        "Hybrid fusion"); it needs no second embedding, only one more vector search.
+        """
+        bm25 = self.retriever("bm25", group).search(query, depth, allowed)
+        dense = self.retriever("dense", group)
+        if not query.strip():
+            return fuse_hits({"bm25": bm25, "dense": []}, fusion="adaptive", weights=weights)
+        vector = dense.embed(query)
+        known = {hit.chunk.id: hit.chunk for hit in bm25}
+        first = dense.rank_vector(vector, depth, allowed)
+        # The first fusion only picks the feedback chunk, so it runs on ids, building no hits.
+        fused, _ = adaptive_fusion({"bm25": [(h.chunk.id, h.score) for h in bm25], "dense": first},
+                                   priors=scaled_priors(("bm25", "dense"), weights))
+        refined: list[Hit] = []
+        if fused and weights.get("dense", 1.0) and FEEDBACK_WEIGHT > 0:
+            refined = dense.search_feedback(vector, [fused[0][0]], depth, allowed, weight=FEEDBACK_WEIGHT,
+                                            known=known)
+        if not refined:  # nothing found, dense switched off, or the best hit has no vector
+            refined = dense.search_vector(vector, depth, allowed, known)
+        return fuse_hits({"bm25": bm25, "dense": refined}, fusion="adaptive", weights=weights)
 
 
 _WORD = re.compile(r"\w+")

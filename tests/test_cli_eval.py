@@ -68,6 +68,18 @@ def test_retrieval_table_shows_configurations_side_by_side(runner, fixtures_dir)
     assert "5 of 5 queries" in result.stderr  # the table's title; in a pipe a message on stderr
 
 
+def test_retrieval_reports_the_hybrid_gain_over_the_best_single_mode(runner, fixtures_dir):
+    args = ["eval", "retrieval", str(fixtures_dir / "beir-mini"), "--modes", "bm25,dense,hybrid"]
+    document = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
+    ndcg = {c["name"]: c["metrics"]["ndcg@10"] for c in document["configurations"]}
+    best = max(("bm25", "dense"), key=lambda name: ndcg[name])
+    gain = document["hybrid_gain"]["hybrid"]
+    assert gain["best_single"] == best
+    assert gain["gain"] == pytest.approx(ndcg["hybrid"] - ndcg[best], abs=1e-3)
+    table = runner.invoke(app, args).stdout
+    assert f"hybrid vs best single mode ({best} {ndcg[best]:.3f}): {gain['gain']:+.3f} nDCG@10" in table
+
+
 def test_fail_under_exits_1_and_names_metric_value_and_floor(runner, fixtures_dir):
     result = runner.invoke(
         app,

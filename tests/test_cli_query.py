@@ -98,9 +98,13 @@ def test_jsonl_and_format_paths(index):
 def test_explain_shows_each_retriever(index):
     result = rag("router button", "--explain", "--json")
     sources = json.loads(result.stdout)["hits"][0]["sources"]
-    assert {"rank", "score"} <= set(sources["bm25"]) and {"rank", "score"} <= set(sources["dense"])
+    assert all({"rank", "score", "weight"} <= set(sources[name]) for name in ("bm25", "dense"))
+    assert sources["bm25"]["weight"] + sources["dense"]["weight"] == pytest.approx(1, abs=1e-3)
     table = rag("router button", "--explain", env={"COLUMNS": "160"})
     assert "bm25 #1" in table.stdout and "dense #" in table.stdout and "fused" in table.stdout
+    assert f"(w {sources['dense']['weight']:.2f})" in table.stdout  # the weight this query gave dense
+    rrf = json.loads(rag("router button", "--fusion", "rrf", "--json").stdout)["hits"][0]
+    assert rrf["sources"]["bm25"]["weight"] == 0.5 and rrf["score"] < 0.1
 
 
 @pytest.mark.parametrize("args", [["-"], []])

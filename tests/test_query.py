@@ -90,11 +90,18 @@ def test_score_fusion_normalises_and_combines():
 
 def test_fuse_hits_keeps_each_retrievers_rank_and_score():
     chunk = lambda i: Chunk(i, i, "g", 0, f"t{i}", 0, 1, None, f"p{i}")  # noqa: E731
-    fused = fuse_hits({"bm25": [Hit(chunk(1), 7.5), Hit(chunk(2), 3.0)], "dense": [Hit(chunk(2), 0.8)]})
+    results = {"bm25": [Hit(chunk(1), 7.5), Hit(chunk(2), 3.0)], "dense": [Hit(chunk(2), 0.8)]}
+    fused = fuse_hits(results, fusion="rrf")
     assert [(h.chunk.id, h.rank) for h in fused] == [(2, 1), (1, 2)]
-    assert fused[0].sources == {"bm25": {"rank": 2, "score": 3.0}, "dense": {"rank": 1, "score": 0.8}}
+    assert fused[0].sources == {"bm25": {"rank": 2, "score": 3.0, "weight": 0.5},
+                                "dense": {"rank": 1, "score": 0.8, "weight": 0.5}}
     assert fused[0].score == pytest.approx(1 / 62 + 1 / 61)
-    assert fused[1].sources == {"bm25": {"rank": 1, "score": 7.5}}
+    assert fused[1].sources == {"bm25": {"rank": 1, "score": 7.5, "weight": 0.5}}
+    adaptive = fuse_hits(results)  # the default: both lists have full spread, so the priors decide
+    assert [(h.chunk.id, h.rank) for h in adaptive] == [(2, 1), (1, 2)]
+    assert adaptive[0].sources["dense"]["weight"] == pytest.approx(0.8)
+    assert adaptive[0].score == pytest.approx(0.2 * 3.0 / 7.5 + 0.8)
+    assert adaptive[1].score == pytest.approx(0.2)  # absent from a short dense list: 0 there
 
 
 # -- filters (pure and SQL agree) ----------------------------------------------------------------
@@ -168,15 +175,39 @@ def test_modes_find_the_right_passage(searcher, mode):
 
 
 def test_hybrid_hits_explain_their_sources(searcher):
-    hits = searcher.search("lighthouse lamp", QueryOptions(mode="hybrid", top_k=3))
+    default = searcher.search("lighthouse lamp", QueryOptions(mode="hybrid", top_k=3))
+    assert set(default[0].sources) == {"bm25", "dense"} and 0 < default[0].score <= 1
+    weights = {name: part["weight"] for name, part in default[0].sources.items()}
+    assert sum(weights.values()) == pytest.approx(1, abs=1e-3)
+    hits = searcher.search("lighthouse lamp", QueryOptions(mode="hybrid", top_k=3, fusion="rrf"))
     top = hits[0]
     assert set(top.sources) == {"bm25", "dense"}
     expected = sum(1 / (60 + part["rank"]) for part in top.sources.values())
     assert top.score == pytest.approx(expected)
-    weighted = searcher.search("lighthouse lamp", QueryOptions(mode="hybrid", weights=(2.0, 0.0), rrf_k=10))
+    weighted = searcher.search("lighthouse lamp", QueryOptions(mode="hybrid", weights=(2.0, 0.0), rrf_k=10,
+                                                                  fusion="rrf"))
     assert weighted[0].score == pytest.approx(2 / (10 + weighted[0].sources["bm25"]["rank"]))
     scored = searcher.search("lighthouse lamp", QueryOptions(mode="hybrid", fusion="score"))
     assert 0 < scored[0].score <= 1
+
+
+def test_default_hybrid_searches_dense_again_from_the_best_fused_hit(searcher, monkeypatch):
+    from ragcli.retrieval.dense import DenseRetriever
+
+    calls = []
+    original = DenseRetriever.search_feedback
+
+    def spy(self, vector, feedback, *args, **kwargs):
+        calls.append(feedback)
+        return original(self, vector, feedback, *args, **kwargs)
+
+    monkeypatch.setattr(DenseRetriever, "search_feedback", spy)
+    hits = searcher.search("lighthouse lamp", QueryOptions(mode="hybrid", top_k=3))
+    one_pass = searcher.search("lighthouse lamp", QueryOptions(mode="hybrid", top_k=3, fusion="score"))
+    assert len(calls) == 1 and len(calls[0]) == 1  # one feedback chunk, one extra search; score fusion: none
+    assert hits and one_pass and all(0 <= hit.score <= 1 for hit in hits)
+    assert searcher.search("lighthouse lamp", QueryOptions(mode="hybrid", weights=(1.0, 0.0)))  # dense off
+    assert len(calls) == 1
 
 
 def test_top_k_min_score_require_exclude(searcher):

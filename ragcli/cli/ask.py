@@ -47,7 +47,7 @@ def ask(
     candidates: CandidatesOption = 50,
     require: RequireOption = None,
     exclude: ExcludeOption = None,
-    fusion: FusionOption = Fusion.rrf,
+    fusion: FusionOption = Fusion.adaptive,
     weights: WeightsOption = None,
     answer_style: Annotated[AnswerStyle, typer.Option(
         "--answer-style", help="extractive: the short words of a retrieved sentence that answer (no model "

@@ -69,7 +69,8 @@ FailUnderOption = Annotated[
 FusionOption = Annotated[
     Optional[str],
     typer.Option(
-        "--fusion", help="Hybrid fusion: rrf or score (default: the query default).", show_default=False
+        "--fusion", help="Hybrid fusion: adaptive, rrf or score (default: adaptive, as rag query).",
+        show_default=False
     ),
 ]
 WeightsOption = Annotated[
@@ -123,10 +124,11 @@ def _stages(enabled: bool):
 def _query_options(top_k: int, group: str | None, fusion: str | None, weights: str | None) -> Any:
     from ragcli.cli.options import parse_weights
     from ragcli.query import QueryOptions
+    from ragcli.retrieval.fusion import FUSIONS
 
     flags: dict[str, Any] = {"top_k": top_k, "group": group, "candidates": max(50, top_k)}
     if fusion is not None:
-        flags["fusion"] = split_list(fusion, ("rrf", "score"), "--fusion")[0]
+        flags["fusion"] = split_list(fusion, FUSIONS, "--fusion")[0]
     if weights is not None:
         flags["weights"] = parse_weights(weights)
     return QueryOptions(**flags)
@@ -256,11 +258,24 @@ def _print_retrieval(report: Any) -> None:
             f"{result.ms_per_query:.1f}",
         )
     _print_table(table)
+    _print_gains(report)
     ingest = report.ingest
     if ingest:
         stderr_console().print(
             f"index {report.index}: {ingest['added']} added, {ingest['updated']} updated, "
             f"{ingest['unchanged']} unchanged, {ingest['embedded']} embedded",
+            highlight=False,
+        )
+
+
+def _print_gains(report: Any) -> None:
+    """One line per hybrid configuration: its nDCG@10 gain over the best single mode beside it."""
+    from ragcli.evaluation.retrieval_eval import hybrid_gains
+
+    for name, gain in hybrid_gains(report.configurations).items():
+        stdout_console().print(
+            f"{name} vs best single mode ({gain['best_single']} {gain['best_single_value']:.3f}): "
+            f"{gain['gain']:+.3f} nDCG@10",
             highlight=False,
         )
 

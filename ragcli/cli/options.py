@@ -55,6 +55,7 @@ class Rerank(str, Enum):
 
 
 class Fusion(str, Enum):
+    adaptive = "adaptive"
     rrf = "rrf"
     score = "score"
 
@@ -79,7 +80,8 @@ FiltersOption = Annotated[Optional[List[str]], typer.Option(
     "comparisons of one key are AND-ed, making ranges), or any stored metadata key.", show_default=False)]
 MinScoreOption = Annotated[Optional[float], typer.Option(
     help="Drop hits scoring below this: BM25 score, cosine similarity (dense), or the fused score "
-    "(hybrid; RRF scores are small, about 1/(k+rank) per retriever). Applied before reranking.",
+    "(hybrid: 0-1 for adaptive; RRF scores are small, about 1/(k+rank) per retriever). Applied before "
+    "reranking.",
     show_default=False)]
 RerankOption = Annotated[Optional[Rerank], typer.Option(help="Rerank the candidates.", show_default=False)]
 RerankModelOption = Annotated[Optional[str], typer.Option(
@@ -92,6 +94,9 @@ RequireOption = Annotated[Optional[List[str]], typer.Option(
 ExcludeOption = Annotated[Optional[List[str]], typer.Option(
     help="Drop hits containing this word (repeatable).", show_default=False)]
 FusionOption = Annotated[Fusion, typer.Option(
-    help="Hybrid fusion: rrf (reciprocal rank) or score (min-max normalised scores, weighted sum).")]
+    help="Hybrid fusion: adaptive (normalised scores, weights set per query from how clearly each "
+    "retriever separates its top hits), rrf (reciprocal rank) or score (min-max normalised scores, "
+    "fixed weights).")]
 WeightsOption = Annotated[Optional[str], typer.Option(
-    help="Fusion weights 'bm25,dense', e.g. 1,0.5.", show_default="1,1")]
+    help="Fusion weights 'bm25,dense', e.g. 1,0.5 (adaptive: multiplied into its per-query weights).",
+    show_default="1,1")]

@@ -47,11 +47,11 @@ def query(
     candidates: CandidatesOption = 50,
     require: RequireOption = None,
     exclude: ExcludeOption = None,
-    fusion: FusionOption = Fusion.rrf,
+    fusion: FusionOption = Fusion.adaptive,
     rrf_k: Annotated[int, typer.Option(min=1, help="RRF constant k: larger flattens the rank bonus.")] = 60,
     weights: WeightsOption = None,
-    explain: Annotated[bool, typer.Option(help="Show each retriever's rank and score and the fused "
-                                          "score per hit.")] = False,
+    explain: Annotated[bool, typer.Option(help="Show each retriever's rank, score and fusion weight "
+                                          "for this query, and the fused score, per hit.")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="One JSON document (schema_version, query, "
                                               "mode, hits).")] = False,
     jsonl_output: Annotated[bool, typer.Option("--jsonl", help="One JSON object per hit, with its "
@@ -312,9 +312,15 @@ def highlighted_snippet(text: str, query: str, width: int = 300):
 
 
 def explain_line(hit) -> str:
-    """Each retriever's rank and score, then the fused score."""
-    parts = [f"{name} #{int(part['rank'])} {part['score']:.4g}" for name, part in sorted(hit.sources.items())]
+    """Each retriever's rank, score and fusion weight (for this query), then the fused score."""
+    parts = [f"{name} #{int(part['rank'])} {part['score']:.4g}" + _weight_note(part)
+             for name, part in sorted(hit.sources.items())]
     fused = "bm25" in hit.sources or "dense" in hit.sources
     missing = [name for name in ("bm25", "dense") if fused and name not in hit.sources]
     parts += [f"{name} -" for name in missing]
     return " · ".join(parts + [f"fused {hit.score:.4g}"]) if hit.sources else f"score {hit.score:.4g}"
+
+
+def _weight_note(part) -> str:
+    """The share this retriever had in this query's fusion, e.g. " (w 0.80)"; empty when not fused."""
+    return f" (w {part['weight']:.2f})" if "weight" in part else ""

@@ -123,7 +123,39 @@ class RetrievalReport:
             "ingest": self.ingest,
             "metric_names": list(RETRIEVAL_MEASURES),
             "configurations": [result.to_dict() for result in self.configurations],
+            "hybrid_gain": hybrid_gains(self.configurations),
         }
+
+
+SINGLE_MODES = ("bm25", "dense")
+
+
+def hybrid_gains(results: Sequence[ConfigurationResult],
+                 metric: str = "ndcg@10") -> dict[str, dict[str, Any]]:
+    """Each hybrid configuration's `metric` minus the best single mode's with the same reranker.
+
+    Only configurations of the same run are compared, so the figure says whether fusing helped
+    on this set, whatever the absolute level. A hybrid without a single mode beside it is left out.
+
+    Returns:
+        configuration name -> {"metric", "best_single" (its name), "best_single_value", "gain"}.
+    """
+    gains: dict[str, dict[str, Any]] = {}
+    for result in results:
+        if result.options.mode != "hybrid" or metric not in result.metrics:
+            continue
+        singles = [other for other in results if other.options.mode in SINGLE_MODES
+                   and other.options.rerank == result.options.rerank and metric in other.metrics]
+        if not singles:
+            continue
+        best = max(singles, key=lambda other: other.metrics[metric])
+        gains[result.name] = {
+            "metric": metric,
+            "best_single": best.name,
+            "best_single_value": round(best.metrics[metric], 4),
+            "gain": round(result.metrics[metric] - best.metrics[metric], 4),
+        }
+    return gains
 
 
 DocumentKey = Callable[[str, Hit], str]

@@ -3,18 +3,22 @@
 Vectors are unit length, so the inner product the vector index returns is the cosine
 similarity, used as the hit score. Identical chunk texts share one embedding, so a vector
 hit may stand for several chunks; each becomes its own hit with the same score.
+
+`search_feedback` is the second pass of the default hybrid (`ragcli.query`): the query
+vector moved toward the stored vector of the best fused hit (Rocchio feedback, see
+`feedback_vector`), searched again. It embeds nothing new, so it costs one more vector search.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
 from ragcli.retrieval.base import ChunkFilter, EmbedderLoader
 from ragcli.store import Store, open_vector_file
-from ragcli.types import Hit
+from ragcli.types import Chunk, Hit
 
 
 class DenseRetriever:
@@ -42,17 +46,45 @@ class DenseRetriever:
         """
         if k <= 0 or not query.strip():
             return []
+        vector = self.embed(query)
+        from ragcli.stages import stage
+
+        with stage("dense search"):
+            return self.search_vector(vector, k, allowed)
+
+    def embed(self, query: str) -> np.ndarray:
+        """The query's vector (shape 1 x dimension), mapping the vector file meanwhile."""
         opening = self._open_in_background()
         from ragcli.stages import stage
 
         try:
             with stage("embed query"):
-                vector = np.asarray(self._embedder().embed([query]), dtype=np.float32)
+                return np.asarray(self._embedder().embed([query]), dtype=np.float32)
         finally:
             if opening is not None:
                 opening.join()
-        with stage("dense search"):
-            return self.search_vector(vector, k, allowed)
+
+    def search_feedback(self, vector: np.ndarray, feedback: list[int], k: int,
+                        allowed: ChunkFilter | None = None, weight: float = 0.6,
+                        known: Mapping[int, Chunk] | None = None) -> list[Hit]:
+        """Search again with `vector` moved toward the stored vectors of the `feedback` chunks.
+
+        Returns [] when none of those chunks has a vector (nothing to learn from).
+        """
+        vectors = self.chunk_vectors(feedback, vector.shape[-1])
+        if not len(vectors):
+            return []
+        return self.search_vector(feedback_vector(vector, vectors, weight), k, allowed, known)
+
+    def chunk_vectors(self, chunk_ids: list[int], dimension: int) -> np.ndarray:
+        """The stored embedding vectors of these chunks (those that have one), one per row."""
+        if not chunk_ids:
+            return np.zeros((0, dimension), dtype=np.float32)
+        marks = ",".join("?" * len(chunk_ids))
+        rows = self.store.db.execute(
+            "SELECT e.vector FROM chunks c JOIN embeddings e ON e.id = c.embedding_id "
+            f"WHERE c.id IN ({marks})", [int(i) for i in chunk_ids]).fetchall()
+        return np.frombuffer(b"".join(row[0] for row in rows), dtype=np.float32).reshape(-1, dimension)
 
     def _open_in_background(self) -> threading.Thread | None:
         """Map the vector file while the query is embedded.
@@ -78,8 +110,19 @@ class DenseRetriever:
         thread.start()
         return thread
 
-    def search_vector(self, vector: np.ndarray, k: int, allowed: ChunkFilter | None = None) -> list[Hit]:
-        """Like `search`, for an already embedded query."""
+    def search_vector(self, vector: np.ndarray, k: int, allowed: ChunkFilter | None = None,
+                      known: Mapping[int, Chunk] | None = None) -> list[Hit]:
+        """Like `search`, for an already embedded query; chunks in `known` are not read again."""
+        ranked = self.rank_vector(vector, k, allowed)
+        known = known or {}
+        chunks = dict(known)
+        chunks.update(self.store.chunks([chunk_id for chunk_id, _ in ranked if chunk_id not in known]))
+        return [Hit(chunks[cid], score, rank) for rank, (cid, score) in enumerate(ranked, start=1)
+                if cid in chunks]
+
+    def rank_vector(self, vector: np.ndarray, k: int,
+                    allowed: ChunkFilter | None = None) -> list[tuple[int, float]]:
+        """The best `k` (chunk id, cosine) pairs for a query vector, without reading the chunks."""
         index = self.vector_index()
         allowed_chunks = self._allowed_chunks(allowed) if allowed is not None and allowed.where else None
         if len(index) == 0 or allowed_chunks == {}:
@@ -93,10 +136,7 @@ class DenseRetriever:
         for embedding_id, score in pairs:
             ranked.extend((chunk_id, score) for chunk_id in owners.get(embedding_id, [])
                           if allowed_chunks is None or chunk_id in allowed_chunks)
-        ranked = ranked[:k]
-        chunks = self.store.chunks([chunk_id for chunk_id, _ in ranked])
-        return [Hit(chunks[cid], score, rank) for rank, (cid, score) in enumerate(ranked, start=1)
-                if cid in chunks]
+        return ranked[:k]
 
     def _allowed_chunks(self, allowed: ChunkFilter) -> dict[int, int]:
         """Chunk id -> embedding id of the group's chunks whose documents pass the filters."""
@@ -105,3 +145,16 @@ class DenseRetriever:
             f"WHERE c.group_name = ? AND c.embedding_id IS NOT NULL AND ({allowed.where})",
             [self.group, *allowed.params])
         return dict(rows.fetchall())
+
+
+def feedback_vector(query: np.ndarray, feedback: np.ndarray, weight: float) -> np.ndarray:
+    """Rocchio's relevance feedback on embeddings: query + weight * mean(feedback), unit length.
+
+    Rocchio, "Relevance Feedback in Information Retrieval" (1971); applied to dense retrievers'
+    vectors by Li et al., "Pseudo Relevance Feedback with Deep Language Models and Dense
+    Retrievers: Successes and Pitfalls" (ACM TOIS 2023). Here the feedback is the best *fused*
+    hit, so BM25's evidence reaches the dense side as well.
+    """
+    moved = np.asarray(query, dtype=np.float32).reshape(1, -1) + weight * feedback.mean(axis=0)
+    norm = float(np.linalg.norm(moved))
+    return moved / norm if norm > 0 else np.asarray(query, dtype=np.float32).reshape(1, -1)

@@ -1,19 +1,40 @@
-"""Fusing ranked lists from several retrievers: reciprocal rank fusion and score fusion.
+"""Fusing ranked lists from several retrievers: adaptive score fusion (the default), reciprocal
+rank fusion and fixed-weight score fusion.
 
-Both are pure functions over ids; `fuse_hits` applies one to `Hit` lists and keeps, per
-fused hit, each retriever's rank and score in `Hit.sources` (what `--explain` prints).
+All are pure functions over ids; `fuse_hits` applies one to `Hit` lists and keeps, per fused
+hit, each retriever's rank, score and the weight it had for this query in `Hit.sources` (what
+`--explain` prints).
+
+Why adaptive (README "Hybrid fusion"): Bruch, Gai and Ingber, "An Analysis of Fusion Functions
+for Hybrid Retrieval" (ACM TOIS 2023) find a convex combination of normalised scores better
+than RRF and sample-efficient to tune, but one global weight cannot suit both a folder where
+BM25 leads and one where dense leads. So the weight is set per query from how much each list
+separates its top from the rest (a score-spread query-performance predictor in the spirit of
+NQC, Shtok et al., TOIS 2012): a flat or empty list has nothing to say and gets weight 0, and
+the fusion becomes the other retriever.
 """
 
 from __future__ import annotations
 
 import statistics
-from typing import Hashable, Mapping, Sequence, TypeVar
+from typing import Hashable, Iterable, Mapping, Sequence, TypeVar
 
 from ragcli.types import Hit
 
 Id = TypeVar("Id", bound=Hashable)
 
-FUSIONS = ("rrf", "score")
+FUSIONS = ("adaptive", "rrf", "score")
+DEFAULT_FUSION = "adaptive"
+
+# The adaptive fusion's constants, chosen on the even-numbered queries of the shared sets
+# (benchmarks/fusion_tuning.py). Scores are normalised against a theoretical floor (BM25
+# cannot go below 0; for unit-vector cosine 0 is "unrelated"), not the list's own minimum,
+# so a flat list stays flat instead of being stretched to [0, 1].
+FLOORS: Mapping[str, float] = {"bm25": 0.0, "dense": 0.0}
+# Prior trust before looking at the query: dense leads on most real sets measured (3 of 5).
+PRIORS: Mapping[str, float] = {"bm25": 0.2, "dense": 0.8}
+# The spread is measured from the top score down to the score at this rank.
+SPREAD_DEPTH = 20
 NORMALISATIONS = ("minmax", "zscore")
 
 
@@ -87,17 +108,101 @@ def score_fusion(results: Mapping[str, Sequence[tuple[Id, float]]],
     return _ordered(scores, first_seen)
 
 
-def fuse_hits(results: Mapping[str, Sequence[Hit]], *, fusion: str = "rrf", k: int = 60,
+def spread(scores: Sequence[float], floor: float = 0.0, depth: int = SPREAD_DEPTH) -> float:
+    """How far a list's top score stands above its score at rank `depth`, as a share of the top.
+
+    (top - score at rank depth) / (top - floor), in [0, 1]: 0 for an empty or flat list (it
+    cannot tell its hits apart), 1 when the list has fewer than `depth` hits (the missing ranks
+    score the floor). Scores are best first.
+    """
+    if not scores or scores[0] <= floor:
+        return 0.0
+    low = scores[depth - 1] if len(scores) >= depth else floor
+    return min(1.0, max(0.0, (scores[0] - low) / (scores[0] - floor)))
+
+
+def adaptive_weights(scores: Mapping[str, Sequence[float]], *, priors: Mapping[str, float] = PRIORS,
+                     floors: Mapping[str, float] = FLOORS, depth: int = SPREAD_DEPTH) -> dict[str, float]:
+    """Per-query weights: prior times `spread`, divided by their sum (so they sum to 1).
+
+    When no list has any spread (all empty or flat), the priors alone decide.
+
+    Args:
+        scores: retriever name -> its scores, best first.
+        priors: retriever name -> prior trust (a missing name gets 1).
+        floors: retriever name -> the lowest score it can meaningfully give (missing: 0).
+        depth: the rank `spread` looks down to.
+    """
+    raw = {name: float(priors.get(name, 1.0)) * spread(values, floors.get(name, 0.0), depth)
+           for name, values in scores.items()}
+    total = sum(raw.values())
+    if total <= 0:
+        raw = {name: float(priors.get(name, 1.0)) for name in scores}
+        total = sum(raw.values()) or 1.0
+    return {name: value / total for name, value in raw.items()}
+
+
+def floor_normalise(values: Sequence[float], floor: float = 0.0) -> list[float]:
+    """Scores over (top - floor), clipped to [0, 1]: theoretical-min-max normalisation (Bruch et al.)."""
+    top = max(values, default=floor)
+    if top <= floor:
+        return [0.0] * len(values)
+    return [min(1.0, max(0.0, (v - floor) / (top - floor))) for v in values]
+
+
+def adaptive_fusion(results: Mapping[str, Sequence[tuple[Id, float]]], *,
+                    priors: Mapping[str, float] = PRIORS, floors: Mapping[str, float] = FLOORS,
+                    depth: int = SPREAD_DEPTH) -> tuple[list[tuple[Id, float]], dict[str, float]]:
+    """Convex combination of floor-normalised scores with per-query weights (`adaptive_weights`).
+
+    An id a list lacks takes that list's lowest normalised score, not 0: it ranked below
+    everything the list returned, which says little more than that, and a 0 would punish
+    documents only the other retriever found (the ones fusion exists to add). A list shorter
+    than `depth` returned all it matched, so there an absent id scores 0.
+
+    Args:
+        results: retriever name -> (id, score) pairs, best first.
+        priors: retriever name -> prior trust (multiplied into the weights).
+        floors: retriever name -> score floor for normalisation and spread.
+        depth: the rank `spread` looks down to.
+
+    Returns:
+        (id, fused score in [0, 1]) pairs, best first, and the weights used.
+    """
+    weights = adaptive_weights({name: [s for _, s in pairs] for name, pairs in results.items()},
+                               priors=priors, floors=floors, depth=depth)
+    normalised = {name: dict(zip([i for i, _ in pairs], floor_normalise([s for _, s in pairs],
+                                                                        floors.get(name, 0.0))))
+                  for name, pairs in results.items()}
+    first_seen: dict[Id, int] = {}
+    for pairs in results.values():
+        for item, _ in pairs:
+            first_seen.setdefault(item, len(first_seen))
+    # A list shorter than `depth` returned everything it matched: what it lacks scores the floor.
+    lowest = {name: min(values.values(), default=0.0) if len(values) >= depth else 0.0
+              for name, values in normalised.items()}
+    scores = {item: sum(weights[name] * normalised[name].get(item, lowest[name]) for name in results)
+              for item in first_seen}
+    return _ordered(scores, first_seen), weights
+
+
+def scaled_priors(names: Iterable[str], weights: Mapping[str, float] | None) -> dict[str, float]:
+    """The adaptive fusion's priors times the user's weights (`--weights`; missing = 1)."""
+    return {name: PRIORS.get(name, 1.0) * _weight(weights, name) for name in names}
+
+
+def fuse_hits(results: Mapping[str, Sequence[Hit]], *, fusion: str = DEFAULT_FUSION, k: int = 60,
               weights: Mapping[str, float] | None = None) -> list[Hit]:
     """Fuse per-retriever hit lists into one, best first, ranks from 1.
 
-    Each fused hit's `sources` maps every retriever that found it to its rank and score there.
+    Each fused hit's `sources` maps every retriever that found it to its rank, its score and
+    the weight that retriever had in this query's fusion (summing to 1 over retrievers).
 
     Args:
         results: retriever name -> its hits, best first.
-        fusion: "rrf" or "score" (min-max normalised convex combination).
+        fusion: "adaptive" (per-query weights), "rrf", or "score" (min-max, fixed weights).
         k: RRF constant.
-        weights: retriever name -> weight.
+        weights: retriever name -> weight; for "adaptive", multiplied into the priors.
     """
     chunks = {}
     sources: dict[int, dict[str, dict[str, float]]] = {}
@@ -105,9 +210,17 @@ def fuse_hits(results: Mapping[str, Sequence[Hit]], *, fusion: str = "rrf", k: i
         for rank, hit in enumerate(hits, start=1):
             chunks.setdefault(hit.chunk.id, hit.chunk)
             sources.setdefault(hit.chunk.id, {})[name] = {"rank": rank, "score": hit.score}
-    if fusion == "rrf":
-        fused = rrf({name: [h.chunk.id for h in hits] for name, hits in results.items()}, k, weights)
+    scored = {name: [(h.chunk.id, h.score) for h in hits] for name, hits in results.items()}
+    if fusion == "adaptive":
+        fused, used = adaptive_fusion(scored, priors=scaled_priors(results, weights))
     else:
-        fused = score_fusion({name: [(h.chunk.id, h.score) for h in hits] for name, hits in results.items()},
-                             weights)
+        total = sum(_weight(weights, name) for name in results) or 1.0
+        used = {name: _weight(weights, name) / total for name in results}
+        if fusion == "rrf":
+            fused = rrf({name: [cid for cid, _ in pairs] for name, pairs in scored.items()}, k, weights)
+        else:
+            fused = score_fusion(scored, weights)
+    for parts in sources.values():
+        for name, part in parts.items():
+            part["weight"] = round(used[name], 4)
     return [Hit(chunks[cid], score, rank, sources[cid]) for rank, (cid, score) in enumerate(fused, start=1)]

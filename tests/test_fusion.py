@@ -1,0 +1,108 @@
+"""The adaptive fusion on constructed cases: one list empty, one flat, disjoint and identical lists."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragcli.retrieval.fusion import (
+    FUSIONS, PRIORS, adaptive_fusion, adaptive_weights, floor_normalise, fuse_hits, spread,
+)
+from ragcli.types import Chunk, Hit
+
+BM25 = [("a", 12.0), ("b", 9.0), ("c", 4.0), ("d", 1.0)]
+DENSE = [("c", 0.82), ("e", 0.61), ("a", 0.55), ("f", 0.30)]
+
+
+def ids(fused):
+    return [item for item, _ in fused]
+
+
+def test_spread_is_zero_for_flat_or_empty_lists_and_one_for_short_ones():
+    assert spread([]) == 0.0
+    assert spread([0.7] * 30) == 0.0
+    assert spread([5.0, 4.0]) == 1.0  # fewer than `depth` hits: the missing ranks score the floor
+    assert spread([1.0] + [0.5] * 29) == pytest.approx(0.5)
+    assert spread([-0.2, -0.3]) == 0.0  # nothing above the floor
+
+
+def test_floor_normalise_keeps_a_flat_list_flat():
+    assert floor_normalise([4.0, 2.0, 1.0]) == [1.0, 0.5, 0.25]
+    assert floor_normalise([0.5, 0.5, 0.5]) == [1.0, 1.0, 1.0]  # min-max would divide by zero
+    assert floor_normalise([]) == []
+
+
+def test_one_retriever_empty_gives_the_other_retrievers_order():
+    fused, weights = adaptive_fusion({"bm25": [], "dense": DENSE})
+    assert ids(fused) == ids(DENSE)
+    assert weights == {"bm25": 0.0, "dense": 1.0}
+    fused, weights = adaptive_fusion({"bm25": BM25, "dense": []})
+    assert ids(fused) == ids(BM25) and weights["bm25"] == 1.0
+
+
+def test_a_flat_list_has_no_say():
+    flat = [(item, 0.4) for item in "zyxwvutsrqponmlkjihg"]  # 20 hits, all equal
+    fused, weights = adaptive_fusion({"bm25": BM25, "dense": flat})
+    assert weights["dense"] == 0.0
+    assert ids(fused)[:4] == ids(BM25)  # BM25's order, the flat list's ids after
+    fused, weights = adaptive_fusion({"bm25": [(item, 3.0) for item, _ in flat], "dense": DENSE})
+    assert weights["bm25"] == 0.0 and ids(fused)[:4] == ids(DENSE)
+
+
+def test_disjoint_lists_interleave_by_weighted_normalised_score():
+    bm25 = [("a", 10.0), ("b", 5.0)]
+    dense = [("x", 0.9), ("y", 0.3)]
+    fused, weights = adaptive_fusion({"bm25": bm25, "dense": dense})
+    assert weights == {"bm25": pytest.approx(0.2), "dense": pytest.approx(0.8)}  # both short: full spread
+    scores = dict(fused)
+    assert scores["x"] == pytest.approx(0.8)
+    assert scores["y"] == pytest.approx(0.8 * 0.3 / 0.9)
+    assert scores["a"] == pytest.approx(0.2) and scores["b"] == pytest.approx(0.1)
+    assert ids(fused) == ["x", "y", "a", "b"]
+
+
+def test_identical_lists_keep_their_order():
+    same = [("a", 3.0), ("b", 2.0), ("c", 1.0)]
+    fused, _ = adaptive_fusion({"bm25": same, "dense": [(i, s / 4) for i, s in same]})
+    assert ids(fused) == ["a", "b", "c"]
+    assert dict(fused)["a"] == pytest.approx(1.0)
+
+
+def test_agreement_is_rewarded():
+    # "c" is third for BM25 and first for dense; "b" is BM25's second and absent from dense.
+    fused, _ = adaptive_fusion({"bm25": BM25, "dense": DENSE})
+    assert ids(fused)[0] in {"a", "c"} and ids(fused).index("c") < ids(fused).index("b")
+
+
+def test_weights_follow_the_spread_and_sum_to_one():
+    peaked = [1.0] + [0.1] * 29
+    shallow = [1.0] + [0.9] * 29
+    weights = adaptive_weights({"bm25": peaked, "dense": shallow})
+    assert sum(weights.values()) == pytest.approx(1.0)
+    raw_b, raw_d = PRIORS["bm25"] * 0.9, PRIORS["dense"] * 0.1
+    assert weights["bm25"] == pytest.approx(raw_b / (raw_b + raw_d))
+    nothing = adaptive_weights({"bm25": [], "dense": []})  # no spread anywhere: the priors decide
+    assert nothing == {"bm25": pytest.approx(0.2), "dense": pytest.approx(0.8)}
+
+
+def test_fuse_hits_records_the_weights_and_user_weights_scale_the_priors():
+    chunk = lambda i: Chunk(i, i, "g", 0, f"t{i}", 0, 1, None, f"p{i}")  # noqa: E731
+    results = {"bm25": [Hit(chunk(1), 6.0), Hit(chunk(2), 2.0)], "dense": [Hit(chunk(3), 0.7)]}
+    fused = fuse_hits(results)
+    assert {h.chunk.id: {n: p["weight"] for n, p in h.sources.items()} for h in fused} == {
+        1: {"bm25": 0.2}, 2: {"bm25": 0.2}, 3: {"dense": 0.8}}
+    only_bm25 = fuse_hits(results, weights={"bm25": 1.0, "dense": 0.0})
+    assert [h.chunk.id for h in only_bm25][:2] == [1, 2] and only_bm25[0].sources["bm25"]["weight"] == 1.0
+    assert "adaptive" in FUSIONS and [h.chunk.id for h in fuse_hits(results, fusion="rrf")][0] in {1, 3}
+
+
+def test_feedback_vector_moves_the_query_toward_the_feedback_and_stays_unit_length():
+    import numpy as np
+
+    from ragcli.retrieval.dense import feedback_vector
+
+    query = np.array([[1.0, 0.0, 0.0]], dtype=np.float32)
+    feedback = np.array([[0.0, 1.0, 0.0]], dtype=np.float32)
+    moved = feedback_vector(query, feedback, 0.6)
+    assert moved.shape == (1, 3) and np.linalg.norm(moved) == pytest.approx(1.0)
+    assert moved[0, 1] / moved[0, 0] == pytest.approx(0.6)  # query + 0.6 * mean(feedback), normalised
+    assert np.allclose(feedback_vector(query, feedback, 0.0), query)
