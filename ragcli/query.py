@@ -279,8 +279,7 @@ class Searcher:
                     results[name] = self.retriever(name, group).search(query, depth, allowed)
             with stage("fuse", options.fusion):
                 return fuse_hits(results, fusion=options.fusion, k=options.rrf_k, weights=weights)[:fetch]
-        with stage("hybrid retrieve", "adaptive fusion with dense feedback"):
-            return self._adaptive_hybrid(query, group, allowed, depth, weights)[:fetch]
+        return self._adaptive_hybrid(query, group, allowed, depth, weights)[:fetch]
 
     def _adaptive_hybrid(self, query: str, group: str, allowed: ChunkFilter | None, depth: int,
                          weights: Mapping[str, float]) -> list[Hit]:
@@ -289,23 +288,28 @@ class Searcher:
         The feedback step (`DenseRetriever.search_feedback`) is what lifts Cranfield most (README
         "Hybrid fusion"); it needs no second embedding, only one more vector search.
         """
-        bm25 = self.retriever("bm25", group).search(query, depth, allowed)
+        with stage("bm25 retrieve"):
+            bm25 = self.retriever("bm25", group).search(query, depth, allowed)
         dense = self.retriever("dense", group)
         if not query.strip():
             return fuse_hits({"bm25": bm25, "dense": []}, fusion="adaptive", weights=weights)
         vector = dense.embed(query)
         known = {hit.chunk.id: hit.chunk for hit in bm25}
-        first = dense.rank_vector(vector, depth, allowed)
+        with stage("dense retrieve"):
+            first = dense.rank_vector(vector, depth, allowed)
         # The first fusion only picks the feedback chunk, so it runs on ids, building no hits.
-        fused, _ = adaptive_fusion({"bm25": [(h.chunk.id, h.score) for h in bm25], "dense": first},
-                                   priors=scaled_priors(("bm25", "dense"), weights))
+        with stage("fuse", "adaptive, first pass"):
+            fused, _ = adaptive_fusion({"bm25": [(h.chunk.id, h.score) for h in bm25], "dense": first},
+                                       priors=scaled_priors(("bm25", "dense"), weights))
         refined: list[Hit] = []
-        if fused and weights.get("dense", 1.0) and FEEDBACK_WEIGHT > 0:
-            refined = dense.search_feedback(vector, [fused[0][0]], depth, allowed, weight=FEEDBACK_WEIGHT,
-                                            known=known)
-        if not refined:  # nothing found, dense switched off, or the best hit has no vector
-            refined = dense.search_vector(vector, depth, allowed, known)
-        return fuse_hits({"bm25": bm25, "dense": refined}, fusion="adaptive", weights=weights)
+        with stage("dense feedback"):
+            if fused and weights.get("dense", 1.0) and FEEDBACK_WEIGHT > 0:
+                refined = dense.search_feedback(vector, [fused[0][0]], depth, allowed,
+                                                weight=FEEDBACK_WEIGHT, known=known)
+            if not refined:  # nothing found, dense switched off, or the best hit has no vector
+                refined = dense.search_vector(vector, depth, allowed, known)
+        with stage("fuse", "adaptive, second pass"):
+            return fuse_hits({"bm25": bm25, "dense": refined}, fusion="adaptive", weights=weights)
 
 
 _WORD = re.compile(r"\w+")
