@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, List, Optional
@@ -11,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ragcli.cli.options import EmbedModelOption, GroupOption, IndexOption, JsonOption
-from ragcli.cli.progress import progress_bar
+from ragcli.cli.progress import progress_bar, step_status
 from ragcli.cli.render import emit_json, human_size, stderr_console, stdout_console
 from ragcli.config import load_settings
 
@@ -67,7 +68,12 @@ def ingest(
     chunking = chunking_override(settings.index, group, split_by.value if split_by else None,
                                  chunk_size, chunk_overlap)
     err = stderr_console()
-    embedder = embedder_for(settings, None if rebuild else read_index_meta(settings.index, "embedding_model"))
+    with step_status(err, "loading the embedding model") as step:
+        started = time.monotonic()
+        embedder = embedder_for(settings, None if rebuild else read_index_meta(settings.index, "embedding_model"),
+                                notify=step.say)
+    if step.said and step.live:  # a one-time preparation happened: say so once it is done
+        err.print(f"{step.said[-1].split(' (')[0]}: done in {time.monotonic() - started:.1f} s", highlight=False)
     with progress_bar(err, "ingesting") as bar:
         report = run_ingest(settings.index, roots, embedder=embedder, group=group, chunking=chunking,
                             file_filter=FileFilter(tuple(include or ()), tuple(exclude or ())),
