@@ -225,7 +225,8 @@ def test_cross_encoder_folder_that_is_no_model(tmp_path):
 @pytest.fixture(scope="module")
 def tiny_cross_encoder(tmp_path_factory):
     """A 2-layer, 32-wide BERT cross-encoder with random weights, saved like a real one."""
-    import torch
+    torch = pytest.importorskip("torch", reason="the [torch] extra is not installed")
+    pytest.importorskip("sentence_transformers", reason="the [torch] extra is not installed")
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
 
     folder = tmp_path_factory.mktemp("tiny-cross-encoder")
