@@ -126,7 +126,8 @@ def test_non_bert_model_without_torch_names_the_extra(tmp_path: Path) -> None:
                RAG_CACHE_DIR=str(tmp_path / "cache"))
     rag = shutil.which("rag") or "rag"
     done = subprocess.run([rag, "ingest", str(docs), "--index", str(tmp_path / "index"),
-                           "--embed-model", str(folder)], capture_output=True, text=True, env=env, timeout=300)
+                           "--embed-model", str(folder)],
+                          capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode != 0
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert "pip install 'ragcli[torch]'" in done.stderr, done.stderr

@@ -70,10 +70,11 @@ def ingest(
     err = stderr_console()
     with step_status(err, "loading the embedding model") as step:
         started = time.monotonic()
-        embedder = embedder_for(settings, None if rebuild else read_index_meta(settings.index, "embedding_model"),
-                                notify=step.say)
+        index_model = None if rebuild else read_index_meta(settings.index, "embedding_model")
+        embedder = embedder_for(settings, index_model, notify=step.say)
     if step.said and step.live:  # a one-time preparation happened: say so once it is done
-        err.print(f"{step.said[-1].split(' (')[0]}: done in {time.monotonic() - started:.1f} s", highlight=False)
+        done = step.said[-1].split(" (")[0]
+        err.print(f"{done}: done in {time.monotonic() - started:.1f} s", highlight=False)
     with progress_bar(err, "ingesting") as bar:
         report = run_ingest(settings.index, roots, embedder=embedder, group=group, chunking=chunking,
                             file_filter=FileFilter(tuple(include or ()), tuple(exclude or ())),
