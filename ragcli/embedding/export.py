@@ -9,7 +9,9 @@ Layout under the caller's cache directory::
     onnx/<fingerprint>.lock              fcntl lock: one exporter at a time
 
 An export is written into a temporary folder and renamed into place, so a crash never
-leaves a half-written model where a reader would pick it up.
+leaves a half-written model where a reader would pick it up. BERT-family models are built
+without torch by `ragcli.embedding.bert_graph` (about a second); other architectures are
+exported by torch, which needs the `[torch]` extra.
 
 Weights live beside the graph rather than inside it because onnxruntime then opens a
 session about twice as fast (measured 0.15 s -> 0.06-0.08 s for all-MiniLM-L6-v2, same
