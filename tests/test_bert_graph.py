@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -203,3 +204,38 @@ def test_random_bert_matches_transformers(tmp_path: Path, variant: str) -> None:
                                    "token_type_ids": types.numpy()})
     real = mask.numpy().astype(bool)
     np.testing.assert_allclose(actual[real], expected[real], atol=2e-4)
+
+
+def test_non_bert_model_is_exported_with_torch_when_the_extra_is_installed(tmp_path: Path) -> None:
+    """A small random DistilBERT sentence-transformers folder takes the torch export path."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    st = pytest.importorskip("sentence_transformers")
+
+    # The exporter's self-check feeds token ids up to 2,000: the vocabulary must reach that far.
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *"the lamp of a lighthouse warns ships".split(),
+             *(f"filler{n}" for n in range(2000))]
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "vocab.txt").write_text("\n".join(words) + "\n")
+    torch.manual_seed(0)
+    config = transformers.DistilBertConfig(vocab_size=len(words), dim=32, n_layers=2, n_heads=4,
+                                           hidden_dim=48, max_position_embeddings=64)
+    transformers.DistilBertModel(config).save_pretrained(raw, safe_serialization=True)
+    transformers.BertTokenizerFast(vocab_file=str(raw / "vocab.txt")).save_pretrained(raw)
+    with warnings.catch_warnings():  # sentence-transformers 6 moved these; the old path still works
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from sentence_transformers import models
+    encoder = models.Transformer(str(raw), max_seq_length=32)
+    pooling = models.Pooling(32, "mean")
+    folder = tmp_path / "st-model"
+    st.SentenceTransformer(modules=[encoder, pooling, models.Normalize()], device="cpu").save(str(folder))
+    assert "model_type 'distilbert'" in bert_unsupported(folder)
+
+    embedder = load_embedder(str(folder), cache_dir=tmp_path / "cache")
+    assert isinstance(embedder, OnnxEmbedder)
+    meta = json.loads(next((tmp_path / "cache" / "onnx").glob("*/meta.json")).read_text())
+    assert meta["builder"] == "torch.onnx"
+    texts = ["the lamp of a lighthouse", "ships", "the the the warns"]
+    reference = st.SentenceTransformer(str(folder), device="cpu").encode(texts, normalize_embeddings=True)
+    assert cosines(embedder.embed(texts), reference).min() >= 0.9999
