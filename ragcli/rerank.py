@@ -141,7 +141,7 @@ def _load_cross_encoder(name_or_path: str) -> Any:
         from sentence_transformers import CrossEncoder
     except ImportError as error:
         raise ModelNotFound(f"The cross-encoder reranker needs sentence-transformers ({error}); "
-                            "install it with `pip install sentence-transformers`.") from error
+                            "install it with `pip install 'ragcli[torch]'`.") from error
     try:
         return CrossEncoder(name_or_path, local_files_only=True, device="cpu")
     except (OSError, ValueError, KeyError, RuntimeError) as error:

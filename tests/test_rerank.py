@@ -217,6 +217,8 @@ def test_cross_encoder_file_instead_of_folder(tmp_path):
 
 
 def test_cross_encoder_folder_that_is_no_model(tmp_path):
+    # Without the [torch] extra the error names the extra before the folder is looked at.
+    pytest.importorskip("sentence_transformers", reason="the [torch] extra is not installed")
     (tmp_path / "readme.txt").write_text("empty", encoding="utf-8")
     with pytest.raises(ModelNotFound, match="--rerank-model PATH"):
         CrossEncoderReranker(str(tmp_path))
@@ -225,7 +227,8 @@ def test_cross_encoder_folder_that_is_no_model(tmp_path):
 @pytest.fixture(scope="module")
 def tiny_cross_encoder(tmp_path_factory):
     """A 2-layer, 32-wide BERT cross-encoder with random weights, saved like a real one."""
-    import torch
+    torch = pytest.importorskip("torch", reason="the [torch] extra is not installed")
+    pytest.importorskip("sentence_transformers", reason="the [torch] extra is not installed")
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
 
     folder = tmp_path_factory.mktemp("tiny-cross-encoder")

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ragcli.cli.options import EmbedModelOption, FormatOption, GroupOption, IndexOption, JsonOption
-from ragcli.cli.progress import progress_bar
+from ragcli.cli.progress import progress_bar, step_status
 from ragcli.cli.render import (
     emit_json, emit_records, human_size, printable, resolve_format, stderr_console, stdout_console,
 )
@@ -81,13 +81,16 @@ def ingest(
     chunking = chunking_override(settings.index, group, split_by.value if split_by else None,
                                  chunk_size, chunk_overlap)
     err = stderr_console()
-    from ragcli.cli.progress import status as spinner
-    from ragcli.stages import stage
+    with step_status(err, "loading the embedding model") as step:
+        prepared_at = time.monotonic()
+        index_model = None if rebuild else read_index_meta(settings.index, "embedding_model")
+        from ragcli.stages import stage
 
-    model = None if rebuild else read_index_meta(settings.index, "embedding_model")
-    with spinner(err, "preparing the embedding model (the first run exports it, about 20 s)"), \
-            stage("load embedding model", str(settings.embed_model or model or "default")):
-        embedder = embedder_for(settings, model)
+        with stage("load embedding model", str(settings.embed_model or index_model or "default")):
+            embedder = embedder_for(settings, index_model, notify=step.say)
+    if step.said and step.live:  # a one-time preparation happened: say so once it is done
+        done = step.said[-1].split(" (")[0]
+        err.print(f"{done}: done in {time.monotonic() - prepared_at:.1f} s", highlight=False)
     if watch:
         from ragcli.cli.watch import run_watch
 

@@ -90,13 +90,28 @@ def progress_bar(console: Console, description: str, enabled: bool = True) -> It
         yield BarProgress(progress, description)
 
 
+class StepStatus:
+    """A spinner line on a terminal naming the step in progress; `say` changes its text."""
+
+    def __init__(self, console: Console, status: object | None) -> None:
+        self._console = console
+        self._status = status
+        self.said: list[str] = []
+        self.live = status is not None
+
+    def say(self, message: str) -> None:
+        self.said.append(message)
+        if self._status is not None:
+            self._status.update(message)  # type: ignore[attr-defined]
+
+
 @contextmanager
-def status(console: Console, text: str) -> Iterator[None]:
-    """A spinner saying what a slow step is doing, on a terminal only."""
+def step_status(console: Console, message: str) -> Iterator[StepStatus]:
+    """Show `message` with a spinner while a possibly slow step runs (terminal only)."""
     import sys
 
-    if not sys.stderr.isatty() or console.quiet:
-        yield
+    if not (sys.stderr.isatty() and not console.quiet):
+        yield StepStatus(console, None)
         return
-    with console.status(text):
-        yield
+    with console.status(message) as status:
+        yield StepStatus(console, status)

@@ -1,7 +1,9 @@
 """Sentence embeddings: the sentence-transformers model as the source of truth, run fast.
 
-Queries and bulk ingest use `OnnxEmbedder` (onnxruntime + tokenizers, no torch import);
-`SentenceTransformerEmbedder` is the reference it is tested against and the fallback.
+Queries and bulk ingest use `OnnxEmbedder` (onnxruntime + tokenizers, no torch import), on a
+graph built from the model's safetensors by `bert_graph` (BERT family) or exported by torch
+(other architectures, `[torch]` extra); `SentenceTransformerEmbedder` is the reference it is
+tested against and the fallback when the extra is installed.
 
     embedder = load_embedder(None, cache_dir=settings.cache_dir)
     vectors = embedder.embed(["a question"])   # (1, 384) float32, unit length

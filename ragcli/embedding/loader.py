@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
 from pathlib import Path
+from typing import Callable
 
 from ragcli.embedding.base import Embedder
-from ragcli.embedding.export import cached_onnx
+from ragcli.embedding.export import TORCH_EXTRA, cached_onnx
 from ragcli.embedding.model_files import (
     DEFAULT_MODEL_ID,
     ModelConfig,
@@ -22,7 +24,10 @@ RUNTIMES = ("onnx", "onnx-int8", "sentence-transformers")
 INT8_SUFFIX = "-int8"
 
 
-def load_embedder(model: str | None, *, cache_dir: Path, runtime: str = "onnx") -> Embedder:
+def load_embedder(
+    model: str | None, *, cache_dir: Path, runtime: str = "onnx",
+    notify: Callable[[str], None] | None = None,
+) -> Embedder:
     """Load an embedding model.
 
     Args:
@@ -31,11 +36,13 @@ def load_embedder(model: str | None, *, cache_dir: Path, runtime: str = "onnx") 
         cache_dir: where ONNX exports are cached, one per model fingerprint.
         runtime: "onnx" (default, no torch at query time), "onnx-int8" (faster, vectors
             differ noticeably: its fingerprint gets an "-int8" suffix so indexes do not mix
-            them), or "sentence-transformers" (the torch reference).
+            them), or "sentence-transformers" (the torch reference, `[torch]` extra).
+        notify: called with a short description before a slow first-use step (see
+            `cached_onnx`); the library itself never prints.
 
     Returns:
         An `Embedder`. When the ONNX runtime cannot be used, a RuntimeWarning is issued and
-        the sentence-transformers runtime is returned instead.
+        the sentence-transformers runtime is returned instead when it is installed.
 
     Raises:
         ModelNotFound: the model is not a local folder, or no runtime can load it.
@@ -51,7 +58,8 @@ def load_embedder(model: str | None, *, cache_dir: Path, runtime: str = "onnx") 
     reason = onnx_unsupported(config)
     if reason is None:
         try:
-            return _onnx(config, cache_dir, model_id, fingerprint, int8=runtime == "onnx-int8")
+            return _onnx(config, cache_dir, model_id, fingerprint, int8=runtime == "onnx-int8",
+                         notify=notify)
         except (ModelNotFound, ImportError, RuntimeError) as exc:  # ExportFailed included
             reason = str(exc)
     return _fallback(config, model_id, fingerprint, reason)
@@ -71,14 +79,20 @@ def _resolve(model: str | None) -> tuple[ModelConfig, str]:
 
 
 def _onnx(
-    config: ModelConfig, cache_dir: Path, model_id: str, fingerprint: str, *, int8: bool
+    config: ModelConfig, cache_dir: Path, model_id: str, fingerprint: str, *, int8: bool,
+    notify: Callable[[str], None] | None,
 ) -> OnnxEmbedder:
-    onnx_file = cached_onnx(config, cache_dir, fingerprint=fingerprint, int8=int8)
+    onnx_file = cached_onnx(config, cache_dir, fingerprint=fingerprint, int8=int8, notify=notify)
     runtime_fingerprint = fingerprint + INT8_SUFFIX if int8 else fingerprint
     return OnnxEmbedder(config, onnx_file, model_id=model_id, fingerprint=runtime_fingerprint)
 
 
 def _fallback(config: ModelConfig, model_id: str, fingerprint: str, reason: str) -> Embedder:
+    if importlib.util.find_spec("sentence_transformers") is None:
+        # Without the extra there is nothing to fall back to: one line saying what to install.
+        if TORCH_EXTRA in reason:
+            raise ModelNotFound(reason)
+        raise ModelNotFound(f"cannot load the embedding model {config.path}: {reason}")
     warnings.warn(
         f"the fast ONNX embedding runtime is unavailable ({reason}); using "
         "sentence-transformers, which is slower to start",

