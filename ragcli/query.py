@@ -22,18 +22,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from ragcli.choices import DEFAULT_GROUP, MODES, RERANKERS
 from ragcli.config import Settings
 from ragcli.errors import IndexMismatch, NotIndexed, UsageError
 from ragcli.retrieval.analysis import analyze, cjk_bigrams
-from ragcli.retrieval.base import RETRIEVERS, ChunkFilter, Retriever
+from ragcli.retrieval import RETRIEVERS
+from ragcli.retrieval.base import ChunkFilter, Retriever
 from ragcli.retrieval.filters import check_keys, filters_sql, known_keys
 from ragcli.retrieval.fusion import FUSIONS, fuse_hits
 from ragcli.store import Store
 from ragcli.types import Hit
-
-MODES = ("bm25", "dense", "hybrid", "llm")
-RERANKERS = ("cross-encoder", "llm", "keyword")
-DEFAULT_GROUP = "medium"
 
 
 @dataclass(frozen=True)
@@ -110,13 +108,15 @@ class Searcher:
     """
 
     def __init__(self, index: Path, *, settings: Settings,
-                 generator_factory: Callable[[], Any] | None = None) -> None:
+                 generator_factory: Callable[[], Any] | None = None, embedder: Any = None) -> None:
         """Open the index.
 
         Args:
             index: the index directory.
             settings: resolved settings (embedding model choice, cache dir).
             generator_factory: builds the language model for llm mode and the llm reranker.
+            embedder: an already loaded query embedder (checked against the index like a
+                loaded one); None loads the index's model on first need.
 
         Raises:
             NotIndexed: there is no index at `index`.
@@ -126,6 +126,7 @@ class Searcher:
         self._generator_factory = generator_factory
         self._generator: Any = None
         self._embedder: Any = None
+        self._given_embedder = embedder
         self._retrievers: dict[tuple[str, str], Retriever] = {}
         self._filter_keys: list[str] | None = None
 
@@ -150,7 +151,7 @@ class Searcher:
             from ragcli.models import embedder_for
 
             index_model = self.store.get_meta("embedding_model")
-            embedder = embedder_for(self.settings, index_model)
+            embedder = self._given_embedder or embedder_for(self.settings, index_model)
             stored = self.store.get_meta("embedding_fingerprint")
             if stored is not None and stored != embedder.fingerprint:
                 raise IndexMismatch(

@@ -1,4 +1,4 @@
-"""The Retriever protocol and the registry of built-in retrievers.
+"""The Retriever protocol and what every retriever shares (the registry is `ragcli.retrieval.RETRIEVERS`).
 
 A retriever answers one query over one chunk group of an open `Store`. Filters arrive
 already compiled (`ChunkFilter`), so every retriever applies them the same way.
@@ -35,21 +35,3 @@ class EmbedderLoader(Protocol):
 
 
 RetrieverFactory = Callable[[Any, str, EmbedderLoader], Retriever]
-
-
-def _bm25(store: Any, group: str, embedder: EmbedderLoader) -> Retriever:
-    from ragcli.retrieval.bm25 import BM25Retriever
-
-    return BM25Retriever(store, group)
-
-
-def _dense(store: Any, group: str, embedder: EmbedderLoader) -> Retriever:
-    from ragcli.retrieval.dense import DenseRetriever
-
-    return DenseRetriever(store, group, embedder)
-
-
-# Built-in retrievers by mode name; "hybrid" fuses these two and "llm" selects among
-# hybrid candidates (see ragcli.query). Factories import lazily so a BM25 query never
-# loads the dense stack.
-RETRIEVERS: dict[str, RetrieverFactory] = {"bm25": _bm25, "dense": _dense}
