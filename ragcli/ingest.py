@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 from ragcli.choices import DEFAULT_GROUP
 from ragcli.errors import IndexMismatch, RagError, ReaderError
 from ragcli.readers import is_probably_binary, read_document, reader_for
-from ragcli.retrieval.analysis import term_string
+from ragcli.analysis import term_string
 from ragcli.splitting import PRESETS, page_at, page_starts, split, validate_settings
 from ragcli.store import NewChunk, Store
 from ragcli.types import ChunkSettings, Document, Progress

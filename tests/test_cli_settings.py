@@ -21,8 +21,8 @@ import pytest
 from conftest import FIXTURES
 
 QUESTION = "How long does the autolyse rest last?"
-FLAGS = {"group": "--group", "mode": "--mode", "top_k": "--top-k", "ctx": "--ctx", "max_tokens": "--max-tokens",
-         "threads": "--threads"}
+FLAGS = {"group": "--group", "mode": "--mode", "top_k": "--top-k", "ctx": "--ctx",
+         "max_tokens": "--max-tokens", "threads": "--threads"}
 LAYERS = ("flag", "env", "config")
 
 # The real CLI in a fresh interpreter, recording the threads handed to llama.cpp.

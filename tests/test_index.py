@@ -28,7 +28,8 @@ def readme_python_example() -> str:
 @pytest.fixture
 def docs(tmp_path, fixtures_dir, monkeypatch) -> Path:
     """A working directory with docs/ holding the fixture documents (the broken ones left out)."""
-    shutil.copytree(fixtures_dir / "docs", tmp_path / "work" / "docs", ignore=shutil.ignore_patterns("broken"))
+    shutil.copytree(fixtures_dir / "docs", tmp_path / "work" / "docs",
+                    ignore=shutil.ignore_patterns("broken"))
     monkeypatch.chdir(tmp_path / "work")
     return tmp_path / "work" / "docs"
 
@@ -73,9 +74,11 @@ def test_settings_layers_flag_env_config_default(tmp_path):
     query = index.query_options()
     assert (query.mode, query.top_k, query.group) == ("bm25", 7, "fine")  # env > config; flag
     ask = index.ask_options()
-    assert (ask.query.mode, ask.query.top_k, ask.n_ctx, ask.max_tokens, ask.threads) == ("bm25", 7, 512, 99, 3)
+    assert (ask.query.mode, ask.query.top_k, ask.n_ctx, ask.max_tokens, ask.threads) == \
+        ("bm25", 7, 512, 99, 3)
     assert index.ask_options(top_k=2, max_tokens=5).query.top_k == 2
-    assert ragcli.open_index(tmp_path / "idx", environ=environ, mode="hybrid").query_options().mode == "hybrid"
+    flagged = ragcli.open_index(tmp_path / "idx", environ=environ, mode="hybrid")
+    assert flagged.query_options().mode == "hybrid"
 
 
 def test_defaults_differ_for_query_and_ask_only_when_nothing_sets_top_k(tmp_path):
@@ -101,7 +104,8 @@ def test_search_ask_remove_status_and_errors(docs, loads):
             index.search("anything")
         report = index.ingest([docs], split_by="word", chunk_size=60, chunk_overlap=0)
         assert report.failed == [] and report.group == "medium"
-        assert index.search("sourdough starter", mode="bm25", top_k=1)[0].chunk.path.endswith("bread_baking.md")
+        best = index.search("sourdough starter", mode="bm25", top_k=1)[0]
+        assert best.chunk.path.endswith("bread_baking.md")
         pdf_only = index.search("lighthouse", mode="bm25", filters=["file_type=pdf"])
         assert pdf_only and {hit.chunk.path[-4:] for hit in pdf_only} == {".pdf"}
         with pytest.raises(UnknownGroup):
@@ -110,7 +114,8 @@ def test_search_ask_remove_status_and_errors(docs, loads):
         assert index.remove([docs / "bread_baking.md"]) == 1
         assert index.status()["documents"] == before - 1
         assert all(not doc["path"].endswith("bread_baking.md") for doc in index.documents())
-        assert not any(h.chunk.path.endswith("bread_baking.md") for h in index.search("sourdough", mode="bm25"))
+        left = index.search("sourdough", mode="bm25")
+        assert not any(hit.chunk.path.endswith("bread_baking.md") for hit in left)
         answer = index.ask("sourdough starter", mode="bm25")
         assert answer.abstained or "bread_baking.md" not in {s.path for s in answer.sources}
 
