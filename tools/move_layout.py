@@ -200,19 +200,27 @@ def move(root: Path) -> None:
         git(root, "rm", "-q", shim)
 
 
-def rewrite(root: Path, rewriter: Rewriter, *, dry_run: bool) -> list[str]:
-    changed = []
+def rewrite(root: Path, rewriter: Rewriter, *, dry_run: bool, limit: int = 110) -> tuple[list[str], list[str]]:
+    """Rewrite every text file; returns the files changed and the Python lines the rewrite made
+    longer than `limit` (ruff E501), as ``path:line``, to wrap by hand."""
+    changed, wide = [], []
     for path in text_files(root):
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             continue
         new = rewriter(text)
-        if new != text:
-            changed.append(path.relative_to(root).as_posix())
-            if not dry_run:
-                path.write_text(new, encoding="utf-8")
-    return changed
+        if new == text:
+            continue
+        name = path.relative_to(root).as_posix()
+        changed.append(name)
+        if name.endswith(".py"):
+            before = {rewriter(line) for line in text.splitlines() if len(line) > limit}
+            wide += [f"{name}:{number}" for number, line in enumerate(new.splitlines(), 1)
+                     if len(line) > limit and line not in before]
+        if not dry_run:
+            path.write_text(new, encoding="utf-8")
+    return changed, wide
 
 
 def verify(root: Path, modules: dict[str, str], paths: dict[str, str]) -> list[str]:
@@ -241,16 +249,6 @@ def verify(root: Path, modules: dict[str, str], paths: dict[str, str]) -> list[s
     return problems
 
 
-def long_lines(root: Path, changed: list[str], limit: int = 110) -> list[str]:
-    """Python lines the rewrite pushed past the line limit (ruff E501), to wrap by hand."""
-    found = []
-    for name in changed:
-        if name.endswith(".py"):
-            lines = (root / name).read_text(encoding="utf-8").splitlines()
-            found += [f"{name}:{number}" for number, line in enumerate(lines, 1) if len(line) > limit]
-    return found
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dry-run", action="store_true",
@@ -266,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = unknown_modules(root, modules)
     if not args.dry_run:
         move(root)
-    changed = rewrite(root, rewriter, dry_run=args.dry_run)
+    changed, wide = rewrite(root, rewriter, dry_run=args.dry_run)
     print(f"\n{len(changed)} files {'would change' if args.dry_run else 'rewritten'}:")
     print("\n".join(f"  {name}" for name in changed))
     if unknown:
@@ -274,7 +272,6 @@ def main(argv: list[str] | None = None) -> int:
               + ", ".join(f"ragcli/{name}" for name in unknown))
     if args.dry_run:
         return 0
-    wide = long_lines(root, changed)
     if wide:
         print("\nlines now longer than 110 characters (wrap them; `ruff check` lists them too): "
               + ", ".join(wide))
