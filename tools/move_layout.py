@@ -200,7 +200,8 @@ def move(root: Path) -> None:
         git(root, "rm", "-q", shim)
 
 
-def rewrite(root: Path, rewriter: Rewriter, *, dry_run: bool, limit: int = 110) -> tuple[list[str], list[str]]:
+def rewrite(root: Path, rewriter: Rewriter, *, dry_run: bool,
+            limit: int = 110) -> tuple[list[str], list[str]]:
     """Rewrite every text file; returns the files changed and the Python lines the rewrite made
     longer than `limit` (ruff E501), as ``path:line``, to wrap by hand."""
     changed, wide = [], []
