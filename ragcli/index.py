@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from ragcli.ask import Answer, Asker, AskOptions
     from ragcli.embedding.base import Embedder
     from ragcli.evaluation import AnswerReport, RetrievalReport
+    from ragcli.evaluation.answer_eval import AnswerConfiguration
+    from ragcli.evaluation.retrieval_eval import Configuration
     from ragcli.ingest import IngestReport
     from ragcli.llm import Generator
     from ragcli.query import QueryOptions, Searcher
@@ -286,7 +288,7 @@ class Index:
         return remove_paths(self.path, [str(path) for path in paths])
 
     # -- evaluation -----------------------------------------------------------------------
-    def evaluate_retrieval(self, source: str | Path, configs: Sequence[Any] | None = None, *,
+    def evaluate_retrieval(self, source: str | Path, configs: "Sequence[Configuration] | None" = None, *,
                            index: Path | None = None, limit: int | None = None,
                            progress: Callable[[str], Any] | None = None) -> "RetrievalReport":
         """Score retrieval on a labelled set (`ragcli.evaluation.evaluate_retrieval`).
@@ -309,8 +311,8 @@ class Index:
                                   group=group, limit=limit, progress=progress,
                                   generator_factory=self.generator)
 
-    def evaluate_answers(self, source: str | Path, configs: Sequence[Any] | None = None, *,
-                         index: Path | None = None, limit: int | None = None,
+    def evaluate_answers(self, source: str | Path, configs: "Sequence[AnswerConfiguration] | None" = None,
+                         *, index: Path | None = None, limit: int | None = None,
                          progress: Callable[[str], Any] | None = None) -> "AnswerReport":
         """Score answers on a QA set (`evaluate_answers`); the arguments are `evaluate_retrieval`'s."""
         from ragcli.evaluation import answer_configurations, evaluate_answers

@@ -7,18 +7,21 @@ which imports `ragcli.retrieval.base`), so the imports run one way.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ragcli.retrieval.base import EmbedderLoader, Retriever, RetrieverFactory
 
+if TYPE_CHECKING:
+    from ragcli.store import Store
 
-def _bm25(store: Any, group: str, embedder: EmbedderLoader) -> Retriever:
+
+def _bm25(store: Store, group: str, embedder: EmbedderLoader) -> Retriever:
     from ragcli.retrieval.bm25 import BM25Retriever
 
     return BM25Retriever(store, group)
 
 
-def _dense(store: Any, group: str, embedder: EmbedderLoader) -> Retriever:
+def _dense(store: Store, group: str, embedder: EmbedderLoader) -> Retriever:
     from ragcli.retrieval.dense import DenseRetriever
 
     return DenseRetriever(store, group, embedder)

@@ -7,9 +7,13 @@ already compiled (`ChunkFilter`), so every retriever applies them the same way.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from ragcli.types import Hit
+
+if TYPE_CHECKING:
+    from ragcli.embedding.base import Embedder
+    from ragcli.store import Store
 
 
 @dataclass(frozen=True)
@@ -31,7 +35,7 @@ class Retriever(Protocol):
 class EmbedderLoader(Protocol):
     """Returns the index's query embedder, loading it on first use."""
 
-    def __call__(self) -> Any: ...
+    def __call__(self) -> Embedder: ...
 
 
-RetrieverFactory = Callable[[Any, str, EmbedderLoader], Retriever]
+RetrieverFactory = Callable[["Store", str, EmbedderLoader], Retriever]

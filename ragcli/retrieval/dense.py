@@ -8,12 +8,12 @@ hit may stand for several chunks; each becomes its own hit with the same score.
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 import numpy as np
 
 from ragcli.retrieval.base import ChunkFilter, EmbedderLoader
 from ragcli.store import Store, open_vector_file
+from ragcli.store.vectors import VectorIndex
 from ragcli.types import Hit
 
 
@@ -24,9 +24,9 @@ class DenseRetriever:
         self.store = store
         self.group = group
         self._embedder = embedder
-        self._index: Any = None
+        self._index: VectorIndex | None = None
 
-    def vector_index(self) -> Any:
+    def vector_index(self) -> VectorIndex:
         """The group's vector index, loaded once."""
         if self._index is None:
             self._index = self.store.vector_index(self.group)
