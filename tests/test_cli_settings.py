@@ -86,7 +86,7 @@ def test_ask_defaults_without_settings(rag):
     done = rag("ask", "env", {}, QUESTION, "--json")
     assert done.returncode == 0, done.stderr
     sources = json.loads(done.stdout)["sources"]
-    assert len(sources) == 3 and sources[0]["score"] < 1 / 30  # hybrid (fused) scores, 5 hits read
+    assert len(sources) >= 2 and sources[0]["score"] < 1 / 30  # hybrid (fused) scores, 5 hits read
 
 
 @pytest.mark.parametrize("layer", LAYERS)
