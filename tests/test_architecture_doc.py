@@ -10,12 +10,6 @@ from test_import_graph import PACKAGE, import_graph, module_files
 DOC = PACKAGE.parent / "ARCHITECTURE.md"
 NAME = re.compile(r"`(ragcli(?:\.\w+)*)`")
 
-# Known upward imports, each with the step that removes it.
-ALLOWED = {
-    # The rewrite prompts live with the answer prompts; LAYOUT_PLAN.md moves them to the rewrite module.
-    ("ragcli.rewrite", "ragcli.prompting"),
-}
-
 
 def layer_rows(text: str) -> list[tuple[str, list[str]]]:
     """The rows of the layer table, bottom layer first: (layer, module names)."""
@@ -74,14 +68,9 @@ def test_no_module_imports_from_a_lower_layer():
     for source, targets in import_graph().items():
         for target in targets:
             here, there = row_of(source, placed, packages), row_of(target, placed, packages)
-            if here is not None and there is not None and there > here and (source, target) not in ALLOWED:
+            if here is not None and there is not None and there > here:
                 upward.append(f"{source} ({rows[here][0]}) imports {target} ({rows[there][0]})")
     assert sorted(upward) == []
-
-
-def test_allowed_exceptions_are_still_needed():
-    graph = import_graph()
-    assert [pair for pair in ALLOWED if pair[1] not in graph.get(pair[0], ())] == []
 
 
 def test_the_layer_check_sees_a_violation():
