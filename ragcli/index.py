@@ -14,8 +14,8 @@ An `Index` resolves its settings once, with the same precedence as the CLI (keyw
 > RAG_* environment variable > config file > the index's own settings > default; see
 `ragcli.config`), builds the `QueryOptions` and `AskOptions` of every call from them, and loads
 each model lazily, once. Every method delegates to the library function that does the work
-(`ragcli.ingest`, `ragcli.query.Searcher`, `ragcli.ask.Asker`, `ragcli.status`,
-`ragcli.evaluation`), so the CLI commands are: parse, one call here, render.
+(`ragcli.ingest`, `ragcli.query.Searcher`, `ragcli.ask.Asker`,
+`ragcli.status`, `ragcli.evaluation`), so the CLI commands are: parse, one call here, render.
 """
 
 from __future__ import annotations
@@ -212,7 +212,7 @@ class Index:
                include: Iterable[str] = (), exclude: Iterable[str] = (), prune: bool = True,
                rebuild: bool = False, batch_chunks: int = 256, progress: "Progress | None" = None,
                ) -> "IngestReport":
-        """Read files and folders into the index (`ragcli.ingest.ingest`); unchanged files are skipped.
+        """Read files and folders into the index (`ingest`); unchanged files are skipped.
 
         Args:
             paths: folders (walked) and files; None for the roots ingested before.
