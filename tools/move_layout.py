@@ -11,8 +11,8 @@ What it does (LAYOUT_PLAN.md has the why of each move):
 1. Refuses to run unless every old path in `MOVES` exists, no new path does, and the work tree
    is clean, so a second run cannot move anything twice (`ragcli.ingest` is an old module
    name *and* the new package name).
-2. `git mv`s each file or folder in `MOVES`, creates the new packages' `__init__.py`
-   (`NEW_PACKAGES`), and `git rm`s the compatibility shims in `REMOVED`.
+2. `git mv`s each file or folder in `MOVES` (and in `IF_PRESENT`, when there), creates the new
+   packages' `__init__.py` (`NEW_PACKAGES`), and `git rm`s the compatibility shims in `REMOVED`.
 3. Rewrites every reference to a moved module in the text files of the repository (`ROOTS`):
    dotted names wherever they appear (``from ragcli.query import``, ``import ragcli.query``,
    ``"ragcli.ask.load_generator"`` strings that tests monkeypatch, `LazyCommands`' module paths,
@@ -60,6 +60,21 @@ MOVES: dict[str, str] = {
     "ragcli/support.py": "ragcli/answer/support.py",
 }
 
+# Modules other branches of this session add, moved when present (the rest of `MOVES` must be).
+IF_PRESENT: dict[str, str] = {
+    "ragcli/watch.py": "ragcli/ingest/watch.py",            # `rag ingest --watch` (agents)
+    "ragcli/removal.py": "ragcli/store/removal.py",         # `rag rm` exclusions (pipes)
+    "ragcli/documents.py": "ragcli/retrieval/documents.py",  # `rag get`: stored text read back (agents)
+    "ragcli/evidence.py": "ragcli/answer/evidence.py",      # evidence-first answers (answers)
+    "ragcli/opener.py": "ragcli/cli/opener.py",             # `rag open`: a file in the user's viewer (agents)
+}
+# Top-level modules that stay: shared ground, front door, and packages.
+STAYS = {"__init__", "__main__", "analysis", "choices", "config", "errors", "types", "llm", "locking",
+         "index", "models", "doctor", "embedding", "evaluation", "cli", "store", "retrieval",
+         # added by other branches of this session: GGUF runtime and logging (shared ground),
+         # agent tools and the MCP server (front door)
+         "gguf_info", "model_catalog", "qwen_model", "stages", "agent_tools", "mcp_server"}
+
 # Shims kept only so branches written against the old name merged; their users are rewritten.
 REMOVED: dict[str, str] = {
     "ragcli/retrieval/analysis.py": "ragcli/analysis.py",
@@ -89,10 +104,15 @@ def dotted(path: str) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def present_moves(root: Path) -> dict[str, str]:
+    """`MOVES` and the `IF_PRESENT` moves whose file exists."""
+    return {**MOVES, **{old: new for old, new in IF_PRESENT.items() if (root / old).exists()}}
+
+
 def module_map(root: Path) -> dict[str, str]:
     """Every old dotted module name -> its new name (folders: the package and each submodule)."""
     mapping: dict[str, str] = {}
-    for old, new in {**MOVES, **REMOVED}.items():
+    for old, new in {**present_moves(root), **REMOVED}.items():
         mapping[dotted(old)] = dotted(new)
         if (root / old).is_dir():
             for file in sorted((root / old).rglob("*.py")):
@@ -101,10 +121,11 @@ def module_map(root: Path) -> dict[str, str]:
     return mapping
 
 
-def path_map() -> dict[str, str]:
+def path_map(root: Path) -> dict[str, str]:
     """Old file paths (and folder prefixes, with a trailing /) -> new ones."""
-    paths = {old: new for old, new in {**MOVES, **REMOVED}.items() if old.endswith(".py")}
-    paths.update({old + "/": new + "/" for old, new in MOVES.items() if not old.endswith(".py")})
+    moves = present_moves(root)
+    paths = {old: new for old, new in {**moves, **REMOVED}.items() if old.endswith(".py")}
+    paths.update({old + "/": new + "/" for old, new in moves.items() if not old.endswith(".py")})
     return paths
 
 
@@ -170,7 +191,7 @@ def git(root: Path, *args: str) -> str:
 
 def check_preconditions(root: Path, *, dry_run: bool) -> None:
     missing = [old for old in [*MOVES, *REMOVED] if not (root / old).exists()]
-    present = [new for new in [*MOVES.values(), *NEW_PACKAGES] if (root / new).exists()]
+    present = [new for new in [*present_moves(root).values(), *NEW_PACKAGES] if (root / new).exists()]
     problems = [f"missing (already moved?): {', '.join(missing)}"] if missing else []
     problems += [f"already exists: {', '.join(present)}"] if present else []
     if not dry_run and git(root, "status", "--porcelain", "--untracked-files=no").strip():
@@ -181,16 +202,14 @@ def check_preconditions(root: Path, *, dry_run: bool) -> None:
 
 def unknown_modules(root: Path, modules: dict[str, str]) -> list[str]:
     """Top-level ragcli modules neither moved nor known to stay (added by a later branch)."""
-    stays = {"__init__", "__main__", "analysis", "choices", "config", "errors", "types", "llm", "locking",
-             "index", "models", "doctor", "embedding", "evaluation", "cli", "store", "retrieval"}
     moved = {name.split(".")[1] for name in modules}
     found = {path.stem if path.suffix == ".py" else path.name for path in (root / "ragcli").iterdir()
              if (path.suffix == ".py" or (path / "__init__.py").is_file())}
-    return sorted(found - stays - moved)
+    return sorted(found - STAYS - moved)
 
 
 def move(root: Path) -> None:
-    for old, new in MOVES.items():
+    for old, new in present_moves(root).items():
         (root / new).parent.mkdir(parents=True, exist_ok=True)
         git(root, "mv", old, new)
     for package, text in NEW_PACKAGES.items():
@@ -258,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     root = args.root.resolve()
     check_preconditions(root, dry_run=args.dry_run)
-    modules, paths = module_map(root), path_map()
+    modules, paths = module_map(root), path_map(root)
     rewriter = Rewriter(modules, paths)
     for old, new in sorted(modules.items()):
         print(f"{old} -> {new}")
