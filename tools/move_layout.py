@@ -98,6 +98,10 @@ SUFFIXES = {".py", ".md", ".toml", ".txt", ".cfg", ".ini", ".sh", ".json", ""}
 KEEP = {"LAYOUT_PLAN.md", "tools/move_layout.py"}
 
 
+# Marks a name the rewrite already produced, so the next pass leaves it alone.
+PROTECT = "\x00"
+
+
 def dotted(path: str) -> str:
     """``ragcli/readers/base.py`` -> ``ragcli.readers.base``; a folder or __init__ -> the package."""
     parts = Path(path).with_suffix("").parts if path.endswith(".py") else Path(path).parts
@@ -139,7 +143,7 @@ class Rewriter:
     def __init__(self, modules: dict[str, str], paths: dict[str, str]) -> None:
         self.modules = modules
         self.paths = paths
-        self.dotted = re.compile(rf"(?<![\w.])({alternation(modules)})(?!\w)")
+        self.dotted = re.compile(rf"(?<![\w.{PROTECT}])({alternation(modules)})(?!\w)")
         self.path = re.compile(rf"(?<![\w.])({alternation(paths)})")
         # `from ragcli.x import a, b as c` on one line, where some `ragcli.x.a` is a moved module.
         self.from_import = re.compile(r"^(?P<indent>[ \t]*)from (?P<base>ragcli(?:\.\w+)*) import "
@@ -148,7 +152,7 @@ class Rewriter:
     def __call__(self, text: str) -> str:
         text = self.from_import.sub(self._submodule_imports, text)
         text = self.dotted.sub(lambda m: self.modules[m.group(1)], text)
-        return self.path.sub(lambda m: self.paths[m.group(1)], text)
+        return self.path.sub(lambda m: self.paths[m.group(1)], text).replace(PROTECT, "")
 
     def _submodule_imports(self, match: re.Match) -> str:
         base, indent = match.group("base"), match.group("indent")
@@ -161,7 +165,8 @@ class Rewriter:
                 parent, _, leaf = self.modules[old].rpartition(".")
                 local = alias or name
                 rename = f" as {local}" if local != leaf else ""
-                lines.append(f"{indent}from {parent} import {leaf}{rename}")
+                # Already the new name: protected from the dotted pass (`ragcli.ingest` is old and new).
+                lines.append(f"{indent}from {PROTECT}{parent} import {leaf}{rename}")
             else:
                 kept.append(item)
         if not lines:
