@@ -1,20 +1,26 @@
 """ragcli: local-first retrieval-augmented generation from the command line.
 
-The library is usable without the CLI::
+The library is usable without the CLI; `open_index` is its front door::
 
-    from pathlib import Path
-    from ragcli import load_embedder
-    from ragcli.ingest import ingest
-    report = ingest(Path("my-index"), ["docs/"], embedder=load_embedder(None, cache_dir=Path(".cache")))
+    import ragcli
+
+    with ragcli.open_index("my-index") as index:
+        index.ingest(["docs/"])
+        hits = index.search("how do I reset the router?", top_k=3)
+        answer = index.ask("How do I reset the router?")
 """
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "ingest_documents", "load_embedder", "Store"]
+__all__ = ["__version__", "Index", "open_index", "ingest_documents", "load_embedder", "Store"]
 
 
 def __getattr__(name: str):
     # Lazy re-exports keep `import ragcli` (and so `rag --help`) light.
+    if name in ("Index", "open_index"):
+        from ragcli import index
+
+        return getattr(index, name)
     if name == "ingest_documents":
         from ragcli.ingest import ingest_documents
 

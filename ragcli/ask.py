@@ -258,19 +258,21 @@ class Asker:
         settings: resolved settings (models, cache dir).
         generator: a ready model; None to load the GGUF the options name, on first need.
         pipeline: the stages (default: `Pipeline()`).
+        embedder: a loaded query embedder to reuse (see `Searcher`); None loads the index's own.
 
     Raises:
         NotIndexed: there is no index at `index`.
     """
 
     def __init__(self, index: Path, *, settings: Settings, generator: Generator | None = None,
-                 pipeline: Pipeline | None = None) -> None:
+                 pipeline: Pipeline | None = None, embedder: Any = None) -> None:
         self.settings = settings
         self.pipeline = pipeline or Pipeline()
         self._injected = generator
         self._loaded: tuple[tuple, Generator] | None = None
         self._active = AskOptions()
-        self.searcher = Searcher(Path(index), settings=settings, generator_factory=self._active_generator)
+        self.searcher = Searcher(Path(index), settings=settings, generator_factory=self._active_generator,
+                                 embedder=embedder)
         self._cache: AnswerCache | None = None
         self._state: dict[str, Any] = {}
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from ragcli.choices import COLORS, DEFAULT_MODE, MODES, QUERY_TOP_K
 from ragcli.errors import ModelNotFound, UsageError
 
 APP_NAME = "ragcli"
@@ -110,19 +111,19 @@ KEYS: dict[str, Key] = {key.name: key for key in (
     Key("embed_model", _text, "embedding model folder (sentence-transformers layout)"),
     Key("model", _text, "GGUF model file for answers and LLM retrieval"),
     Key("group", _text, "chunk group used when --group is not given"),
-    Key("mode", _choice("bm25", "dense", "hybrid", "llm"), "retrieval mode"),
+    Key("mode", _choice(*MODES), "retrieval mode"),
     Key("top_k", _positive_int, "hits returned by query, chunks considered by ask"),
     Key("ctx", _positive_int, "model context size in tokens"),
     Key("max_tokens", _positive_int, "longest answer in tokens"),
     Key("threads", _positive_int, "threads for generation"),
-    Key("color", _choice("auto", "always", "never"), "colour on the terminal"),
+    Key("color", _choice(*COLORS), "colour on the terminal"),
 )}
 
 
 def _defaults() -> dict[str, Any]:
     return {"index": default_index_dir(), "cache_dir": default_cache_dir(), "embed_model": None,
-            "model": None, "group": None, "mode": "hybrid", "top_k": 10, "ctx": 2048, "max_tokens": 256,
-            "threads": None, "color": "auto"}
+            "model": None, "group": None, "mode": DEFAULT_MODE, "top_k": QUERY_TOP_K, "ctx": 2048,
+            "max_tokens": 256, "threads": None, "color": "auto"}
 
 
 @dataclass(frozen=True)

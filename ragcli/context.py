@@ -19,13 +19,11 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 from ragcli.errors import RagError
+from ragcli.llm import TEMPLATE_MARGIN
 from ragcli.types import Hit
 
 CountTokens = Callable[[str], int]
 
-# Tokens kept free beyond the prompt and the answer: the chat template's own role markers
-# and separators are not in the text we count.
-TEMPLATE_MARGIN = 32
 
 
 class ContextTooSmall(RagError):

@@ -19,29 +19,22 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
+from ragcli.choices import DEFAULT_GROUP
 from ragcli.errors import IndexMismatch, RagError, ReaderError
 from ragcli.readers import is_probably_binary, read_document, reader_for
-from ragcli.retrieval.analysis import term_string
+from ragcli.analysis import term_string
 from ragcli.splitting import PRESETS, page_at, page_starts, split, validate_settings
 from ragcli.store import NewChunk, Store
 from ragcli.types import ChunkSettings, Document, Progress
 from ragcli.removal import apply_exclusions
 from ragcli.walk import FileFilter, resolve_roots, walk_files
 
-DEFAULT_GROUP = "medium"
+if TYPE_CHECKING:
+    from ragcli.embedding.base import Embedder
+
 TEXT_FILE_TYPES = frozenset({"txt", "md", "html"})
-
-
-class Embedder(Protocol):
-    model_id: str
-    dimension: int
-    fingerprint: str
-
-    def embed(self, texts: Sequence[str], batch_size: int = 32): ...
-
-    def token_offsets(self, text: str) -> list[tuple[int, int]]: ...
 
 
 @dataclass(frozen=True)

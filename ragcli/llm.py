@@ -49,6 +49,14 @@ class Generator(Protocol):
 
 GGUF_MAGIC = b"GGUF"
 
+# Tokens kept free beyond what `count_tokens` counts in a prompt's message texts: the chat
+# template's role markers, separators and the assistant header are not in those texts.
+# SmolLM2's template adds 14 tokens to a system + user prompt (measured with llama.cpp's own
+# prompt token count for the answer, selection and rerank prompts); templates that inject a
+# preamble into the system message (Llama 3.x's dated one) need more, so 48 keeps every
+# prompt budget (answer context, LLM selection, LLM reranking) inside the window.
+TEMPLATE_MARGIN = 48
+
 
 class LlamaCppGenerator:
     """A GGUF chat model run by llama-cpp-python, rendered with the model's own chat template.

@@ -93,20 +93,3 @@ def says_not_found(text: str) -> bool:
     head = re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0]
     return not text.strip() or bool(_NOT_FOUND.search(head))
 
-
-def multi_query_prompt(question: str, n: int) -> list[Message]:
-    """Ask for `n` alternative search queries, one per line (for ``--rewrite multi``)."""
-    return [
-        {"role": "system",
-         "content": "You rewrite search queries. Reply with the queries only, one per line."},
-        {"role": "user", "content": f"Write {n} different search queries that would find the answer to: "
-                                    f"{question}"},
-    ]
-
-
-def hyde_prompt(question: str) -> list[Message]:
-    """Ask for a short hypothetical passage that answers the question (HyDE, Gao et al. 2022)."""
-    return [
-        {"role": "system", "content": "You write short factual passages."},
-        {"role": "user", "content": f"Write a short passage that answers this question: {question}"},
-    ]

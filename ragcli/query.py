@@ -25,10 +25,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from ragcli.choices import DEFAULT_GROUP, MODES, RERANKERS
 from ragcli.config import Settings
 from ragcli.errors import IndexMismatch, NotIndexed, UsageError
 from ragcli.retrieval.analysis import analyze, cjk_bigrams
-from ragcli.retrieval.base import RETRIEVERS, ChunkFilter, Retriever
+from ragcli.retrieval import RETRIEVERS
+from ragcli.retrieval.base import ChunkFilter, Retriever
 from ragcli.retrieval.filters import check_keys, filters_sql, known_keys
 from ragcli.retrieval.fusion import DEFAULT_FUSION, FUSIONS, adaptive_fusion, fuse_hits, scaled_priors
 from ragcli.stages import stage
@@ -37,12 +39,9 @@ from ragcli.types import Hit
 
 log = logging.getLogger(__name__)
 
-MODES = ("bm25", "dense", "hybrid", "llm")
 # Weight of the best fused hit's vector in the default hybrid's second dense pass (Rocchio
 # feedback; chosen with the fusion constants on the tune half, benchmarks/fusion_tuning.py).
 FEEDBACK_WEIGHT = 0.6
-RERANKERS = ("cross-encoder", "llm", "keyword")
-DEFAULT_GROUP = "medium"
 
 
 @dataclass(frozen=True)
@@ -120,13 +119,15 @@ class Searcher:
     """
 
     def __init__(self, index: Path, *, settings: Settings,
-                 generator_factory: Callable[[], Any] | None = None) -> None:
+                 generator_factory: Callable[[], Any] | None = None, embedder: Any = None) -> None:
         """Open the index.
 
         Args:
             index: the index directory.
             settings: resolved settings (embedding model choice, cache dir).
             generator_factory: builds the language model for llm mode and the llm reranker.
+            embedder: an already loaded query embedder (checked against the index like a
+                loaded one); None loads the index's model on first need.
 
         Raises:
             NotIndexed: there is no index at `index`.
@@ -136,6 +137,7 @@ class Searcher:
         self._generator_factory = generator_factory
         self._generator: Any = None
         self._embedder: Any = None
+        self._given_embedder = embedder
         self._retrievers: dict[tuple[str, str], Retriever] = {}
         self._filter_keys: list[str] | None = None
 
@@ -166,8 +168,10 @@ class Searcher:
             from ragcli.models import embedder_for
 
             index_model = self.store.get_meta("embedding_model")
-            with stage("load embedding model", str(self.settings.embed_model or index_model)):
-                embedder = embedder_for(self.settings, index_model)
+            embedder = self._given_embedder
+            if embedder is None:
+                with stage("load embedding model", str(self.settings.embed_model or index_model)):
+                    embedder = embedder_for(self.settings, index_model)
             stored = self.store.get_meta("embedding_fingerprint")
             if stored is not None and stored != embedder.fingerprint:
                 raise IndexMismatch(

@@ -16,18 +16,38 @@ import unicodedata
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from ragcli.errors import ModelNotFound, UsageError
-from ragcli.llm import Generator, Message
+from ragcli.llm import TEMPLATE_MARGIN, Generator, Message
 from ragcli.retrieval.analysis import fold
-from ragcli.retrieval.llm import TEMPLATE_MARGIN, truncate_to_tokens
+from ragcli.retrieval.llm import truncate_to_tokens
 from ragcli.types import Hit
 
-if TYPE_CHECKING:
-    from ragcli.query import QueryOptions
-
 GeneratorFactory = Callable[[], Generator]
+
+
+class RerankRequest(Protocol):
+    """What reranking reads of the query options; `ragcli.query.QueryOptions` is one.
+
+    A protocol rather than an import keeps this module below the search orchestration
+    that calls it.
+    """
+
+    @property
+    def rerank(self) -> str | None: ...
+
+    @property
+    def rerank_model(self) -> str | None: ...
+
+    @property
+    def require(self) -> tuple[str, ...]: ...
+
+    @property
+    def exclude(self) -> tuple[str, ...]: ...
+
+    @property
+    def top_k(self) -> int: ...
 
 
 class Reranker(Protocol):
@@ -241,18 +261,18 @@ class KeywordFilter:
 
 # --- registry and the pipeline hook -------------------------------------------------------
 
-def _cross_encoder(options: QueryOptions, generator_factory: GeneratorFactory | None) -> Reranker:
+def _cross_encoder(options: RerankRequest, generator_factory: GeneratorFactory | None) -> Reranker:
     return CrossEncoderReranker(options.rerank_model)
 
 
-def _llm(options: QueryOptions, generator_factory: GeneratorFactory | None) -> Reranker:
+def _llm(options: RerankRequest, generator_factory: GeneratorFactory | None) -> Reranker:
     if generator_factory is None:
         raise UsageError("--rerank llm needs the local GGUF model, but none was made available; "
                          "run the query through a Searcher given a generator_factory.")
     return LLMReranker(generator_factory())
 
 
-def _keyword(options: QueryOptions, generator_factory: GeneratorFactory | None) -> Reranker:
+def _keyword(options: RerankRequest, generator_factory: GeneratorFactory | None) -> Reranker:
     if not (options.require or options.exclude):
         raise UsageError("--rerank keyword needs words to filter by: add --require WORD and/or "
                          "--exclude WORD.")
@@ -266,7 +286,7 @@ RERANKERS: dict[str, Callable[[Any, GeneratorFactory | None], Reranker]] = {
 }
 
 
-def make_reranker(name: str, options: QueryOptions,
+def make_reranker(name: str, options: RerankRequest,
                   generator_factory: GeneratorFactory | None = None) -> Reranker:
     """Build the reranker registered under `name`.
 
@@ -281,7 +301,7 @@ def make_reranker(name: str, options: QueryOptions,
     return factory(options, generator_factory)
 
 
-def rerank(query: str, hits: Sequence[Hit], options: QueryOptions,
+def rerank(query: str, hits: Sequence[Hit], options: RerankRequest,
            generator_factory: GeneratorFactory | None = None) -> list[Hit]:
     """Filter by `options.require`/`options.exclude`, then apply `options.rerank`.
 

@@ -17,8 +17,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from ragcli.errors import UsageError
-from ragcli.llm import Generator
-from ragcli.prompting import hyde_prompt, multi_query_prompt
+from ragcli.llm import Generator, Message
 from ragcli.retrieval.fusion import rrf
 from ragcli.types import Hit
 
@@ -58,6 +57,24 @@ def parse_queries(text: str, question: str, n: int) -> list[str]:
             seen.add(query.casefold())
             queries.append(query)
     return queries[:n]
+
+
+def multi_query_prompt(question: str, n: int) -> list[Message]:
+    """Ask for `n` alternative search queries, one per line (for ``--rewrite multi``)."""
+    return [
+        {"role": "system",
+         "content": "You rewrite search queries. Reply with the queries only, one per line."},
+        {"role": "user", "content": f"Write {n} different search queries that would find the answer to: "
+                                    f"{question}"},
+    ]
+
+
+def hyde_prompt(question: str) -> list[Message]:
+    """Ask for a short hypothetical passage that answers the question (HyDE, Gao et al. 2022)."""
+    return [
+        {"role": "system", "content": "You write short factual passages."},
+        {"role": "user", "content": f"Write a short passage that answers this question: {question}"},
+    ]
 
 
 def multi_queries(question: str, generator: Generator, n: int = MULTI_QUERIES) -> list[str]:

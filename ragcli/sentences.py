@@ -21,10 +21,11 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Sequence
 
 import numpy as np
 
+from ragcli.embedding.base import Embedder
 from ragcli.retrieval.analysis import analyze
 
 # Words of the question's form, not its topic (shared with `ragcli.ask.QUESTION_WORDS`).
@@ -43,10 +44,6 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[ã€
 # "U.S. Army", "Dr. Smith", "St. Louis": a period after initials or a title ends no sentence.
 _ABBREVIATION = re.compile(
     r"(?:\b(?:[A-Z]\.){1,3}|\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Mt|No|vs|Gen|Col|Lt|Rev)\.)[\"')\]]*$")
-
-
-class Embedder(Protocol):
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,6 @@ PRESETS: Mapping[str, ChunkSettings] = MappingProxyType(
         "coarse": ChunkSettings(split_by="token", chunk_size=1024, chunk_overlap=100),
     }
 )
-DEFAULT_GROUP = "medium"
 
 
 def validate_settings(settings: ChunkSettings) -> None:

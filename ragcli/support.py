@@ -23,13 +23,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from ragcli.context import Source
 from ragcli.retrieval.analysis import analyze
 from ragcli.splitting import SENTENCE_ENDS
+
+if TYPE_CHECKING:
+    from ragcli.embedding.base import Embedder
 
 SUPPORTED = 0.6
 PARTIAL = 0.3
@@ -43,10 +46,6 @@ _CITATIONS = r"(?:\s*\[\d[\d,\s]*\])*"
 # written right after the terminator stay with their sentence.
 _SENTENCE = re.compile(rf".+?(?:[{_ASCII_ENDS}]+{_CITATIONS}(?=\s|$)|[{_WIDE_ENDS}]+{_CITATIONS}|$)")
 _CITATION = re.compile(r"\[\d[\d,\s]*\]")
-
-
-class SentenceEmbedder(Protocol):
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -87,7 +86,7 @@ def overlap(sentence_terms: set[str], source_terms: set[str]) -> float:
 
 
 def annotate_support(answer: str, sources: Sequence[Source], *,
-                     embedder: SentenceEmbedder | None = None) -> tuple[SentenceSupport, ...]:
+                     embedder: Embedder | None = None) -> tuple[SentenceSupport, ...]:
     """Label every sentence of `answer` with its best source and a support score.
 
     Args:
@@ -117,7 +116,7 @@ def _overlap_matrix(sentences: Sequence[str], sources: Sequence[Source]) -> np.n
     return matrix
 
 
-def _cosine_matrix(embedder: SentenceEmbedder, sentences: Sequence[str],
+def _cosine_matrix(embedder: Embedder, sentences: Sequence[str],
                    sources: Sequence[Source]) -> np.ndarray:
     texts = [_CITATION.sub(" ", s) for s in sentences] + [s.text for s in sources]
     vectors = np.asarray(embedder.embed(texts))

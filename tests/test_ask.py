@@ -13,6 +13,7 @@ from ragcli.config import load_settings
 from ragcli.context import ContextTooSmall
 from ragcli.errors import ModelNotFound
 from ragcli.ingest import ingest
+from ragcli.llm import TEMPLATE_MARGIN
 from ragcli.prompting import NOT_FOUND
 from ragcli.query import QueryOptions
 from ragcli.rewrite import parse_queries
@@ -121,11 +122,11 @@ def test_budget_from_model_context_and_too_small_error(corpus, isolated_home):
     question = "sourdough bread green tea cafe"
     with make_asker(isolated_home, EchoGenerator(n_ctx=2048)) as asker:
         roomy = asker.ask(question, replace(BM25, max_tokens=16))
-    small = EchoGenerator(n_ctx=130)
+    small = EchoGenerator(n_ctx=98 + TEMPLATE_MARGIN)  # 98 tokens for the prompt and the answer
     with make_asker(isolated_home, small) as asker:
         tight = asker.ask(question, replace(BM25, max_tokens=16))
         prompt = sum(small.count_tokens(m["content"]) for m in small.calls[-1][0])
-        assert prompt <= 130 - 16
+        assert prompt <= 98 - 16
         assert 0 < sum(len(s.text) for s in tight.sources) < sum(len(s.text) for s in roomy.sources)
         with pytest.raises(ContextTooSmall, match="raise --ctx"):
             asker.ask("sourdough bread", replace(BM25, max_tokens=60, use_cache=False))

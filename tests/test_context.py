@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragcli.context import ContextTooSmall, Source, build_context, context_budget, dedupe, merge_texts
+from ragcli.llm import TEMPLATE_MARGIN
 from ragcli.prompting import (cited_prompt, parse_citations, says_not_found, strip_invalid_citations)
 from ragcli.types import Chunk, Hit
 
@@ -75,7 +76,7 @@ def test_no_hits_make_no_sources_and_max_sources_caps():
 
 
 def test_context_budget_subtracts_answer_prompt_and_margin():
-    assert context_budget(2048, 256, 100) == 2048 - 256 - 100 - 32
+    assert context_budget(2048, 256, 100) == 2048 - 256 - 100 - TEMPLATE_MARGIN
 
 
 def test_page_and_header():

@@ -7,9 +7,9 @@ import re
 
 import pytest
 
+from ragcli.choices import DEFAULT_GROUP
 from ragcli.errors import UsageError
 from ragcli.splitting import (
-    DEFAULT_GROUP,
     PRESETS,
     page_at,
     page_of,

@@ -14,16 +14,16 @@ import importlib
 import os
 import sys
 from collections.abc import Iterator, MutableMapping
-from enum import Enum
 from typing import Annotated, Optional
 
 import typer
 from typer.core import TyperGroup
 
 from ragcli import __version__
+from ragcli.choices import COLORS
+from ragcli.cli.completions import COMPLETE_VAR
+from ragcli.cli.options import choice_enum
 from ragcli.errors import RagError
-
-COMPLETE_VAR = "_RAG_COMPLETE"
 
 # Command name -> (module, attribute): a command function, or a typer app for a group.
 # Listed in the order `rag --help` shows them.
@@ -170,10 +170,7 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-class Color(str, Enum):
-    auto = "auto"
-    always = "always"
-    never = "never"
+Color = choice_enum("Color", COLORS)
 
 
 @app.callback()

@@ -14,7 +14,6 @@ from ragcli.cli.options import (
     parse_weights,
 )
 from ragcli.cli.render import SCHEMA_VERSION, emit_json, emit_jsonl, printable, stderr_console, stdout_console
-from ragcli.config import load_settings
 
 SUPPORT_STYLES = {"supported": "green", "partial": "yellow", "unsupported": "red"}
 
@@ -35,10 +34,12 @@ def ask(
     question: Annotated[Optional[str], typer.Argument(
         metavar="QUESTION", help="The question; '-' (or no QUESTION with a pipe) reads one question per line "
         "from stdin and answers each as a JSON line.", show_default=False)] = None,
-    mode: Annotated[Mode, typer.Option("--mode", "-m", help="Retrieval: bm25, dense, hybrid or llm "
-                                       "(as in `rag query`).")] = Mode.hybrid,
-    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="Chunks retrieved for the context "
-                                       "(before merging and the token budget).")] = 5,
+    mode: Annotated[Optional[Mode], typer.Option(
+        "--mode", "-m", help="Retrieval: bm25, dense, hybrid or llm (as in `rag query`). Default: "
+        "$RAG_MODE / config, else hybrid.", show_default=False)] = None,
+    top_k: Annotated[Optional[int], typer.Option(
+        "--top-k", "-k", min=1, help="Chunks retrieved for the context (before merging and the token "
+        "budget). Default: $RAG_TOP_K / config, else 5.", show_default=False)] = None,
     group: GroupOption = None,
     filters: FiltersOption = None,
     min_score: MinScoreOption = None,
@@ -57,13 +58,16 @@ def ask(
     model: Annotated[Optional[str], typer.Option(
         help="GGUF model file (default: $RAG_MODEL, else the packaged SmolLM2-135M-Instruct).",
         show_default=False)] = None,
-    ctx: Annotated[int, typer.Option("--ctx", min=128, help="Model context window in tokens; the sources get "
-                                     "what the prompt and --max-tokens leave.")] = 2048,
-    max_tokens: Annotated[int, typer.Option(min=1, help="Longest answer, in tokens.")] = 256,
+    ctx: Annotated[Optional[int], typer.Option(
+        "--ctx", min=128, help="Model context window in tokens; the sources get what the prompt and "
+        "--max-tokens leave. Default: $RAG_CTX / config, else 2048.", show_default=False)] = None,
+    max_tokens: Annotated[Optional[int], typer.Option(
+        min=1, help="Longest answer, in tokens. Default: $RAG_MAX_TOKENS / config, else 256.",
+        show_default=False)] = None,
     temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature (0: greedy, "
                                                "reproducible).")] = 0.0,
-    threads: Annotated[Optional[int], typer.Option(min=1, help="CPU threads (default: all cores).",
-                                                   show_default=False)] = None,
+    threads: Annotated[Optional[int], typer.Option(min=1, help="CPU threads. Default: $RAG_THREADS / config, "
+                                                   "else all cores.", show_default=False)] = None,
     seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
     rewrite: Annotated[Optional[Rewrite], typer.Option(
         help="Rewrite the question first: multi (the model writes alternative queries, results fused) or "
@@ -94,25 +98,22 @@ def ask(
 
         cat questions.txt | rag ask - --max-tokens 64 > answers.jsonl
     """
-    from ragcli.ask import Asker, AskOptions
-    from ragcli.query import QueryOptions
-    from ragcli.retrieval.filters import parse_filters
+    from ragcli.index import open_index
 
-    settings = load_settings(index=index, embed_model=embed_model, gguf_model=model)
-    query = QueryOptions(
-        mode=mode.value, top_k=top_k, group=group, filters=parse_filters(filters or ()), min_score=min_score,
-        rerank=rerank.value if rerank else None, rerank_model=rerank_model, candidates=candidates,
-        require=tuple(require or ()), exclude=tuple(exclude or ()), fusion=fusion.value,
-        weights=parse_weights(weights) or (1.0, 1.0))
-    options = AskOptions(query=query, model=model, n_ctx=ctx, max_tokens=max_tokens, temperature=temperature,
-                         threads=threads, seed=seed, rewrite=rewrite.value if rewrite else None,
-                         use_cache=cache, answer_style=answer_style.value)
+    index_ = open_index(index, embed_model=embed_model, gguf_model=model, mode=mode, top_k=top_k,
+                        group=group, ctx=ctx, max_tokens=max_tokens, threads=threads)
+    options = index_.ask_options(
+        filters=filters, min_score=min_score, rerank=rerank, rerank_model=rerank_model,
+        candidates=candidates, require=require, exclude=exclude, fusion=fusion,
+        weights=parse_weights(weights),
+        model=model, temperature=temperature, seed=seed, rewrite=rewrite, use_cache=cache,
+        answer_style=answer_style)
     questions = _stdin_questions(question)
-    with Asker(settings.index, settings=settings) as asker:
+    with index_:
         if questions is not None:
-            print_answers(asker, questions, options)
+            print_answers(index_, questions, options)
         else:
-            print_answer(asker, str(question), options, json_output=json_output)
+            print_answer(index_, str(question), options, json_output=json_output)
 
 
 def print_answer(asker, question: str, options, *, json_output: bool = False) -> None:

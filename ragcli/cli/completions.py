@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from ragcli.cli import COMPLETE_VAR
+COMPLETE_VAR = "_RAG_COMPLETE"  # set when the shell asks `rag` for completions
 
 FILE_NAMES = {"bash": "rag.bash", "zsh": "_rag", "fish": "rag.fish"}
 

@@ -201,7 +201,7 @@ def retrieval(
     """
     from ragcli.evaluation.retrieval_eval import configurations, evaluate_retrieval, write_trec_run
     from ragcli.evaluation.metrics import floor_failures
-    from ragcli.query import MODES, RERANKERS
+    from ragcli.choices import MODES, RERANKERS
 
     floors = parse_floors(fail_under, RETRIEVAL_METRICS)
     chosen = configurations(
@@ -336,7 +336,7 @@ def answers(
     from ragcli.ask import AskOptions
     from ragcli.evaluation.answer_eval import ANSWER_METRICS, answer_configurations, evaluate_answers
     from ragcli.evaluation.metrics import floor_failures
-    from ragcli.query import MODES, RERANKERS
+    from ragcli.choices import MODES, RERANKERS
 
     floors = parse_floors(fail_under, ANSWER_METRICS)
     base = AskOptions(

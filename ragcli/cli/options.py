@@ -9,6 +9,13 @@ from typing import Annotated, List, Optional
 import typer
 
 from ragcli.cli.render import ListFormat
+from ragcli.choices import MODES, RERANKERS
+
+
+def choice_enum(name: str, values: tuple[str, ...]) -> type[Enum]:
+    """A str Enum of `values` for typer (its choices, help and completions); '-' becomes '_' in names."""
+    return Enum(name, {value.replace("-", "_"): value for value in values}, type=str)
+
 
 IndexOption = Annotated[
     Optional[Path],
@@ -41,17 +48,8 @@ GroupOption = Annotated[
 ]
 
 
-class Mode(str, Enum):
-    bm25 = "bm25"
-    dense = "dense"
-    hybrid = "hybrid"
-    llm = "llm"
-
-
-class Rerank(str, Enum):
-    cross_encoder = "cross-encoder"
-    llm = "llm"
-    keyword = "keyword"
+Mode = choice_enum("Mode", MODES)
+Rerank = choice_enum("Rerank", RERANKERS)
 
 
 class Fusion(str, Enum):

@@ -14,7 +14,6 @@ from ragcli.cli.options import (
     parse_weights,
 )
 from ragcli.cli.render import SCHEMA_VERSION, emit_json, emit_jsonl, stdout_console
-from ragcli.config import Settings, load_settings
 
 
 class Format(str, Enum):
@@ -80,37 +79,29 @@ def query(
 
         cat questions.txt | rag query --mode dense
     """
-    from ragcli.query import QueryOptions, Searcher
-    from ragcli.retrieval.filters import parse_filters
+    from ragcli.index import open_index
 
-    settings = load_settings(index=index, embed_model=embed_model, mode=mode.value if mode else None,
-                             top_k=top_k, group=group)
-    mode = Mode(settings.get("mode"))
-    options = QueryOptions(
-        mode=mode.value, top_k=settings.get("top_k"), group=settings.get("group"), filters=parse_filters(filters or ()), min_score=min_score,
-        rerank=rerank.value if rerank else None, rerank_model=rerank_model, candidates=candidates,
-        require=tuple(require or ()), exclude=tuple(exclude or ()), fusion=fusion.value, rrf_k=rrf_k,
-        weights=parse_weights(weights) or (1.0, 1.0))
+    index_ = open_index(index, embed_model=embed_model, mode=mode, top_k=top_k, group=group)
+    options = index_.query_options(
+        filters=filters, min_score=min_score, rerank=rerank, rerank_model=rerank_model, candidates=candidates,
+        require=require, exclude=exclude, fusion=fusion, rrf_k=rrf_k, weights=parse_weights(weights))
     fmt = _output_format(json_output, jsonl_output, output_format, answer)
     queries = _stdin_queries(text)
-    if answer:
-        _answer(settings, options, text, queries, fmt is Format.json)
-        return
-    factory = _generator_factory(settings)
-    with Searcher(settings.index, settings=settings, generator_factory=factory) as searcher:
-        if queries is None:
-            hits = searcher.search(str(text), options)
-            _print_hits(str(text), mode.value, hits, fmt or Format.table, explain)
-            return
-        if fmt in (Format.tsv, Format.csv):
-            _print_records(fmt, ((line, hit) for line in queries for hit in searcher.search(line, options)))
-            return
-        for line in queries:
-            hits = searcher.search(line, options)
-            if fmt is Format.table:
-                _print_table_for(line, hits, explain, query_column=True)
-            else:
-                _print_batch(line, mode.value, hits, fmt or Format.jsonl)
+    with index_:
+        if answer:
+            _answer(index_, options, text, queries, fmt is Format.json)
+        elif queries is None:
+            hits = index_.search(str(text), options)
+            _print_hits(str(text), options.mode, hits, fmt or Format.table, explain)
+        elif fmt in (Format.tsv, Format.csv):
+            _print_records(fmt, ((line, hit) for line in queries for hit in index_.search(line, options)))
+        else:
+            for line in queries:
+                hits = index_.search(line, options)
+                if fmt is Format.table:
+                    _print_table_for(line, hits, explain, query_column=True)
+                else:
+                    _print_batch(line, options.mode, hits, fmt or Format.jsonl)
 
 
 def _output_format(json_output: bool, jsonl_output: bool, output_format: Optional[Format],
@@ -130,18 +121,16 @@ def _output_format(json_output: bool, jsonl_output: bool, output_format: Optiona
     return fmt
 
 
-def _answer(settings: Settings, options, text: Optional[str], queries, json_output: bool) -> None:
+
+def _answer(index, options, text: Optional[str], queries, json_output: bool) -> None:
     """`rag query --answer`: the same retrieval, then `rag ask`'s answer step."""
-    from ragcli.ask import Asker, AskOptions
     from ragcli.cli.ask import print_answer, print_answers
 
-    ask_options = AskOptions(query=options, n_ctx=settings.get("ctx"), max_tokens=settings.get("max_tokens"),
-                             threads=settings.get("threads"))
-    with Asker(settings.index, settings=settings) as asker:
-        if queries is not None:
-            print_answers(asker, queries, ask_options)
-        else:
-            print_answer(asker, str(text), ask_options, json_output=json_output)
+    ask_options = index.ask_options(query=options)
+    if queries is not None:
+        print_answers(index, queries, ask_options)
+    else:
+        print_answer(index, str(text), ask_options, json_output=json_output)
 
 
 def _stdin_queries(text: Optional[str]) -> Optional[Iterator[str]]:
@@ -154,15 +143,6 @@ def _stdin_queries(text: Optional[str]) -> Optional[Iterator[str]]:
         raise typer.BadParameter("give a QUERY, or '-' / a pipe to read queries from stdin",
                                  param_hint="QUERY")
     return (line.strip() for line in sys.stdin if line.strip())
-
-
-def _generator_factory(settings: Settings):
-    """Builds the language model only when llm mode or the llm reranker asks for it."""
-    def build() -> Any:
-        from ragcli.models import generator_for
-
-        return generator_for(settings)
-    return build
 
 
 # -- output ---------------------------------------------------------------------------------

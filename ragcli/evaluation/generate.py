@@ -21,11 +21,14 @@ import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from ragcli.evaluation.datasets import CORPUS_FILE, read_corpus
 from ragcli.evaluation.metrics import normalize_answer
 from ragcli.types import Document, Progress
+
+if TYPE_CHECKING:
+    from ragcli.llm import Generator
 
 CHUNK_WORDS = 120
 CHUNK_OVERLAP = 12
@@ -59,18 +62,6 @@ atext ::= [^\n] [^\n]*
 _REPLY = re.compile(
     r"question\s*[:：]\s*(?P<q>[^\n]+?\?)\s*\n+\s*answer\s*[:：]\s*(?P<a>[^\n]+)", re.IGNORECASE
 )
-
-
-class Generator(Protocol):
-    def complete(
-        self,
-        messages: Sequence[dict],
-        *,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
-        stop: Sequence[str] = (),
-        grammar: str | None = None,
-    ) -> str: ...
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, ContextManager
 
+from ragcli.choices import DEFAULT_GROUP
 from ragcli.config import Settings
 from ragcli.evaluation.datasets import read_corpus
 from ragcli.splitting import PRESETS
 from ragcli.store import read_index_meta
 
-DEFAULT_GROUP = "medium"
 
 
 def dataset_index_path(dataset: Path, *, settings: Settings, group: str = DEFAULT_GROUP) -> Path:

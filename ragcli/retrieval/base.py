@@ -1,4 +1,4 @@
-"""The Retriever protocol and the registry of built-in retrievers.
+"""The Retriever protocol and what every retriever shares (the registry is `ragcli.retrieval.RETRIEVERS`).
 
 A retriever answers one query over one chunk group of an open `Store`. Filters arrive
 already compiled (`ChunkFilter`), so every retriever applies them the same way.
@@ -7,9 +7,13 @@ already compiled (`ChunkFilter`), so every retriever applies them the same way.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from ragcli.types import Hit
+
+if TYPE_CHECKING:
+    from ragcli.embedding.base import Embedder
+    from ragcli.store import Store
 
 
 @dataclass(frozen=True)
@@ -31,25 +35,7 @@ class Retriever(Protocol):
 class EmbedderLoader(Protocol):
     """Returns the index's query embedder, loading it on first use."""
 
-    def __call__(self) -> Any: ...
+    def __call__(self) -> Embedder: ...
 
 
-RetrieverFactory = Callable[[Any, str, EmbedderLoader], Retriever]
-
-
-def _bm25(store: Any, group: str, embedder: EmbedderLoader) -> Retriever:
-    from ragcli.retrieval.bm25 import BM25Retriever
-
-    return BM25Retriever(store, group)
-
-
-def _dense(store: Any, group: str, embedder: EmbedderLoader) -> Retriever:
-    from ragcli.retrieval.dense import DenseRetriever
-
-    return DenseRetriever(store, group, embedder)
-
-
-# Built-in retrievers by mode name; "hybrid" fuses these two and "llm" selects among
-# hybrid candidates (see ragcli.query). Factories import lazily so a BM25 query never
-# loads the dense stack.
-RETRIEVERS: dict[str, RetrieverFactory] = {"bm25": _bm25, "dense": _dense}
+RetrieverFactory = Callable[["Store", str, EmbedderLoader], Retriever]

@@ -12,12 +12,13 @@ vector moved toward the stored vector of the best fused hit (Rocchio feedback, s
 from __future__ import annotations
 
 import threading
-from typing import Any, Mapping
+from typing import Mapping
 
 import numpy as np
 
 from ragcli.retrieval.base import ChunkFilter, EmbedderLoader
 from ragcli.store import Store, open_vector_file
+from ragcli.store.vectors import VectorIndex
 from ragcli.types import Chunk, Hit
 
 
@@ -28,9 +29,9 @@ class DenseRetriever:
         self.store = store
         self.group = group
         self._embedder = embedder
-        self._index: Any = None
+        self._index: VectorIndex | None = None
 
-    def vector_index(self) -> Any:
+    def vector_index(self) -> VectorIndex:
         """The group's vector index, loaded once."""
         if self._index is None:
             self._index = self.store.vector_index(self.group)

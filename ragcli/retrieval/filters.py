@@ -20,9 +20,12 @@ from __future__ import annotations
 import fnmatch
 import json
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ragcli.errors import UnknownFilter, UsageError
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 COLUMNS = ("file_name", "file_type", "path", "title", "modified", "created")
 DATE_KEYS = frozenset({"modified", "created"})
@@ -152,7 +155,7 @@ def filters_sql(filters: Filters) -> tuple[str, list[Any]]:
     return " AND ".join(clauses), params
 
 
-def known_keys(db: Any) -> list[str]:
+def known_keys(db: Database) -> list[str]:
     """Filter keys this index knows: the document columns plus every metadata JSON key."""
     rows = db.execute("SELECT DISTINCT j.key FROM documents d, json_each(d.metadata) j").fetchall()
     return sorted(set(COLUMNS) | {row[0] for row in rows})

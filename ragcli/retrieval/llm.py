@@ -18,7 +18,7 @@ import re
 from dataclasses import replace
 from typing import Callable, Sequence
 
-from ragcli.llm import Generator, Message
+from ragcli.llm import TEMPLATE_MARGIN, Generator, Message
 from ragcli.types import Hit
 
 SOURCE = "llm"
@@ -40,9 +40,6 @@ INSTRUCTION = (
     "passages, most relevant first, comma separated."
 )
 
-# Chat templates add role markers and special tokens that `count_tokens` on the raw strings
-# does not see; this margin keeps the rendered prompt inside the context window.
-TEMPLATE_MARGIN = 48
 MAX_PASSAGE_TOKENS = 200  # a compact prompt: more candidates matter more than longer excerpts
 MIN_PASSAGE_TOKENS = 24   # below this a passage is too cut to judge; leave it out instead
 

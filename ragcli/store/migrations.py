@@ -96,7 +96,7 @@ def m007_bm25_postings(db):
     # BM25 moves from per-group FTS5 tables to numpy-scored postings (ragcli.store.postings):
     # each chunk keeps its analysed terms, and each group's chunks become segments of at
     # most MIGRATION_BATCH chunks (merged as usual), so memory stays bounded on big indexes.
-    from ragcli.retrieval.analysis import term_string
+    from ragcli.analysis import term_string
     from ragcli.store.postings import SCHEMA, write_segment
 
     db.execute("ALTER TABLE chunks ADD COLUMN tokens TEXT")

@@ -1,0 +1,28 @@
+"""Every choice list and shared default, declared once.
+
+The library validates against these tuples, `ragcli.config` checks settings against them,
+and the CLI builds its option enums (and so its `--help` and shell completions) from them,
+so a new mode or reranker is added here and nowhere else. Pure values, no imports: any
+module may import this one.
+"""
+
+from __future__ import annotations
+
+# Retrieval modes: keywords, embeddings, both fused, or a language model choosing among
+# hybrid candidates (`ragcli.query.Searcher`).
+MODES = ("bm25", "dense", "hybrid", "llm")
+DEFAULT_MODE = "hybrid"
+
+# Second-stage rerankers (`ragcli.rerank.RERANKERS` holds one factory per name).
+RERANKERS = ("cross-encoder", "llm", "keyword")
+
+# The chunk group ingest fills and queries read when none is named (`ragcli.splitting.PRESETS`).
+DEFAULT_GROUP = "medium"
+
+# Hits returned by `rag query` and chunks read by `rag ask` when no flag, environment variable
+# or config file sets top_k: a query shows a page of hits, an answer reads fewer, better ones.
+QUERY_TOP_K = 10
+ASK_TOP_K = 5
+
+# Colour on the terminal (`rag --color`, RAG_COLOR).
+COLORS = ("auto", "always", "never")

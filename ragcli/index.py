@@ -1,0 +1,355 @@
+"""The library's front door: `open_index()` returns an `Index` that does what the `rag` commands do.
+
+Example::
+
+    import ragcli
+
+    with ragcli.open_index("my-index") as index:
+        index.ingest(["docs/"])
+        for hit in index.search("how do I reset the router?", mode="bm25", top_k=3):
+            print(hit.rank, hit.chunk.path)
+        print(index.ask("How do I reset the router?").text)
+
+An `Index` resolves its settings once, with the same precedence as the CLI (keyword argument
+> RAG_* environment variable > config file > the index's own settings > default; see
+`ragcli.config`), builds the `QueryOptions` and `AskOptions` of every call from them, and loads
+each model lazily, once. Every method delegates to the library function that does the work
+(`ragcli.ingest`, `ragcli.query.Searcher`, `ragcli.ask.Asker`,
+`ragcli.status`, `ragcli.evaluation`), so the CLI commands are: parse, one call here, render.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+from ragcli.choices import ASK_TOP_K, DEFAULT_GROUP
+from ragcli.config import KEYS, Settings, load_settings
+from ragcli.errors import UsageError
+
+if TYPE_CHECKING:
+    from ragcli.ask import Answer, Asker, AskOptions
+    from ragcli.embedding.base import Embedder
+    from ragcli.evaluation import AnswerReport, RetrievalReport
+    from ragcli.evaluation.answer_eval import AnswerConfiguration
+    from ragcli.evaluation.retrieval_eval import Configuration
+    from ragcli.ingest import IngestReport
+    from ragcli.llm import Generator
+    from ragcli.query import QueryOptions, Searcher
+    from ragcli.types import Hit, Progress
+
+__all__ = ["Index", "open_index"]
+
+# Settings an `open_index` keyword may name; `gguf_model` is the CLI's name for `model`.
+SETTING_NAMES = frozenset(KEYS) | {"gguf_model"}
+# Option names that are settings too, so the settings layers apply to them (see `Index.ask_options`).
+_ASK_SETTINGS = {"n_ctx": "ctx", "max_tokens": "max_tokens", "threads": "threads"}
+
+
+def open_index(path: str | Path | None = None, *, environ: Mapping[str, str] | None = None,
+               **settings: Any) -> "Index":
+    """Open an index (it need not exist yet: `Index.ingest` creates it), resolving its settings.
+
+    Args:
+        path: the index directory; None for $RAG_INDEX, the config file's `index`, else the
+            default under the user data dir.
+        environ: where RAG_* variables are read (default: `os.environ`).
+        **settings: any setting of `ragcli.config.KEYS` (mode, top_k, group, ctx, max_tokens,
+            threads, embed_model, model, cache_dir, ...), winning over the environment and the
+            config file as a command-line flag does; None means "not given".
+
+    Returns:
+        An `Index`; use it as a context manager, or call `close()`.
+
+    Raises:
+        UsageError: an unknown setting, or a bad value in an argument, the environment or the
+            config file.
+    """
+    unknown = sorted(set(settings) - SETTING_NAMES)
+    if unknown:
+        raise UsageError(f"unknown setting {', '.join(unknown)} (known: {', '.join(KEYS)})")
+    flags = {name: _plain(value) for name, value in settings.items()}
+    return Index(load_settings(environ, index=path, **flags))
+
+
+class Index:
+    """One index with its resolved settings; models load on first need and are reused.
+
+    Args:
+        settings: resolved settings (`open_index` makes them).
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._searcher: Searcher | None = None
+        self._asker: Asker | None = None
+        self._embedder: Embedder | None = None
+        self._generator: Generator | None = None
+
+    @property
+    def path(self) -> Path:
+        """The index directory."""
+        return self.settings.index
+
+    def __repr__(self) -> str:
+        return f"<Index {self.path}>"
+
+    def __enter__(self) -> "Index":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the open index connections (models stay loaded for reuse)."""
+        if self._searcher is not None:
+            self._searcher.close()
+            self._searcher = None
+        if self._asker is not None:
+            self._asker.close()
+            self._asker = None
+
+    # -- options --------------------------------------------------------------------------
+    def query_options(self, **given: Any) -> "QueryOptions":
+        """`QueryOptions` from the settings (mode, top_k, group), overridden by `given`.
+
+        Args:
+            **given: any `QueryOptions` field; None means "not given". `filters` may be
+                ``key=value`` strings (as `--filter` takes them) or a mapping; enum members
+                are taken by value.
+
+        Raises:
+            UsageError: a malformed filter.
+        """
+        from ragcli.query import QueryOptions
+
+        values: dict[str, Any] = {"mode": self.settings.get("mode"), "top_k": self.settings.get("top_k"),
+                                  "group": self.settings.get("group")}
+        values.update({name: _plain(value) for name, value in given.items() if value is not None})
+        if "filters" in values and not isinstance(values["filters"], Mapping):
+            from ragcli.retrieval.filters import parse_filters
+
+            values["filters"] = parse_filters(values["filters"])
+        for name in ("require", "exclude", "weights"):
+            if name in values:
+                values[name] = tuple(values[name])
+        return QueryOptions(**values)
+
+    def ask_options(self, query: "QueryOptions | None" = None, **given: Any) -> "AskOptions":
+        """`AskOptions` from the settings (ctx, max_tokens, threads and the retrieval ones).
+
+        An answer reads `ASK_TOP_K` chunks unless top_k is given here or set by a settings
+        layer (environment, config file, `open_index`).
+
+        Args:
+            query: the retrieval options (default: `query_options` of the `QueryOptions`
+                fields in `given`).
+            **given: any `AskOptions` or `QueryOptions` field; None means "not given".
+        """
+        from ragcli.ask import AskOptions
+        from ragcli.query import QueryOptions
+
+        query_fields = {f.name for f in fields(QueryOptions)}
+        if query is None:
+            retrieval = {name: value for name, value in given.items() if name in query_fields}
+            if retrieval.get("top_k") is None and self.settings.sources.get("top_k") == "default":
+                retrieval["top_k"] = ASK_TOP_K
+            query = self.query_options(**retrieval)
+        values = {name: self.settings.get(key) for name, key in _ASK_SETTINGS.items()
+                  if self.settings.get(key) is not None}
+        values.update({name: _plain(value) for name, value in given.items()
+                       if name not in query_fields and value is not None})
+        return AskOptions(query=query, **values)
+
+    # -- models ---------------------------------------------------------------------------
+    def embedder(self) -> "Embedder":
+        """The embedding model: the flag/env/config choice, else the index's own, else the default."""
+        if self._embedder is None:
+            if self._searcher is not None or self._asker is not None:
+                searcher = self._searcher or self._asker.searcher
+                self._embedder = searcher.embedder()
+            else:
+                from ragcli.models import embedder_for
+                from ragcli.store import read_index_meta
+
+                self._embedder = embedder_for(self.settings, read_index_meta(self.path, "embedding_model"))
+        return self._embedder
+
+    def generator(self) -> "Generator":
+        """The GGUF model for llm retrieval, llm reranking and evaluation, loaded once."""
+        if self._generator is None:
+            from ragcli.models import generator_for
+
+            self._generator = generator_for(self.settings)
+        return self._generator
+
+    def searcher(self) -> "Searcher":
+        """The open `Searcher` (opened on first use).
+
+        Raises:
+            NotIndexed: there is no index yet.
+        """
+        if self._searcher is None:
+            from ragcli.query import Searcher
+
+            self._searcher = Searcher(self.path, settings=self.settings, generator_factory=self.generator,
+                                      embedder=self._embedder)
+        return self._searcher
+
+    def asker(self) -> "Asker":
+        """The open `Asker` (opened on first use; it loads the answer model the options name)."""
+        if self._asker is None:
+            from ragcli.ask import Asker
+
+            embedder = self.embedder() if self._searcher is not None else self._embedder
+            self._asker = Asker(self.path, settings=self.settings, embedder=embedder)
+        return self._asker
+
+    # -- the pipeline ---------------------------------------------------------------------
+    def ingest(self, paths: Sequence[str | Path] | None = None, *, group: str | None = None,
+               split_by: str | None = None, chunk_size: int | None = None, chunk_overlap: int | None = None,
+               include: Iterable[str] = (), exclude: Iterable[str] = (), prune: bool = True,
+               rebuild: bool = False, batch_chunks: int = 256, progress: "Progress | None" = None,
+               ) -> "IngestReport":
+        """Read files and folders into the index (`ingest`); unchanged files are skipped.
+
+        Args:
+            paths: folders (walked) and files; None for the roots ingested before.
+            group: the chunk group to fill (default: the `group` setting, else "medium").
+            split_by, chunk_size, chunk_overlap: override the group's chunking.
+            include, exclude: file name globs.
+            prune: remove indexed documents whose files are gone from the given folders.
+            rebuild: build a fresh index (e.g. for another embedding model) and swap it in.
+            batch_chunks: chunks embedded and committed per transaction.
+            progress: receives `start(total)` and `advance(path, status)`.
+
+        Raises:
+            IndexMismatch, UsageError: see `ragcli.ingest.ingest`.
+        """
+        from ragcli.ingest import chunking_override, ingest, known_roots
+        from ragcli.walk import FileFilter
+
+        group = group or self.settings.get("group") or DEFAULT_GROUP
+        chunking = chunking_override(self.path, group, _plain(split_by), chunk_size, chunk_overlap)
+        embedder = self._fresh_embedder() if rebuild else self.embedder()
+        self.close()  # open readers would keep serving the index as it was
+        report = ingest(self.path, paths or known_roots(self.path), embedder=embedder, group=group,
+                        chunking=chunking, file_filter=FileFilter(tuple(include), tuple(exclude)),
+                        prune=prune, rebuild=rebuild, batch_chunks=batch_chunks, progress=progress)
+        self._embedder = embedder
+        return report
+
+    def search(self, query: str, options: "QueryOptions | None" = None, **given: Any) -> list["Hit"]:
+        """The best matching chunks, best first (`Searcher.search`).
+
+        Args:
+            query: free text.
+            options: ready options (default: `query_options(**given)`); `given` overrides them.
+            **given: `QueryOptions` fields, e.g. ``mode="bm25", top_k=5, filters=["file_type=pdf"]``.
+
+        Raises:
+            NotIndexed, UnknownGroup, UnknownFilter, IndexMismatch, UsageError.
+        """
+        return self.searcher().search(query, self._query(options, given))
+
+    def ask(self, question: str, options: "AskOptions | None" = None, **given: Any) -> "Answer":
+        """Answer a question from the index, citing sources (`ragcli.ask.Asker.ask`).
+
+        Args:
+            question: the question.
+            options: ready options (default: `ask_options(**given)`).
+            **given: `AskOptions` or `QueryOptions` fields, e.g. ``answer_style="generative"``.
+        """
+        return self.asker().ask(question, self._ask(options, given))
+
+    def stream(self, question: str, options: "AskOptions | None" = None, **given: Any) -> Iterator[Any]:
+        """`ask`, streamed: the answer's text pieces as they come, then the final `Answer`."""
+        return self.asker().stream(question, self._ask(options, given))
+
+    # -- maintenance ----------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        """Counts, groups, model, sizes and the last ingest (`ragcli.status.index_status`)."""
+        from ragcli.status import index_status
+
+        return index_status(self.path)
+
+    def documents(self) -> list[dict[str, Any]]:
+        """Every indexed document with its chunk counts per group (`ragcli.status.list_documents`)."""
+        from ragcli.status import list_documents
+
+        return list_documents(self.path)
+
+    def remove(self, paths: Sequence[str | Path]) -> int:
+        """Remove documents (a folder: everything under it); returns how many (`remove_paths`)."""
+        from ragcli.ingest import remove_paths
+
+        self.close()
+        return remove_paths(self.path, [str(path) for path in paths])
+
+    # -- evaluation -----------------------------------------------------------------------
+    def evaluate_retrieval(self, source: str | Path, configs: "Sequence[Configuration] | None" = None, *,
+                           index: Path | None = None, limit: int | None = None,
+                           progress: Callable[[str], Any] | None = None) -> "RetrievalReport":
+        """Score retrieval on a labelled set (`ragcli.evaluation.evaluate_retrieval`).
+
+        Args:
+            source: a BEIR folder, a folder with corpus.jsonl and qa.jsonl, or a QA file.
+            configs: `ragcli.evaluation.configurations(...)`; default: this index's mode.
+            index: the index to run on instead of the dataset's own (a QA file runs on this one).
+            limit: only the first `limit` queries.
+            progress: opens a progress receiver for a described stage.
+        """
+        from ragcli.evaluation import configurations, evaluate_retrieval
+        from ragcli.evaluation.retrieval_eval import DEFAULT_TOP_K
+
+        if configs is None:
+            base = self.query_options(top_k=DEFAULT_TOP_K)
+            configs = configurations([self.settings.get("mode")], base=base)
+        group = configs[0].options.group if configs else None
+        return evaluate_retrieval(Path(source), settings=self.settings, configs=configs, index=index,
+                                  group=group, limit=limit, progress=progress,
+                                  generator_factory=self.generator)
+
+    def evaluate_answers(self, source: str | Path, configs: "Sequence[AnswerConfiguration] | None" = None,
+                         *, index: Path | None = None, limit: int | None = None,
+                         progress: Callable[[str], Any] | None = None) -> "AnswerReport":
+        """Score answers on a QA set (`evaluate_answers`); the arguments are `evaluate_retrieval`'s."""
+        from ragcli.evaluation import answer_configurations, evaluate_answers
+
+        if configs is None:
+            base = self.ask_options(use_cache=False)
+            configs = answer_configurations([self.settings.get("mode")], base=base)
+        return evaluate_answers(Path(source), settings=self.settings, configs=configs, index=index,
+                                limit=limit, progress=progress)
+
+    def generate_qa(self, folder: str | Path, *, n: int = 50, seed: int = 0,
+                    progress: "Progress | None" = None) -> Iterator[dict[str, Any]]:
+        """Synthetic QA records from a folder, made with the GGUF model (`generate_qa`)."""
+        from ragcli.evaluation import generate_qa
+        from ragcli.models import generator_for
+
+        generator = self.generator() if seed == 0 else generator_for(self.settings, seed=seed)
+        return generate_qa(Path(folder), generator, n=n, seed=seed, progress=progress)
+
+    # -- helpers --------------------------------------------------------------------------
+    def _query(self, options: "QueryOptions | None", given: Mapping[str, Any]) -> "QueryOptions":
+        if options is None:
+            return self.query_options(**given)
+        return replace(options, **{name: _plain(value) for name, value in given.items() if value is not None})
+
+    def _ask(self, options: "AskOptions | None", given: Mapping[str, Any]) -> "AskOptions":
+        if options is None:
+            return self.ask_options(**given)
+        return replace(options, **{name: _plain(value) for name, value in given.items() if value is not None})
+
+    def _fresh_embedder(self) -> "Embedder":
+        """For a rebuild: the chosen model, not the index's current one."""
+        from ragcli.models import embedder_for
+
+        return embedder_for(self.settings, None)
+
+
+def _plain(value: Any) -> Any:
+    """An enum member's value (typer passes CLI choices as enum members), else the value."""
+    return getattr(value, "value", value)

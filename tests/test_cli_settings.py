@@ -1,0 +1,118 @@
+"""`rag ask` honours every setting `rag query` honours, from every layer (flag, environment
+variable, config file), checked through the real `rag` executable in subprocesses.
+
+Each setting is observed in what the command does: an unknown group is an error, `mode`
+shows in the sources' scores (BM25 scores are large, fused RRF scores below 1/30), `top_k`
+in the number of sources, `ctx` as the "context too small" error, `max_tokens` in the
+completion tokens the model reports, `threads` in what reaches llama.cpp.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+
+QUESTION = "How long does the autolyse rest last?"
+FLAGS = {"group": "--group", "mode": "--mode", "top_k": "--top-k", "ctx": "--ctx",
+         "max_tokens": "--max-tokens", "threads": "--threads"}
+LAYERS = ("flag", "env", "config")
+
+# The real CLI in a fresh interpreter, recording the threads handed to llama.cpp.
+THREADS_PROBE = """
+import json, sys
+import ragcli.llm
+real = ragcli.llm._load_llama
+def recording(path, *, n_ctx, threads, seed):
+    sys.stderr.write(f"THREADS={threads}\\n")
+    return real(path, n_ctx=n_ctx, threads=threads, seed=seed)
+ragcli.llm._load_llama = recording
+sys.argv = ["rag", *json.loads(sys.argv[1])]
+from ragcli.cli import main
+main()
+"""
+
+
+@pytest.fixture(scope="module")
+def built_index(tmp_path_factory, model_cache_dir) -> Path:
+    """One index of the fixture documents, built by `rag ingest` with the packaged embedder."""
+    root = tmp_path_factory.mktemp("settings-index")
+    shutil.copytree(FIXTURES / "docs", root / "docs", ignore=shutil.ignore_patterns("broken"))
+    env = {**os.environ, "RAG_CACHE_DIR": str(model_cache_dir), "RAG_CONFIG": str(root / "none.toml")}
+    done = subprocess.run(["rag", "ingest", "--index", str(root / "idx"), str(root / "docs")], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return root / "idx"
+
+
+@pytest.fixture
+def rag(built_index, model_cache_dir, tmp_path):
+    """Run `rag COMMAND ...` with settings given at one layer; returns the finished process."""
+
+    def run(command: str, layer: str, settings: dict, *args: str, probe: bool = False):
+        env = {**os.environ, "RAG_INDEX": str(built_index), "RAG_CACHE_DIR": str(model_cache_dir),
+               "RAG_CONFIG": str(tmp_path / "config.toml")}
+        argv = [command, *args]
+        if layer == "flag":
+            argv += [part for name, value in settings.items() for part in (FLAGS[name], str(value))]
+        elif layer == "env":
+            env.update({"RAG_" + name.upper(): str(value) for name, value in settings.items()})
+        else:
+            lines = [f"{name} = {json.dumps(value)}" for name, value in settings.items()]
+            (tmp_path / "config.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        command_line = ([sys.executable, "-c", THREADS_PROBE, json.dumps(argv)] if probe else ["rag", *argv])
+        return subprocess.run(command_line, env=env, capture_output=True, text=True, timeout=600)
+
+    return run
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_group_unknown_is_the_same_error_for_ask_and_query(rag, layer):
+    asked = rag("ask", layer, {"group": "nosuch"}, QUESTION)
+    queried = rag("query", layer, {"group": "nosuch"}, QUESTION)
+    assert asked.returncode == queried.returncode == 1
+    assert asked.stdout == queried.stdout == ""
+    assert asked.stderr == queried.stderr == "rag: error: unknown group 'nosuch' (this index has: medium)\n"
+
+
+def test_ask_defaults_without_settings(rag):
+    done = rag("ask", "env", {}, QUESTION, "--json")
+    assert done.returncode == 0, done.stderr
+    sources = json.loads(done.stdout)["sources"]
+    assert len(sources) >= 2 and sources[0]["score"] < 1 / 30  # hybrid (fused) scores, 5 hits read
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_mode_and_top_k(rag, layer):
+    done = rag("ask", layer, {"mode": "bm25", "top_k": 1}, QUESTION, "--json")
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert len(answer["sources"]) == 1 and answer["sources"][0]["score"] > 1  # one BM25 hit
+    assert answer["sources"][0]["path"].endswith("bread_baking.md")
+    queried = rag("query", layer, {"mode": "bm25", "top_k": 1}, QUESTION, "--json")
+    hits = json.loads(queried.stdout)["hits"]
+    assert json.loads(queried.stdout)["mode"] == "bm25"
+    assert [hit["score"] for hit in hits] == [answer["sources"][0]["score"]]
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_ctx(rag, layer):
+    done = rag("ask", layer, {"ctx": 200}, QUESTION, "--answer-style", "generative", "--no-cache")
+    assert done.returncode == 1
+    assert "context too small" in done.stderr and "raise --ctx" in done.stderr
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_max_tokens_and_threads(rag, layer):
+    done = rag("ask", layer, {"max_tokens": 2, "threads": 1}, QUESTION, "--answer-style", "generative",
+               "--top-k", "1", "--no-cache", "--json", probe=True)
+    assert done.returncode == 0, done.stderr
+    assert "THREADS=1" in done.stderr.splitlines()
+    assert 1 <= json.loads(done.stdout)["tokens"]["completion"] <= 2

@@ -1,0 +1,158 @@
+"""`ragcli.open_index` / `Index`: the library's front door, driven through the README's own example."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import ragcli
+from fakes import HashEmbedder
+from ragcli.errors import NotIndexed, UnknownGroup, UsageError
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def readme_python_example() -> str:
+    """The first ```python block of the README's "## Python" section."""
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("\n## Python\n"):]
+    return re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+
+
+@pytest.fixture
+def docs(tmp_path, fixtures_dir, monkeypatch) -> Path:
+    """A working directory with docs/ holding the fixture documents (the broken ones left out)."""
+    shutil.copytree(fixtures_dir / "docs", tmp_path / "work" / "docs",
+                    ignore=shutil.ignore_patterns("broken"))
+    monkeypatch.chdir(tmp_path / "work")
+    return tmp_path / "work" / "docs"
+
+
+@pytest.fixture
+def loads(monkeypatch) -> list[str | None]:
+    """Every embedding-model load, answered with the hashing fake."""
+    calls: list[str | None] = []
+
+    def embedder_for(settings, index_model=None, **kwargs):
+        calls.append(index_model)
+        return HashEmbedder()
+
+    monkeypatch.setattr("ragcli.models.embedder_for", embedder_for)
+    return calls
+
+
+def test_readme_python_example_runs(docs, loads, capsys):
+    exec(compile(readme_python_example(), "README.md", "exec"), {})
+    check_example_output(capsys.readouterr().out, docs)
+    assert len(loads) == 1  # one embedding model for ingest, search and both answers
+
+
+def check_example_output(out: str, docs: Path) -> None:
+    lines = out.splitlines()
+    added = len([path for path in docs.iterdir() if path.is_file() and not path.name.startswith(".")])
+    assert lines[0].startswith(f"{added} added, ")
+    hits = [line for line in lines[1:4] if re.match(r"\d+ [\d.]+ /", line)]
+    assert [line.split()[0] for line in hits] == [str(rank) for rank in range(1, len(hits) + 1)]
+    assert hits and all("lighthouses.pdf" in line for line in hits)  # the only document on Fresnel lenses
+    answer = lines[1 + len(hits)]
+    assert "1698" in answer and "lighthouses.pdf" in answer
+    assert "30 minutes" in lines[2 + len(hits)]
+    assert lines[3 + len(hits):] == [f"{added} documents"]
+
+
+def test_settings_layers_flag_env_config_default(tmp_path):
+    config = tmp_path / "rag.toml"
+    config.write_text('mode = "dense"\ntop_k = 7\nmax_tokens = 99\n', encoding="utf-8")
+    environ = {"RAG_CONFIG": str(config), "RAG_MODE": "bm25", "RAG_CTX": "512", "RAG_THREADS": "3"}
+    index = ragcli.open_index(tmp_path / "idx", environ=environ, group="fine")
+    query = index.query_options()
+    assert (query.mode, query.top_k, query.group) == ("bm25", 7, "fine")  # env > config; flag
+    ask = index.ask_options()
+    assert (ask.query.mode, ask.query.top_k, ask.n_ctx, ask.max_tokens, ask.threads) == \
+        ("bm25", 7, 512, 99, 3)
+    assert index.ask_options(top_k=2, max_tokens=5).query.top_k == 2
+    flagged = ragcli.open_index(tmp_path / "idx", environ=environ, mode="hybrid")
+    assert flagged.query_options().mode == "hybrid"
+
+
+def test_defaults_differ_for_query_and_ask_only_when_nothing_sets_top_k(tmp_path):
+    plain = ragcli.open_index(tmp_path / "idx", environ={})
+    assert plain.query_options().top_k == 10 and plain.ask_options().query.top_k == 5
+    assert plain.query_options().mode == plain.ask_options().query.mode == "hybrid"
+    assert plain.ask_options().n_ctx == 2048 and plain.ask_options().max_tokens == 256
+    assert ragcli.open_index(tmp_path / "idx", environ={"RAG_TOP_K": "8"}).ask_options().query.top_k == 8
+
+
+def test_bad_settings_are_usage_errors(tmp_path):
+    with pytest.raises(UsageError, match="unknown setting colour"):
+        ragcli.open_index(tmp_path, colour="never")
+    with pytest.raises(UsageError, match="RAG_MODE: bad value 'fast'"):
+        ragcli.open_index(tmp_path, environ={"RAG_MODE": "fast"})
+    with pytest.raises(UsageError, match="must be one of bm25, dense, hybrid, llm"):
+        ragcli.open_index(tmp_path, mode="fast")
+
+
+def test_search_ask_remove_status_and_errors(docs, loads):
+    with ragcli.open_index("idx") as index:
+        with pytest.raises(NotIndexed):
+            index.search("anything")
+        report = index.ingest([docs], split_by="word", chunk_size=60, chunk_overlap=0)
+        assert report.failed == [] and report.group == "medium"
+        best = index.search("sourdough starter", mode="bm25", top_k=1)[0]
+        assert best.chunk.path.endswith("bread_baking.md")
+        pdf_only = index.search("lighthouse", mode="bm25", filters=["file_type=pdf"])
+        assert pdf_only and {hit.chunk.path[-4:] for hit in pdf_only} == {".pdf"}
+        with pytest.raises(UnknownGroup):
+            index.search("lighthouse", group="nosuch")
+        before = index.status()["documents"]
+        assert index.remove([docs / "bread_baking.md"]) == 1
+        assert index.status()["documents"] == before - 1
+        assert all(not doc["path"].endswith("bread_baking.md") for doc in index.documents())
+        left = index.search("sourdough", mode="bm25")
+        assert not any(hit.chunk.path.endswith("bread_baking.md") for hit in left)
+        answer = index.ask("sourdough starter", mode="bm25")
+        assert answer.abstained or "bread_baking.md" not in {s.path for s in answer.sources}
+
+
+def test_settings_group_is_the_group_ingest_fills_and_search_reads(docs, loads):
+    with ragcli.open_index("idx", group="fine") as index:
+        assert index.ingest([docs]).group == "fine"
+        assert index.search("lighthouse", mode="bm25")[0].chunk.group == "fine"
+        assert set(index.status()["groups"]) == {"fine"}
+
+
+def test_evaluate_retrieval_entry_point(fixtures_dir, loads):
+    with ragcli.open_index(mode="bm25") as index:
+        report = index.evaluate_retrieval(fixtures_dir / "beir-mini")
+    assert [result.name for result in report.configurations] == ["bm25"]
+    assert report.completed == report.queries > 0
+    assert 0.0 < report.configurations[0].metrics["ndcg@10"] <= 1.0
+
+
+def test_import_ragcli_stays_light():
+    code = ("import sys, ragcli; assert 'ragcli.index' not in sys.modules; ragcli.open_index; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('ragcli', 'typer', 'numpy', 'faiss', 'llama_cpp', 'torch', 'sqlite_utils')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ.copy(),
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    loaded = eval(done.stdout)
+    assert "ragcli.index" in loaded
+    assert not [name for name in loaded if not name.startswith("ragcli")], loaded
+    assert not {"ragcli.query", "ragcli.ask", "ragcli.store"} & set(loaded)
+
+
+def test_readme_python_example_with_the_real_embedder(docs, capsys):
+    """The same example end to end with the packaged embedding model (ONNX, exported once per run)."""
+    exec(compile(readme_python_example(), "README.md", "exec"), {})
+    check_example_output(capsys.readouterr().out, docs)
+    with ragcli.open_index("my-index") as index:
+        hits = index.search("lighthouse lens that focuses light", mode="dense", top_k=1)
+        assert hits[0].chunk.path.endswith("lighthouses.pdf")
+        assert index.status()["model"] == "sentence-transformers/all-MiniLM-L6-v2"
