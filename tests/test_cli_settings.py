@@ -86,7 +86,8 @@ def test_ask_defaults_without_settings(rag):
     done = rag("ask", "env", {}, QUESTION, "--json")
     assert done.returncode == 0, done.stderr
     sources = json.loads(done.stdout)["sources"]
-    assert len(sources) >= 2 and sources[0]["score"] < 1 / 30  # hybrid (fused) scores, 5 hits read
+    # hybrid (adaptive fusion: scores in 0..1, where bm25 scores run higher), several hits read
+    assert len(sources) >= 2 and sources[0]["score"] <= 1.0
 
 
 @pytest.mark.parametrize("layer", LAYERS)
