@@ -104,10 +104,13 @@ def status(index: IndexOption = None, json_output: JsonOption = False) -> None:
     out.print(f"model      {info['model']} (dimension {info['dimension']})", highlight=False)
     out.print(f"size       database {human_size(info['sizes']['database'])}, "
               f"vectors {human_size(info['sizes']['vectors'])}")
-    table = Table("group", "split", "size", "overlap", "chunks", "vectors")
+    table = Table("group", "split", "size", "overlap", "chunks", "vectors", "search")
     for name, g in info["groups"].items():
+        search = g["vector_search"]
+        kind = search["type"] if search["type"] == "exact" else \
+            f"{search['type']} (nlist {search['nlist']}, nprobe {search['nprobe']})"
         table.add_row(name, g["split_by"], str(g["chunk_size"]), str(g["chunk_overlap"]), str(g["chunks"]),
-                      str(g["vectors"]) + ("" if g["vectors_current"] else " (stale)"))
+                      str(g["vectors"]) + ("" if g["vectors_current"] else " (stale)"), kind)
     out.print(table)
     last = info["last_ingest"]
     if last:
