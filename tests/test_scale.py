@@ -25,7 +25,8 @@ from ragcli.types import ChunkSettings, Document
 from test_bm25 import ENGLISH, QUERIES
 
 WHOLE = ChunkSettings("word", 2000, 0)
-TEXTS = {f"{name}-{i}": f"{text} Copy {i} {'extra ' * i}." for i in range(4) for name, text in ENGLISH.items()}
+TEXTS = {f"{name}-{i}": f"{text} Copy {i} {'extra ' * i}."
+         for i in range(4) for name, text in ENGLISH.items()}
 
 
 def ingest(index, texts: dict[str, str]) -> None:
@@ -177,17 +178,18 @@ def rag(*args: str) -> subprocess.CompletedProcess:
 
 def test_past_the_threshold_the_index_becomes_approximate_and_status_says_so(isolated_home, monkeypatch):
     monkeypatch.setattr(ann, "APPROXIMATE_ABOVE", 30)
-    texts = {f"{name}-{i}": f"{text} Variant {i} {name}{i}." for i in range(3) for name, text in ENGLISH.items()}
+    texts = {f"{name}-{i}": f"{text} Variant {i} {name}{i}."
+             for i in range(3) for name, text in ENGLISH.items()}
     ingest(isolated_home, texts)  # 42 chunks > 30
     params = read_params(isolated_home / "vectors" / "medium.faiss")
-    assert params["index_type"] == "ivf_flat" and params["count"] == 42
+    assert params["index_type"] == ann.INDEX_TYPE and params["count"] == 42
     assert params["nlist"] >= 1 and params["nprobe"] == ann.NPROBE
     status = rag("status", "--json", "--index", str(isolated_home))
     assert status.returncode == 0, status.stderr
     search = json.loads(status.stdout)["groups"]["medium"]["vector_search"]
-    assert search == {"type": "ivf_flat", "nlist": params["nlist"], "nprobe": ann.NPROBE}
+    assert search == {"type": ann.INDEX_TYPE, "nlist": params["nlist"], "nprobe": ann.NPROBE}
     text = rag("status", "--index", str(isolated_home))
-    assert text.returncode == 0 and "ivf_flat" in text.stdout
+    assert text.returncode == 0 and ann.INDEX_TYPE in text.stdout
     store = Store.open(isolated_home)
     try:  # dense search through the approximate index, filters included
         index = store.vector_index("medium")
@@ -199,8 +201,8 @@ def test_past_the_threshold_the_index_becomes_approximate_and_status_says_so(iso
     store = Store.open(isolated_home)
     try:
         with store.transaction():
-            store.delete_documents([doc_id for path, doc_id in store.db.execute("SELECT path, id FROM documents")
-                                    if not path.startswith(("tea", "coffee"))])
+            rows = store.db.execute("SELECT path, id FROM documents").fetchall()
+            store.delete_documents([doc_id for path, doc_id in rows if not path.startswith(("tea", "coffee"))])
         store.sync_vectors("medium", vector_params(store, "medium"))
     finally:
         store.close()

@@ -38,7 +38,8 @@ class BM25Retriever:
         """
         return self.search_many([query], k, allowed)[0]
 
-    def search_many(self, queries: Sequence[str], k: int, allowed: ChunkFilter | None = None) -> list[list[Hit]]:
+    def search_many(self, queries: Sequence[str], k: int,
+                    allowed: ChunkFilter | None = None) -> list[list[Hit]]:
         """`search` for several queries at once: one snapshot, one read of the hit chunks."""
         if k <= 0:
             return [[] for _ in queries]

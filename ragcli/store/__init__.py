@@ -421,7 +421,8 @@ class Store:
             raise NotIndexed(f"the index at {self.path} has no embeddings yet: run `rag ingest DIR`")
         return int(value)
 
-    def sync_vectors(self, group: str, params: Mapping[str, Any], *, approximate_above: int | None = None) -> int:
+    def sync_vectors(self, group: str, params: Mapping[str, Any], *,
+                     approximate_above: int | None = None) -> int:
         """Bring the group's vector file in line with its chunks; returns the vector count.
 
         Only the difference is applied to a file that matches the database; a stale file

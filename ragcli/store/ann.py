@@ -1,4 +1,5 @@
-"""Approximate vector search for big groups: an inverted-file (IVF) FAISS index.
+"""Approximate vector search for big groups: an inverted-file (IVF) FAISS index whose
+vectors are stored as 16-bit floats.
 
 Below `APPROXIMATE_ABOVE` vectors a group keeps exact search (`FaissIndex`, flat); past
 it the store switches to `IVFIndex`, records the choice in the vector params file
@@ -9,6 +10,10 @@ Why IVF and not HNSW (measured at 100K vectors of 384 dimensions shaped like Min
 but HNSW took 44 s to build against IVF's 24 s, cannot remove vectors (faiss's HNSW has
 no `remove_ids`; every deletion would mean a rebuild), and is read whole into memory,
 where an IVF file is memory-mapped and a query touches only the lists it probes.
+Vectors are kept as fp16 (faiss's scalar quantiser): half the memory and disk of
+float32 (768 MB instead of 1.5 GB at 1M x 384), the same recall@10 (0.989 at 100K,
+nprobe 32) and faster scans (0.83 against 1.69 ms a query); scores differ from the
+exact cosine by ~1e-3.
 Why the threshold: a flat scan costs ~0.09 ms per 1,000 vectors on one core (8.8 ms at
 100K); at 50K a query still scans in ~5 ms, and exact results cost nothing extra.
 
@@ -28,6 +33,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 APPROXIMATE_ABOVE = 50_000
+INDEX_TYPE = "ivf_fp16"
 NPROBE = 32
 TRAIN_PER_LIST = 40  # k-means sample: vectors per list (faiss warns below 39)
 TRAIN_ITERATIONS = 10
@@ -74,7 +80,8 @@ class IVFIndex(FaissIndex):
 
         dimension = sample.shape[1]
         lists = min(planned_lists(count), max(1, len(sample) // TRAIN_PER_LIST))
-        index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dimension), dimension, lists, faiss.METRIC_INNER_PRODUCT)
+        index = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(dimension), dimension, lists,
+                                              faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
         index.cp.niter = TRAIN_ITERATIONS
         index.cp.seed = 1234
         index.train(np.ascontiguousarray(sample, dtype=np.float32))
@@ -121,4 +128,4 @@ class IVFIndex(FaissIndex):
         return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
 
     def describe(self) -> Mapping[str, Any]:
-        return {"index_type": "ivf_flat", "nlist": self.nlist, "nprobe": self.nprobe}
+        return {"index_type": INDEX_TYPE, "nlist": self.nlist, "nprobe": self.nprobe}

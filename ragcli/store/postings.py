@@ -157,8 +157,8 @@ def deleted_ids(db: sqlite3.Connection, segments: Sequence[int] | None = None,
     import numpy as np
 
     if segments is not None:
-        rows = db.execute(f"SELECT chunk_id FROM bm25_deleted WHERE segment IN ({','.join('?' * len(segments))})",
-                          list(segments))
+        marks = ",".join("?" * len(segments))
+        rows = db.execute(f"SELECT chunk_id FROM bm25_deleted WHERE segment IN ({marks})", list(segments))
     else:
         rows = db.execute("SELECT chunk_id FROM bm25_deleted WHERE segment IN "
                           "(SELECT id FROM bm25_segments WHERE group_name = ?)", [group])
@@ -347,7 +347,8 @@ class PostingsReader:
             self._terms[group] = {}
         return self._state[group][1], self._state[group][2], self._terms[group]
 
-    def _term(self, db: sqlite3.Connection, group: str, term: str, cache: dict) -> tuple[np.ndarray, np.ndarray]:
+    def _term(self, db: sqlite3.Connection, group: str, term: str,
+              cache: dict) -> tuple[np.ndarray, np.ndarray]:
         if term not in cache:
             _, docs, average, deleted = self._state[group]
             ids, tfs, lengths = term_postings(db, group, term, deleted)

@@ -108,7 +108,8 @@ class FaissIndex:
         faiss.write_index(self._index, str(tmp))
         _fsync_replace(tmp, path)
         meta = {"format_version": FORMAT_VERSION, "dimension": self.dimension,
-                "count": len(self), "metric": "inner_product", "normalized": True, **self.describe(), **params}
+                "count": len(self), "metric": "inner_product", "normalized": True, **params}
+        meta.update(self.describe())
         write_json_atomic(params_path(path), meta)
 
     @classmethod
