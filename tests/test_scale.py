@@ -183,11 +183,11 @@ def test_past_the_threshold_the_index_becomes_approximate_and_status_says_so(iso
     ingest(isolated_home, texts)  # 42 chunks > 30
     params = read_params(isolated_home / "vectors" / "medium.faiss")
     assert params["index_type"] == ann.INDEX_TYPE and params["count"] == 42
-    assert params["nlist"] >= 1 and params["nprobe"] == ann.NPROBE
+    assert params["nlist"] >= 1 and params["nprobe"] == ann.nprobe_for(params["nlist"])
     status = rag("status", "--json", "--index", str(isolated_home))
     assert status.returncode == 0, status.stderr
     search = json.loads(status.stdout)["groups"]["medium"]["vector_search"]
-    assert search == {"type": ann.INDEX_TYPE, "nlist": params["nlist"], "nprobe": ann.NPROBE}
+    assert search == {"type": ann.INDEX_TYPE, "nlist": params["nlist"], "nprobe": params["nprobe"]}
     text = rag("status", "--index", str(isolated_home))
     assert text.returncode == 0 and ann.INDEX_TYPE in text.stdout
     store = Store.open(isolated_home)

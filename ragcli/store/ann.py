@@ -39,6 +39,13 @@ TRAIN_PER_LIST = 40  # k-means sample: vectors per list (faiss warns below 39)
 TRAIN_ITERATIONS = 10
 
 
+def nprobe_for(lists: int) -> int:
+    """Lists scanned per query: about 1/12 of them, at least NPROBE. Measured with 200 real
+    SciFact queries against 100K MiniLM-like vectors (632 lists): recall@10 0.944 at 16
+    lists, 0.969 at 32, 0.997 at 64; recall follows the share of lists scanned."""
+    return min(lists, max(NPROBE, lists // 12))
+
+
 def planned_lists(count: int) -> int:
     """Inverted lists for `count` vectors: 2 sqrt(N) (1,000 lists of 250 at 250K)."""
     return max(16, int(2 * math.sqrt(max(count, 1))))
@@ -73,7 +80,7 @@ class IVFIndex(FaissIndex):
         return int(self._index.nprobe)
 
     @classmethod
-    def trained(cls, sample: np.ndarray, count: int, nprobe: int = NPROBE) -> "IVFIndex":
+    def trained(cls, sample: np.ndarray, count: int, nprobe: int | None = None) -> "IVFIndex":
         """An empty IVF index whose cells are trained on `sample` for about `count` vectors."""
         import faiss
         import numpy as np
@@ -85,7 +92,7 @@ class IVFIndex(FaissIndex):
         index.cp.niter = TRAIN_ITERATIONS
         index.cp.seed = 1234
         index.train(np.ascontiguousarray(sample, dtype=np.float32))
-        return cls(dimension, index, nprobe)
+        return cls(dimension, index, nprobe_for(lists) if nprobe is None else nprobe)
 
     @property
     def nlist(self) -> int:
