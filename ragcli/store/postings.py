@@ -394,8 +394,9 @@ def _best(ids: np.ndarray, partial: np.ndarray, k: int, allowed: np.ndarray | No
 
     low, high = int(ids.min()), int(ids.max())
     if high - low < 8 * len(ids) + 1_000_000:  # a dense accumulator over the id range
-        totals = np.bincount(ids - low, weights=partial)
-        chunk_ids, scores = ids, totals[ids - low]  # each id's total, once per occurrence
+        shifted = ids - low if low else ids
+        totals = np.bincount(shifted, weights=partial)
+        chunk_ids, scores = ids, totals[shifted]  # each id's total, once per occurrence
     else:  # very sparse ids: sort instead of allocating the range
         chunk_ids, inverse = np.unique(ids, return_inverse=True)
         scores, repeats = np.bincount(inverse, weights=partial), 1
