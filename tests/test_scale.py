@@ -229,3 +229,4 @@ def test_a_growing_group_is_retrained_when_its_lists_outgrow_the_plan(isolated_h
     assert not ann.wants_approximate(trained, 2000, threshold)
     assert ann.wants_approximate(trained, 20_000, threshold)  # lists 10x longer than planned
     assert ann.wants_exact(trained, 4, threshold) and not ann.wants_exact(trained, 6, threshold)
+
