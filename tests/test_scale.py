@@ -230,3 +230,19 @@ def test_a_growing_group_is_retrained_when_its_lists_outgrow_the_plan(isolated_h
     assert ann.wants_approximate(trained, 20_000, threshold)  # lists 10x longer than planned
     assert ann.wants_exact(trained, 4, threshold) and not ann.wants_exact(trained, 6, threshold)
 
+
+
+def test_selecting_on_the_id_range_ranks_exactly_like_the_posting_path():
+    """Both ways of picking the k best give the same ids, scores and tie order."""
+    from ragcli.store.postings import _best, _best_in_range
+
+    rng = np.random.default_rng(4)
+    for trial in range(40):
+        ids = np.concatenate([np.sort(rng.choice(np.arange(50, 120), size=rng.integers(1, 60), replace=False))
+                              for _ in range(rng.integers(1, 5))]).astype(np.int64)
+        partial = rng.choice([0.5, 1.25, 2.0], size=len(ids)) if trial % 2 else rng.random(len(ids))
+        low = int(ids.min())
+        totals = np.bincount(ids - low, weights=partial)
+        for k in (1, 3, 10, 1000):
+            assert _best_in_range(totals, low, k) == _best(ids, partial, k, None, repeats=None,
+                                                           bounds=(low, 10**9))
