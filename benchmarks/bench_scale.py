@@ -223,6 +223,23 @@ def _batches(store, ids: np.ndarray, dimension: int, size: int = 50_000):
         yield np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
+def delete_few(args) -> None:
+    """Time deleting 1, 1, 1, 10 and 40 documents, each batch in its own transaction (BM25 and SQLite)."""
+    from ragcli.store import Store
+
+    store = Store.open(args.index)
+    try:
+        ids = [row[0] for row in store.db.execute("SELECT id FROM documents ORDER BY id DESC LIMIT 53")]
+        for count in (1, 1, 1, 10, 40):
+            part, ids = ids[:count], ids[count:]
+            started = time.perf_counter()
+            with store.transaction():
+                store.delete_documents(part)
+            print(f"delete {count} document(s) in one transaction: {(time.perf_counter() - started) * 1000:.1f} ms")
+    finally:
+        store.close()
+
+
 def delete_share(args, share: float = 0.01) -> None:
     from ragcli.ingest import vector_params
     from ragcli.store import Store
@@ -257,8 +274,13 @@ def main() -> None:
     parser.add_argument("--cold", type=int, default=3, help="cold processes per mode")
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--skip-delete", action="store_true")
+    parser.add_argument("--only-delete-few", action="store_true",
+                        help="only time deleting a few documents from an existing index")
     parser.add_argument("--phase", choices=["all", "ingest"], default="all", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.only_delete_few:
+        delete_few(args)
+        return
     if args.phase == "ingest":
         build(args)
         return
@@ -287,6 +309,7 @@ def main() -> None:
     cold(args, texts)
     recall(args, real)
     if not args.skip_delete:
+        delete_few(args)
         delete_share(args)
 
 
