@@ -51,7 +51,8 @@ def best_of(rounds: int, run, count: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("dataset", type=Path, help="BEIR folder with corpus.jsonl and queries.jsonl")
     parser.add_argument("--index", type=Path, default=Path("/tmp/ragcli-bench-bm25s"))
     parser.add_argument("--rounds", type=int, default=3)
@@ -73,7 +74,8 @@ def main() -> None:
         print(f"ragcli ingest (stand-in vectors): {time.perf_counter() - started:.1f} s")
     queries = [json.loads(line)["text"] for line in (args.dataset / "queries.jsonl").open(encoding="utf-8")]
     store = Store.open(args.index)
-    texts = [row[0] for row in store.db.execute("SELECT text FROM chunks WHERE group_name = 'medium' ORDER BY id")]
+    texts = [row[0] for row in store.db.execute(
+        "SELECT text FROM chunks WHERE group_name = 'medium' ORDER BY id")]
     print(f"{len(texts)} chunks, {len(queries)} queries")
 
     stemmer = Stemmer.Stemmer("english")

@@ -205,8 +205,8 @@ def recall(args, real) -> None:
         for batch_ids, batch in _batches(store, ids, index.dimension):
             scores = vectors @ batch.T
             scores = np.concatenate([best_scores, scores], axis=1)
-            candidates = np.concatenate([best_ids, np.broadcast_to(batch_ids, (len(vectors), len(batch_ids)))],
-                                        axis=1)
+            every = np.broadcast_to(batch_ids, (len(vectors), len(batch_ids)))
+            candidates = np.concatenate([best_ids, every], axis=1)
             top = np.argsort(-scores, axis=1)[:, :10]
             best_scores = np.take_along_axis(scores, top, axis=1)
             best_ids = np.take_along_axis(candidates, top, axis=1)
@@ -235,7 +235,8 @@ def delete_few(args) -> None:
             started = time.perf_counter()
             with store.transaction():
                 store.delete_documents(part)
-            print(f"delete {count} document(s) in one transaction: {(time.perf_counter() - started) * 1000:.1f} ms")
+            elapsed = (time.perf_counter() - started) * 1000
+            print(f"delete {count} document(s) in one transaction: {elapsed:.1f} ms")
     finally:
         store.close()
 
@@ -247,7 +248,8 @@ def delete_share(args, share: float = 0.01) -> None:
     store = Store.open(args.index)
     try:
         all_ids = np.array([row[0] for row in store.db.execute("SELECT id FROM documents")], dtype=np.int64)
-        doomed = np.random.default_rng(3).choice(all_ids, size=max(1, int(len(all_ids) * share)), replace=False)
+        size = max(1, int(len(all_ids) * share))
+        doomed = np.random.default_rng(3).choice(all_ids, size=size, replace=False)
         started = time.perf_counter()
         with store.transaction():
             store.delete_documents(int(i) for i in doomed)
@@ -260,11 +262,13 @@ def delete_share(args, share: float = 0.01) -> None:
     finally:
         store.close()
     print(f"delete {len(doomed)} documents ({share:.0%}): {total:.1f} s (documents, chunks and BM25 "
-          f"{database:.1f} s, vector file {vectors:.1f} s, unused embeddings {total - database - vectors:.1f} s)")
+          f"{database:.1f} s, vector file {vectors:.1f} s, unused embeddings "
+          f"{total - database - vectors:.1f} s)")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--index", type=Path, default=Path("/tmp/ragcli-bench-scale"))
     parser.add_argument("--work", type=Path, default=Path("/tmp/ragcli-bench-scale-work"))
@@ -302,8 +306,9 @@ def main() -> None:
     else:
         print(f"reusing the index at {args.index} (--rebuild to start over)")
     params = json.loads((args.index / "vectors" / "medium.json").read_text())
-    print(f"size on disk: {disk_mb(args.index):.0f} MB (database {disk_mb(args.index) - disk_mb(args.index / 'vectors'):.0f} MB, "
-          f"vectors {disk_mb(args.index / 'vectors'):.0f} MB: {params['index_type']}, {params['count']} vectors)")
+    total, vectors = disk_mb(args.index), disk_mb(args.index / "vectors")
+    print(f"size on disk: {total:.0f} MB (database {total - vectors:.0f} MB, vectors {vectors:.0f} MB: "
+          f"{params['index_type']}, {params['count']} vectors)")
     texts = queries(max(args.warm + 1, 201))
     warm(args, texts)
     cold(args, texts)

@@ -202,7 +202,8 @@ def test_past_the_threshold_the_index_becomes_approximate_and_status_says_so(iso
     try:
         with store.transaction():
             rows = store.db.execute("SELECT path, id FROM documents").fetchall()
-            store.delete_documents([doc_id for path, doc_id in rows if not path.startswith(("tea", "coffee"))])
+            store.delete_documents([doc_id for path, doc_id in rows
+                                    if not path.startswith(("tea", "coffee"))])
         store.sync_vectors("medium", vector_params(store, "medium"))
     finally:
         store.close()

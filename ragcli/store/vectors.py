@@ -35,6 +35,8 @@ class VectorIndex(Protocol):
 
     def __len__(self) -> int: ...
 
+    def describe(self) -> Mapping[str, Any]: ...
+
 
 class FaissIndex:
     """Exact inner-product search over an id-mapped flat FAISS index."""
