@@ -16,6 +16,14 @@ def _size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
 
 
+def vector_search(params: dict[str, Any]) -> dict[str, Any]:
+    """How a group's vectors are searched, from its params file: exact (flat) or IVF."""
+    kind = params.get("index_type", "flat")
+    if kind == "flat":
+        return {"type": "exact"}
+    return {"type": kind, "nlist": params.get("nlist"), "nprobe": params.get("nprobe")}
+
+
 def index_status(index: Path) -> dict[str, Any]:
     """Counts, groups, model, sizes and the last ingest of an index.
 
@@ -33,6 +41,7 @@ def index_status(index: Path) -> dict[str, Any]:
                 "chunks": store.count("chunks", "group_name = ?", [name]),
                 "vectors": params.get("count", 0),
                 "vectors_current": params.get("generation") == store.vector_generation(name),
+                "vector_search": vector_search(params),
             }
         return {
             "index": str(index),

@@ -155,10 +155,13 @@ def _print_status(info: dict) -> None:
               markup=False)
     out.print(f"size       database {human_size(info['sizes']['database'])}, "
               f"vectors {human_size(info['sizes']['vectors'])}")
-    table = Table("group", "split", "size", "overlap", "chunks", "vectors")
+    table = Table("group", "split", "size", "overlap", "chunks", "vectors", "search")
     for name, g in info["groups"].items():
-        table.add_row(escape(printable(name)), g["split_by"], str(g["chunk_size"]), str(g["chunk_overlap"]),
-                      str(g["chunks"]), str(g["vectors"]) + ("" if g["vectors_current"] else " (stale)"))
+        search = g["vector_search"]
+        kind = search["type"] if search["type"] == "exact" else \
+            f"{search['type']} (nlist {search['nlist']}, nprobe {search['nprobe']})"
+        table.add_row(escape(printable(name)), g["split_by"], str(g["chunk_size"]), str(g["chunk_overlap"]), str(g["chunks"]),
+                      str(g["vectors"]) + ("" if g["vectors_current"] else " (stale)"), kind)
     out.print(table)
     last = info["last_ingest"]
     if last:

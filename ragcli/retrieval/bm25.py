@@ -11,19 +11,22 @@ where rank-bm25 keeps 0 or uses a fraction of the mean idf over its whole vocabu
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from ragcli.retrieval.analysis import analyze
 from ragcli.retrieval.base import ChunkFilter
 from ragcli.store import Store
-from ragcli.store.postings import top_k
+from ragcli.store.postings import PostingsReader
 from ragcli.types import Hit
 
 
 class BM25Retriever:
-    """Keyword retrieval over one group's postings."""
+    """Keyword retrieval over one group's postings (kept in memory between queries)."""
 
     def __init__(self, store: Store, group: str) -> None:
         self.store = store
         self.group = group
+        self._reader = PostingsReader()
 
     def search(self, query: str, k: int, allowed: ChunkFilter | None = None) -> list[Hit]:
         """Up to `k` chunks by BM25 score (higher is better), best first.
@@ -33,17 +36,22 @@ class BM25Retriever:
             k: how many hits at most.
             allowed: compiled metadata filters; only their documents' chunks can match.
         """
-        terms = analyze(query)
-        if not terms or k <= 0:
-            return []
+        return self.search_many([query], k, allowed)[0]
+
+    def search_many(self, queries: Sequence[str], k: int,
+                    allowed: ChunkFilter | None = None) -> list[list[Hit]]:
+        """`search` for several queries at once: one snapshot, one read of the hit chunks."""
+        if k <= 0:
+            return [[] for _ in queries]
         with self.store.snapshot():  # filters, statistics and postings from the same commit
             allowed_ids = self._allowed_ids(allowed) if allowed is not None and allowed.where else None
             if allowed_ids is not None and not len(allowed_ids):
-                return []
-            rows = top_k(self.store.db, self.group, terms, k, allowed_ids)
-            chunks = self.store.chunks([chunk_id for chunk_id, _ in rows])
-        return [Hit(chunks[chunk_id], score, rank) for rank, (chunk_id, score) in enumerate(rows, start=1)
-                if chunk_id in chunks]
+                return [[] for _ in queries]
+            ranked = [self._reader.top_k(self.store.db, self.group, analyze(query), k, allowed_ids)
+                      for query in queries]
+            chunks = self.store.chunks(list({chunk_id for rows in ranked for chunk_id, _ in rows}))
+        return [[Hit(chunks[chunk_id], score, rank) for rank, (chunk_id, score) in enumerate(rows, start=1)
+                 if chunk_id in chunks] for rows in ranked]
 
     def _allowed_ids(self, allowed: ChunkFilter):
         import numpy as np

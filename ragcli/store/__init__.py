@@ -421,16 +421,20 @@ class Store:
             raise NotIndexed(f"the index at {self.path} has no embeddings yet: run `rag ingest DIR`")
         return int(value)
 
-    def sync_vectors(self, group: str, params: Mapping[str, Any]) -> int:
+    def sync_vectors(self, group: str, params: Mapping[str, Any], *,
+                     approximate_above: int | None = None) -> int:
         """Bring the group's vector file in line with its chunks; returns the vector count.
 
         Only the difference is applied to a file that matches the database; a stale file
         is rebuilt. The file is written first and the generation committed after it.
+        Past `approximate_above` vectors (default `ann.APPROXIMATE_ABOVE`) the group's
+        index becomes approximate (IVF, `ragcli.store.ann`).
         """
         import numpy as np
 
         index = self.vector_index(group, writable=True)
         wanted = self.group_embedding_ids(group)
+        index = self._index_kind_for(index, wanted, approximate_above)
         have = index.ids()
         index.remove(np.setdiff1d(have, wanted, assume_unique=True))
         self._build_vectors(group, index, np.setdiff1d(wanted, have, assume_unique=True))
@@ -438,6 +442,23 @@ class Store:
         index.save(self.vector_path(group), {**params, "group": group, "generation": generation})
         self.set_meta(f"vectors_generation:{group}", generation)
         return len(index)
+
+    def _index_kind_for(self, index: FaissIndex, wanted: np.ndarray, threshold: int | None) -> FaissIndex:
+        """The index to sync into: `index`, or a new empty one when the group crossed the
+        approximate-search threshold (either way) or outgrew its IVF training."""
+        import numpy as np
+
+        from ragcli.store import ann
+
+        threshold = ann.APPROXIMATE_ABOVE if threshold is None else threshold
+        if ann.wants_exact(index, len(wanted), threshold):
+            return FaissIndex(index.dimension)
+        if not ann.wants_approximate(index, len(wanted), threshold):
+            return index
+        size = min(len(wanted), ann.TRAIN_PER_LIST * ann.planned_lists(len(wanted)))
+        sample_ids = np.sort(np.random.default_rng(0).choice(wanted, size=size, replace=False))
+        sample = np.concatenate([vectors for _, vectors in self.vectors_for(sample_ids, index.dimension)])
+        return ann.IVFIndex.trained(sample, len(wanted))
 
     def _build_vectors(self, group: str, index: FaissIndex, ids: np.ndarray | None = None) -> FaissIndex:
         ids = self.group_embedding_ids(group) if ids is None else ids

@@ -123,3 +123,13 @@ def m007_bm25_postings(db):
                 break
             write_segment(conn, group, [(chunk_id, tokens.split()) for chunk_id, tokens in rows])
             last = rows[-1][0]
+
+
+@migrations()
+def m014_bm25_deleted(db):
+    # Deleted chunks become marks per segment instead of rewritten postings rows
+    # (ragcli.store.postings.apply_removals); readers cache postings per generation.
+    from ragcli.store.postings import DELETED_SCHEMA, GENERATION_KEY
+
+    db.execute(DELETED_SCHEMA)
+    db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, 1)", [GENERATION_KEY])

@@ -12,4 +12,5 @@ MIGRATION_NAMES = (
     "m005_create_chunks",
     "m006_create_doc_groups",
     "m007_bm25_postings",
+    "m014_bm25_deleted",
 )

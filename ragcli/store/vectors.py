@@ -35,6 +35,8 @@ class VectorIndex(Protocol):
 
     def __len__(self) -> int: ...
 
+    def describe(self) -> Mapping[str, Any]: ...
+
 
 class FaissIndex:
     """Exact inner-product search over an id-mapped flat FAISS index."""
@@ -91,6 +93,10 @@ class FaissIndex:
     def __len__(self) -> int:
         return int(self._index.ntotal)
 
+    def describe(self) -> Mapping[str, Any]:
+        """What kind of index this is, for the params file (`ragcli.store.ann` adds IVF)."""
+        return {"index_type": "flat"}
+
     def save(self, path: Path, params: Mapping[str, Any]) -> None:
         """Write the index and its params beside it, each through a temp file and os.replace.
 
@@ -105,6 +111,7 @@ class FaissIndex:
         _fsync_replace(tmp, path)
         meta = {"format_version": FORMAT_VERSION, "dimension": self.dimension,
                 "count": len(self), "metric": "inner_product", "normalized": True, **params}
+        meta.update(self.describe())
         write_json_atomic(params_path(path), meta)
 
     @classmethod
@@ -113,6 +120,10 @@ class FaissIndex:
         import faiss
 
         index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP if mmap else 0)
+        if isinstance(index, faiss.IndexIVF):  # an approximate index (ragcli.store.ann)
+            from ragcli.store.ann import IVFIndex
+
+            return IVFIndex(index.d, index)
         return cls(index.d, index)
 
 

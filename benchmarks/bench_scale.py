@@ -1,0 +1,322 @@
+"""Scale: build an index of N one-chunk documents (default 100,000; the issue's target is
+1,000,000) and measure the store.
+
+    python benchmarks/bench_scale.py --chunks 1000000 --index /tmp/scale-1m
+
+Text: synthetic documents of 30-90 Zipf-distributed words (real common English words at
+the top ranks, pronounceable pseudo-words below), generated as a stream.
+Vectors: a stand-in embedder that records the real model's id, fingerprint and dimension
+(so `rag query` embeds queries with the real model) and gives each chunk a mixture of two
+real all-MiniLM-L6-v2 vectors of SciFact texts plus a little noise, chosen by the text's
+hash: the nearest-neighbour structure of real embeddings (what ANN recall depends on)
+at no model cost. The base vectors are embedded once (2,000 SciFact documents) and cached.
+
+Printed: ingest throughput and peak RSS (of this process, right after ingest), size on
+disk, cold (`rag query` in a new process; page cache warm) and warm (one `Searcher`)
+query latency for bm25 / dense / hybrid, recall@10 of the approximate vector index
+against exact search on 200 queries (real MiniLM query vectors), and the time to delete
+1% of the documents (BM25, SQLite and the vector file). Timings are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from ragcli.types import ChunkSettings, Document
+
+ONE_CHUNK = ChunkSettings("word", 400, 0)
+COMMON = ("the of and to a in is that for it as was with be by on not he this are or his from at which "
+          "but they have an had one you were her all she there would their we him been has when who will "
+          "more no if out so said what up its about into than them can only other new some could time "
+          "these two may then do first any my now such like our over man me even most made after "
+          "also").split()
+
+
+def words(seed: int = 7) -> tuple[np.ndarray, np.ndarray]:
+    """The vocabulary (common words, then 30,000 pseudo-words) and its Zipf weights."""
+    rng = np.random.default_rng(seed)
+    onsets, vowels = list("bdfgklmnprstvz") + ["br", "st", "tr", "ch"], list("aeiou") + ["ai", "ou"]
+    made: set[str] = set()
+    while len(made) < 30_000:
+        made.add("".join(onsets[rng.integers(len(onsets))] + vowels[rng.integers(len(vowels))]
+                         for _ in range(rng.integers(2, 4))))
+    vocabulary = np.array(COMMON + sorted(made))
+    weights = 1.0 / np.arange(1, len(vocabulary) + 1) ** 1.05
+    return vocabulary, weights / weights.sum()
+
+
+def documents(count: int, seed: int = 7, block: int = 10_000) -> Iterator[Document]:
+    """`count` synthetic documents, generated block by block (memory stays flat)."""
+    vocabulary, weights = words(seed)
+    rng = np.random.default_rng(seed + 1)
+    for start in range(0, count, block):
+        lengths = rng.integers(30, 91, size=min(block, count - start))
+        drawn = vocabulary[rng.choice(len(vocabulary), size=int(lengths.sum()), p=weights)]
+        offset = 0
+        for i, length in enumerate(lengths):
+            yield Document(f"doc{start + i:07d}", " ".join(drawn[offset:offset + length]), "txt")
+            offset += length
+
+
+def queries(count: int, seed: int = 11) -> list[str]:
+    vocabulary, weights = words()
+    rng = np.random.default_rng(seed)
+    return [" ".join(vocabulary[rng.choice(len(vocabulary), size=rng.integers(2, 7), p=weights)])
+            for _ in range(count)]
+
+
+class MixtureVectors:
+    """Stand-in embedder: base[i] + w * base[j] + noise, normalised; i, j, w from the text's hash."""
+
+    def __init__(self, real, base: np.ndarray) -> None:
+        self.model_id, self.fingerprint, self.dimension = real.model_id, real.fingerprint, real.dimension
+        self.max_tokens = 512
+        self.base = base
+        self.noise = np.random.default_rng(5).standard_normal((4096, base.shape[1])).astype(np.float32)
+
+    def embed(self, texts, batch_size: int = 32) -> np.ndarray:
+        keys = np.array([int.from_bytes(hashlib.blake2b(t.encode(), digest_size=8).digest(), "little")
+                         for t in texts], dtype=np.uint64)
+        first = (keys % len(self.base)).astype(np.int64)
+        second = ((keys >> np.uint64(20)) % len(self.base)).astype(np.int64)
+        weight = (((keys >> np.uint64(40)) % 1000).astype(np.float32) / 1000 * 0.4 + 0.2)[:, None]
+        noise = self.noise[((keys >> np.uint64(50)) % 4096).astype(np.int64)]
+        vectors = self.base[first] + weight * self.base[second] + 0.02 * noise
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    def token_offsets(self, text: str) -> list[tuple[int, int]]:
+        raise NotImplementedError("benchmark documents are split by words")
+
+
+def base_vectors(real, work: Path, corpus: Path, count: int = 2000) -> np.ndarray:
+    """Real model vectors of the first `count` SciFact documents (cached in `work`)."""
+    cached = work / f"base-{count}.npy"
+    if cached.is_file():
+        return np.load(cached)
+    texts = []
+    with corpus.open(encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            texts.append(f"{row.get('title') or ''}\n{row['text']}")
+            if len(texts) == count:
+                break
+    started = time.perf_counter()
+    vectors = np.asarray(real.embed(texts, batch_size=32), dtype=np.float32)
+    print(f"embedded {len(texts)} base texts with {real.model_id} in {time.perf_counter() - started:.0f} s")
+    work.mkdir(parents=True, exist_ok=True)
+    np.save(cached, vectors)
+    return vectors
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def disk_mb(path: Path) -> float:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6
+
+
+class Model:
+    """The real model's identity, for a process that must not load the model itself."""
+
+    def __init__(self, model_id: str, fingerprint: str, dimension: int) -> None:
+        self.model_id, self.fingerprint, self.dimension = model_id, fingerprint, dimension
+
+
+def build(args) -> None:
+    """Ingest in this process (started by `main` with --phase ingest: its RSS is ingest's alone)."""
+    from ragcli.ingest import ingest_documents
+
+    identity = json.loads((args.work / "model.json").read_text())
+    embedder = MixtureVectors(Model(**identity), np.load(args.work / "base-2000.npy"))
+    started = time.perf_counter()
+    report = ingest_documents(args.index, documents(args.chunks), embedder=embedder, group="medium",
+                              chunking=ONE_CHUNK, batch_chunks=args.batch)
+    seconds = time.perf_counter() - started
+    print(f"ingest: {report.chunks} chunks in {seconds:.0f} s = {report.chunks / seconds:.0f} chunks/s; "
+          f"peak RSS {rss_mb():.0f} MB (the ingesting process)", flush=True)
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q))
+
+
+def warm(args, texts: list[str]) -> None:
+    from ragcli.config import load_settings
+    from ragcli.query import QueryOptions, Searcher
+
+    settings = load_settings(index=args.index)
+    with Searcher(args.index, settings=settings) as searcher:
+        for mode in ("bm25", "dense", "hybrid"):
+            options = QueryOptions(mode=mode, top_k=10)
+            searcher.search(texts[0], options)  # loads the model, maps the files
+            times = []
+            for text in texts[1:args.warm + 1]:
+                started = time.perf_counter()
+                searcher.search(text, options)
+                times.append((time.perf_counter() - started) * 1000)
+            print(f"warm {mode:<6}: p50 {percentile(times, 50):6.1f} ms, p95 {percentile(times, 95):6.1f} ms "
+                  f"({len(times)} queries, one Searcher)")
+
+
+def cold(args, texts: list[str]) -> None:
+    for mode in ("bm25", "dense", "hybrid"):
+        times = []
+        for attempt, text in enumerate(texts[:args.cold + 1]):
+            started = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "ragcli", "query", text, "--mode", mode, "--json",
+                            "--index", str(args.index)], check=True, stdout=subprocess.DEVNULL)
+            if attempt:  # the first run warms the page cache
+                times.append(time.perf_counter() - started)
+        print(f"cold {mode:<6}: median {statistics.median(times):.2f} s, max {max(times):.2f} s "
+              f"(new `rag query` process each, {len(times)} runs)")
+
+
+def recall(args, real) -> None:
+    """recall@10 of the group's vector index against exact inner product over the same vectors,
+    for 200 real SciFact queries embedded with the real model (the documents' vectors are
+    mixtures of SciFact vectors, so these queries meet them as real queries meet real text)."""
+    from ragcli.store import Store
+
+    lines = args.corpus.with_name("queries.jsonl").read_text(encoding="utf-8").splitlines()[:200]
+    vectors = np.asarray(real.embed([json.loads(line)["text"] for line in lines]), dtype=np.float32)
+    store = Store.open(args.index)
+    try:
+        index = store.vector_index("medium")
+        kind = index.describe()
+        started = time.perf_counter()
+        _, got = index.search(vectors, 10)
+        approximate_ms = (time.perf_counter() - started) * 1000 / len(vectors)
+        ids = store.group_embedding_ids("medium")
+        best_scores = np.full((len(vectors), 10), -np.inf, dtype=np.float32)
+        best_ids = np.zeros((len(vectors), 10), dtype=np.int64)
+        for batch_ids, batch in _batches(store, ids, index.dimension):
+            scores = vectors @ batch.T
+            scores = np.concatenate([best_scores, scores], axis=1)
+            every = np.broadcast_to(batch_ids, (len(vectors), len(batch_ids)))
+            candidates = np.concatenate([best_ids, every], axis=1)
+            top = np.argsort(-scores, axis=1)[:, :10]
+            best_scores = np.take_along_axis(scores, top, axis=1)
+            best_ids = np.take_along_axis(candidates, top, axis=1)
+    finally:
+        store.close()
+    value = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(got, best_ids)])
+    print(f"vector index {kind}: recall@10 {value:.3f} against exact search on {len(vectors)} queries "
+          f"({approximate_ms:.2f} ms a query, batched)")
+
+
+def _batches(store, ids: np.ndarray, dimension: int, size: int = 50_000):
+    for start in range(0, len(ids), size):
+        parts = list(store.vectors_for(ids[start:start + size], dimension))
+        yield np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def delete_few(args) -> None:
+    """Time deleting 1, 1, 1, 10 and 40 documents, each batch in its own transaction (BM25 and SQLite)."""
+    from ragcli.store import Store
+
+    store = Store.open(args.index)
+    try:
+        ids = [row[0] for row in store.db.execute("SELECT id FROM documents ORDER BY id DESC LIMIT 53")]
+        for count in (1, 1, 1, 10, 40):
+            part, ids = ids[:count], ids[count:]
+            started = time.perf_counter()
+            with store.transaction():
+                store.delete_documents(part)
+            elapsed = (time.perf_counter() - started) * 1000
+            print(f"delete {count} document(s) in one transaction: {elapsed:.1f} ms")
+    finally:
+        store.close()
+
+
+def delete_share(args, share: float = 0.01) -> None:
+    from ragcli.ingest import vector_params
+    from ragcli.store import Store
+
+    store = Store.open(args.index)
+    try:
+        all_ids = np.array([row[0] for row in store.db.execute("SELECT id FROM documents")], dtype=np.int64)
+        size = max(1, int(len(all_ids) * share))
+        doomed = np.random.default_rng(3).choice(all_ids, size=size, replace=False)
+        started = time.perf_counter()
+        with store.transaction():
+            store.delete_documents(int(i) for i in doomed)
+        database = time.perf_counter() - started
+        store.sync_vectors("medium", vector_params(store, "medium"))
+        vectors = time.perf_counter() - started - database
+        with store.transaction():
+            store.delete_unused_embeddings()
+        total = time.perf_counter() - started
+    finally:
+        store.close()
+    print(f"delete {len(doomed)} documents ({share:.0%}): {total:.1f} s (documents, chunks and BM25 "
+          f"{database:.1f} s, vector file {vectors:.1f} s, unused embeddings "
+          f"{total - database - vectors:.1f} s)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--index", type=Path, default=Path("/tmp/ragcli-bench-scale"))
+    parser.add_argument("--work", type=Path, default=Path("/tmp/ragcli-bench-scale-work"))
+    parser.add_argument("--corpus", type=Path, default=Path("/work/shared/data/scifact/corpus.jsonl"))
+    parser.add_argument("--batch", type=int, default=4096, help="chunks per ingest transaction")
+    parser.add_argument("--warm", type=int, default=100, help="warm queries per mode")
+    parser.add_argument("--cold", type=int, default=3, help="cold processes per mode")
+    parser.add_argument("--rebuild", action="store_true")
+    parser.add_argument("--skip-delete", action="store_true")
+    parser.add_argument("--only-delete-few", action="store_true",
+                        help="only time deleting a few documents from an existing index")
+    parser.add_argument("--phase", choices=["all", "ingest"], default="all", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.only_delete_few:
+        delete_few(args)
+        return
+    if args.phase == "ingest":
+        build(args)
+        return
+
+    from ragcli.config import load_settings
+    from ragcli.embedding import load_embedder
+    from ragcli.store import DATABASE_NAME
+
+    real = load_embedder(None, cache_dir=load_settings().cache_dir)
+    base_vectors(real, args.work, args.corpus)
+    (args.work / "model.json").write_text(json.dumps(
+        {"model_id": real.model_id, "fingerprint": real.fingerprint, "dimension": real.dimension}))
+    if (args.index / DATABASE_NAME).is_file() and args.rebuild:
+        shutil.rmtree(args.index)
+    if not (args.index / DATABASE_NAME).is_file():
+        subprocess.run([sys.executable, __file__, "--phase", "ingest", "--chunks", str(args.chunks),
+                        "--index", str(args.index), "--work", str(args.work), "--batch", str(args.batch)],
+                       check=True)
+    else:
+        print(f"reusing the index at {args.index} (--rebuild to start over)")
+    params = json.loads((args.index / "vectors" / "medium.json").read_text())
+    total, vectors = disk_mb(args.index), disk_mb(args.index / "vectors")
+    print(f"size on disk: {total:.0f} MB (database {total - vectors:.0f} MB, vectors {vectors:.0f} MB: "
+          f"{params['index_type']}, {params['count']} vectors)")
+    texts = queries(max(args.warm + 1, 201))
+    warm(args, texts)
+    cold(args, texts)
+    recall(args, real)
+    if not args.skip_delete:
+        delete_few(args)
+        delete_share(args)
+
+
+if __name__ == "__main__":
+    main()
