@@ -24,6 +24,11 @@ class SplitBy(str, Enum):
     token = "token"
 
 
+LockTimeoutOption = Annotated[float, typer.Option(
+    min=0, help="Seconds to wait while another rag process writes the same index, then give up "
+    "(exit 1).")]
+
+
 def ingest(
     paths: Annotated[Optional[List[Path]], typer.Argument(
         help="Folders (walked recursively) and files; default: the roots ingested before.",
@@ -47,12 +52,14 @@ def ingest(
                                             "(smaller: less memory, finer resume points).")] = 256,
     strict: Annotated[bool, typer.Option(help="Exit 1 when any file failed to read (default: report "
                                          "failures, exit 0).")] = False,
+    lock_timeout: LockTimeoutOption = 600.0,
     json_output: JsonOption = False,
 ) -> None:
     """Read folders of documents into the index; re-running only touches what changed.
 
     Reads txt, md, pdf, docx and html; skips hidden and binary files. Unreadable files are
-    reported one per line and the rest is ingested.
+    reported one per line and the rest is ingested. Only one process writes an index at a
+    time: a second one waits (saying so) up to --lock-timeout seconds.
 
     Example: rag ingest ~/notes ~/papers --include '*.pdf' --group fine
     """
@@ -71,7 +78,8 @@ def ingest(
     with progress_bar(err, "ingesting") as bar:
         report = run_ingest(settings.index, roots, embedder=embedder, group=group, chunking=chunking,
                             file_filter=FileFilter(tuple(include or ()), tuple(exclude or ())),
-                            prune=prune, rebuild=rebuild, batch_chunks=batch_size, progress=bar)
+                            prune=prune, rebuild=rebuild, batch_chunks=batch_size, progress=bar,
+                            lock_timeout=lock_timeout, on_wait=_say_waiting)
     for failure in report.failed:
         message = failure.reason if failure.path in failure.reason else f"{failure.path}: {failure.reason}"
         err.print(f"[red]failed[/red] {escape(message)}", highlight=False)
@@ -85,6 +93,10 @@ def ingest(
             f"{report.seconds:.1f} s", highlight=False)
     if strict and report.failed:
         raise typer.Exit(1)
+
+
+def _say_waiting(message: str) -> None:
+    stderr_console().print(message, highlight=False, markup=False)
 
 
 def status(index: IndexOption = None, json_output: JsonOption = False) -> None:
@@ -145,6 +157,7 @@ def rm(
     paths: Annotated[List[str], typer.Argument(help="Indexed files or folders to remove.",
                                               autocompletion=_complete_paths)],
     index: IndexOption = None,
+    lock_timeout: LockTimeoutOption = 600.0,
     json_output: JsonOption = False,
 ) -> None:
     """Remove documents (a folder removes everything indexed under it) from the index.
@@ -153,7 +166,8 @@ def rm(
     """
     from ragcli.ingest import remove_paths
 
-    removed = remove_paths(load_settings(index=index).index, paths)
+    removed = remove_paths(load_settings(index=index).index, paths, lock_timeout=lock_timeout,
+                           on_wait=_say_waiting)
     if json_output:
         emit_json("rm", {"removed": removed})
     else:

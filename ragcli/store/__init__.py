@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from ragcli.errors import IndexBusy, IndexCorrupt, NotIndexed, UnknownGroup, UsageError
 from ragcli.locking import exclusive
+from ragcli.store.ownership import claim_index_dir
 from ragcli.store.postings import PostingsWriter
 from ragcli.store.schema import MIGRATION_NAMES
 from ragcli.store.vectors import FaissIndex, read_params
@@ -112,14 +113,20 @@ class Store:
         Raises:
             NotIndexed: there is no index at `path`.
         """
+        if path.exists() and not path.is_dir():
+            raise NotIndexed(f"--index {path} is a file, not an index folder: pass the index's folder")
         if not (path / DATABASE_NAME).is_file():
             raise NotIndexed(f"no index at {path}: run `rag ingest DIR` first (or pass --index PATH)")
         return cls._connect(path)
 
     @classmethod
     def create(cls, path: Path) -> "Store":
-        """Open an index, creating the directory and schema when missing."""
-        path.mkdir(parents=True, exist_ok=True)
+        """Open an index, creating the directory (with its marker) and schema when missing.
+
+        Raises:
+            NotAnIndex: `path` is a file, or a non-empty folder that is not a ragcli index.
+        """
+        claim_index_dir(path)
         return cls._connect(path)
 
     @classmethod
@@ -256,7 +263,21 @@ class Store:
 
     def replace_chunks(self, doc_id: int, group: str, content_hash: str, chunks: Sequence[NewChunk]) -> None:
         """Replace a document's chunks in one group (caller holds the transaction)."""
+        self.clear_chunks(doc_id, group)
+        self.add_chunks(doc_id, group, chunks)
+        self.mark_chunked(doc_id, group, content_hash)
+
+    def clear_chunks(self, doc_id: int, group: str) -> None:
+        """Drop a document's chunks in a group and its "chunked" mark (caller holds the transaction).
+
+        A document written over several transactions (a big file) stays unmarked until its
+        last chunk is in, so an interrupted one is re-chunked by the next ingest.
+        """
         self._delete_chunks("doc_id = ? AND group_name = ?", [doc_id, group])
+        self.db.execute("DELETE FROM doc_groups WHERE doc_id = ? AND group_name = ?", [doc_id, group])
+
+    def add_chunks(self, doc_id: int, group: str, chunks: Sequence[NewChunk]) -> None:
+        """Append chunks to a document's group (caller holds the transaction)."""
         for chunk in chunks:
             chunk_id = self.db.execute(
                 'INSERT INTO chunks (doc_id, group_name, ord, text, start, "end", page, hash, embedding_id, '
@@ -265,6 +286,9 @@ class Store:
                  chunk.hash, chunk.embedding_id, chunk.tokens],
             ).lastrowid
             self._postings.add(group, chunk_id, chunk.tokens.split())
+
+    def mark_chunked(self, doc_id: int, group: str, content_hash: str) -> None:
+        """Record that the group's chunks of a document are complete for this content."""
         self.db.execute(
             "INSERT OR REPLACE INTO doc_groups (doc_id, group_name, content_hash) VALUES (?, ?, ?)",
             [doc_id, group, content_hash],
