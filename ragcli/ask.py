@@ -331,6 +331,9 @@ class Asker:
         Raises:
             ModelNotFound, ContextTooSmall, NotIndexed, UsageError and the retrieval errors.
         """
+        from ragcli.readers.base import valid_unicode
+
+        question = valid_unicode(question)  # non-UTF-8 bytes from argv/stdin
         started = time.perf_counter()
         self._active = options
         model = self.model_fingerprint(options)  # a missing model fails before any retrieval

@@ -299,6 +299,9 @@ def _run(index: Path, embedder: Embedder, group: str, chunking: ChunkSettings | 
     with index_writer(index, timeout=lock_timeout, on_wait=on_wait), storage_errors(index):
         store = Store.create(index)
         try:
+            # A damaged page would otherwise pass unnoticed (files "unchanged") until a query
+            # trips on it; reading every page once costs about a second per 500 MB.
+            store.check_integrity()
             check_model(store, embedder)
             report = IngestReport(index=str(index), group=group)
             settings = chunking_for(store, group, chunking)

@@ -220,6 +220,9 @@ class Searcher:
         Raises:
             UsageError, NotIndexed, UnknownGroup, UnknownFilter, IndexMismatch.
         """
+        from ragcli.readers.base import valid_unicode
+
+        query = valid_unicode(query)  # non-UTF-8 bytes from argv/stdin must not reach the tokenizer
         validate(options)
         group = self.resolve_group(options.group)
         allowed = self.compile_filters(options.filters)

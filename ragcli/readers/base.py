@@ -96,6 +96,16 @@ def read_bytes(path: Path) -> bytes:
             raise reader_error(path, reason) from exc
 
 
+def valid_unicode(text: str) -> str:
+    """`text` with lone surrogates (bytes that were not UTF-8 in argv, stdin or a file name)
+    replaced by U+FFFD, so it can be tokenized, stored and printed; valid text is unchanged."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def normalise_text(text: str) -> str:
     """Normalise line endings, drop NUL characters and apply Unicode NFC.
 

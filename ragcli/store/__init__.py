@@ -24,7 +24,7 @@ from ragcli.locking import exclusive
 from ragcli.store.ownership import claim_index_dir
 from ragcli.store.postings import PostingsWriter
 from ragcli.store.schema import MIGRATION_NAMES
-from ragcli.store.vectors import FaissIndex, read_params
+from ragcli.store.vectors import FaissIndex, checksum_problem, read_params
 from ragcli.types import Chunk, ChunkSettings
 
 if TYPE_CHECKING:  # imported where arrays are handled: opening an index needs no numpy
@@ -66,7 +66,15 @@ def _chunk_metadata(row: Sequence[Any]) -> dict[str, Any]:
 
 
 def open_vector_file(path: Path, *, writable: bool = False) -> FaissIndex:
-    """A vector file as an index; memory-mapped read-only unless `writable`. Touches no database."""
+    """A vector file as an index; memory-mapped read-only unless `writable`. Touches no database.
+
+    Raises:
+        RuntimeError: the file does not match the checksum its params record, or FAISS
+            cannot read it (callers rebuild it from the database).
+    """
+    problem = checksum_problem(path, read_params(path) or {})
+    if problem:
+        raise RuntimeError(f"damaged: {problem}")
     return FaissIndex.load(path, mmap=not writable)
 
 
@@ -156,6 +164,21 @@ class Store:
 
     def close(self) -> None:
         self.db.close()
+
+    def check_integrity(self) -> None:
+        """Run SQLite's `PRAGMA quick_check` (reads every page once, skips index cross-checks).
+
+        Raises:
+            IndexCorrupt: a page is damaged; the message says how to recover.
+        """
+        from ragcli.store.errors import corrupt_message
+
+        try:
+            problems = [row[0] for row in self.db.execute("PRAGMA quick_check(3)").fetchall()]
+        except sqlite3.DatabaseError as error:
+            raise IndexCorrupt(corrupt_message(self.path, str(error))) from error
+        if problems != ["ok"]:
+            raise IndexCorrupt(corrupt_message(self.path, "quick_check: " + "; ".join(problems)[:200]))
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -417,8 +440,8 @@ class Store:
         return int(self.get_meta(f"vectors_generation:{group}", "0") or 0)
 
     def vector_index(self, group: str, *, writable: bool = False) -> FaissIndex:
-        """The group's vector index, rebuilt in memory from SQLite when the file is stale or
-        unreadable (the next ingest writes the rebuilt one back).
+        """The group's vector index, rebuilt in memory from SQLite when the file is stale,
+        fails its checksum or is unreadable (the next ingest writes the rebuilt one back).
 
         A current file is memory-mapped read-only unless `writable` (ingest changes it).
         """
