@@ -43,15 +43,18 @@ def sniff_utf16(data: bytes) -> str | None:
     if pairs < 2:
         return None
     even, odd = sample[0::2].count(0), sample[1::2].count(0)
-    if odd >= pairs // 4 and even == 0:
+    if odd * 2 >= pairs and even == 0:
         order = "utf-16-le"
-    elif even >= pairs // 4 and odd == 0:
+    elif even * 2 >= pairs and odd == 0:
         order = "utf-16-be"
     else:
         return None
     try:
-        sample.decode(order)
+        text = sample.decode(order)
     except UnicodeDecodeError:
+        return None
+    # Text has no control characters but layout ones; binary that passed the NUL test has.
+    if any(ord(c) < 32 and c not in "\t\n\r\f" for c in text):
         return None
     return order
 
