@@ -324,3 +324,37 @@ def test_doctor_says_a_stale_vector_file_in_words(small_index):
     doctor = json.loads(rag("doctor", "--index", str(index), "--json").stdout)
     detail = {c["name"]: c for c in doctor["checks"]}["vectors (medium)"]["detail"]
     assert "interrupted" in detail and "None" not in detail
+
+
+def test_a_file_swapped_for_a_named_pipe_after_the_walk_never_blocks(tmp_path):
+    """The walk lists zz-last.txt as a regular file; once the first batch is committed (the
+    walk is long over) it becomes a FIFO with no writer. The old code blocked forever in open()."""
+    docs, index = tmp_path / "docs", tmp_path / "idx"
+    write_notes(docs, 80, words=10)
+    last = docs / "zz-last.txt"
+    last.write_text("soon a pipe", encoding="utf-8")
+    args = ["ingest", "--index", str(index), str(docs), "--json"]
+    process = subprocess.Popen([RAG, *args] if RAG else [sys.executable, "-m", "ragcli", *args],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 300
+    while process.poll() is None and time.time() < deadline:
+        try:
+            with sqlite3.connect(f"file:{index / 'index.db'}?mode=ro", uri=True, timeout=5) as conn:
+                if conn.execute("SELECT count(*) FROM doc_groups").fetchone()[0]:
+                    break
+        except sqlite3.Error:
+            pass
+        time.sleep(0.02)
+    assert process.poll() is None, "the ingest ended before the swap; make the corpus larger"
+    last.unlink()
+    os.mkfifo(last)
+    try:
+        out, error = process.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        pytest.fail("rag ingest blocked on a named pipe")
+    assert process.returncode == 0, error.decode()
+    report = json.loads(out)
+    assert report["added"] == 80 and len(report["failed"]) == 1
+    assert "not a regular file" in report["failed"][0]["reason"]
