@@ -273,7 +273,8 @@ def ingest(
     if rebuild:
         return _rebuild(index, roots, embedder=embedder, group=group, chunking=chunking,
                         file_filter=file_filter, batch_chunks=batch_chunks, progress=progress, **lock)
-    with _run(index, embedder, group, chunking, batch_chunks, roots, **lock) as (store, settings, batcher, report):
+    with _run(index, embedder, group, chunking, batch_chunks, roots, **lock) as (
+            store, settings, batcher, report):
         files = [p for root in roots for p in walk_files(root, file_filter)]
         if progress:
             progress.start(len(files))

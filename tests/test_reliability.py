@@ -167,7 +167,8 @@ def tiny_disk(tmp_path):
     """A 12 MB tmpfs: SQLite then meets a real ENOSPC (SQLITE_FULL)."""
     mount = tmp_path / "disk"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs", str(mount)], capture_output=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs", str(mount)],
+                          capture_output=True)
     if done.returncode != 0:
         pytest.skip("cannot mount a tmpfs here (needs root): " + done.stderr.decode().strip())
     yield mount
@@ -246,11 +247,11 @@ def test_filter_values_that_do_not_parse_are_usage_errors(small_index):
     for bad in ("modified=>=2024-13-45", "modified=>=yesterday"):
         result = rag("query", "--index", str(index), "keeper", "--filter", bad)
         assert result.returncode == 2 and bad in one_line_error(result)
-    natural = rag("query", "--index", str(index), "keeper", "--mode", "bm25", "--filter", "modified>=2024-01-01",
-                  "--json")
+    natural = rag("query", "--index", str(index), "keeper", "--mode", "bm25",
+                  "--filter", "modified>=2024-01-01", "--json")
     assert natural.returncode == 0 and json.loads(natural.stdout)["hits"]
-    future = rag("query", "--index", str(index), "keeper", "--mode", "bm25", "--filter", "modified>=2999-01-01",
-                 "--json")
+    future = rag("query", "--index", str(index), "keeper", "--mode", "bm25",
+                 "--filter", "modified>=2999-01-01", "--json")
     assert future.returncode == 0 and not json.loads(future.stdout)["hits"]
 
 

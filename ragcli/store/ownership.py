@@ -69,12 +69,13 @@ def claim_index_dir(path: Path) -> None:
     Raises:
         NotAnIndex: `path` is a file, or a non-empty folder that is not a ragcli index.
     """
+    is_a_file = f"--index {path} is a file, not an index folder: name a new or empty folder"
     if path.exists() and not path.is_dir():
-        raise NotAnIndex(f"--index {path} is a file, not an index folder: name a new or empty folder")
+        raise NotAnIndex(is_a_file)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
-        raise NotAnIndex(f"--index {path} is a file, not an index folder: name a new or empty folder") from None
+        raise NotAnIndex(is_a_file) from None
     except OSError as error:
         raise RagError(f"cannot create the index folder {path}: {error.strerror or error}") from error
     if (path / MARKER_NAME).is_file():
