@@ -359,3 +359,15 @@ def test_a_file_swapped_for_a_named_pipe_after_the_walk_never_blocks(tmp_path):
     report = json.loads(out)
     assert report["added"] == 80 and len(report["failed"]) == 1
     assert "not a regular file" in report["failed"][0]["reason"]
+
+
+def test_an_index_from_an_earlier_version_is_recognised_and_rebuilt(small_index):
+    """Indexes made before the marker existed are proved by their index.db and adopted."""
+    docs, index = small_index
+    (index / "ragcli-index.json").unlink()
+    again = rag("ingest", "--index", str(index), str(docs), "--json")
+    assert again.returncode == 0 and json.loads(again.stdout)["unchanged"] == 30, err(again)
+    assert (index / "ragcli-index.json").is_file()
+    (index / "ragcli-index.json").unlink()
+    rebuilt = rag("ingest", "--rebuild", "--index", str(index), str(docs), "--json")
+    assert rebuilt.returncode == 0 and json.loads(rebuilt.stdout)["added"] == 30, err(rebuilt)
