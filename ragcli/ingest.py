@@ -301,7 +301,7 @@ def _run(index: Path, embedder: Embedder, group: str, chunking: ChunkSettings | 
         store = Store.create(index)
         try:
             # A damaged page would otherwise pass unnoticed (files "unchanged") until a query
-            # trips on it; reading every page once costs about a second per 500 MB.
+            # trips on it; reading every page once took 0.35 s for a 430 MB database.
             store.check_integrity()
             check_model(store, embedder)
             report = IngestReport(index=str(index), group=group)
