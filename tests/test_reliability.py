@@ -371,3 +371,19 @@ def test_an_index_from_an_earlier_version_is_recognised_and_rebuilt(small_index)
     (index / "ragcli-index.json").unlink()
     rebuilt = rag("ingest", "--rebuild", "--index", str(index), str(docs), "--json")
     assert rebuilt.returncode == 0 and json.loads(rebuilt.stdout)["added"] == 30, err(rebuilt)
+
+
+def test_a_streamed_vector_file_is_byte_for_byte_what_faiss_writes(tmp_path):
+    import faiss
+    import numpy as np
+
+    from ragcli.store.vectors import FaissIndex, write_streamed
+
+    ids = np.array([3, 8, 21, 55, 89], dtype=np.int64)
+    vectors = np.random.default_rng(1).standard_normal((5, 16)).astype(np.float32)
+    reference = FaissIndex(16)
+    reference.add(ids, vectors)
+    faiss.write_index(reference._index, str(tmp_path / "reference.faiss"))
+    assert write_streamed(tmp_path / "streamed.faiss", 16, [(ids[:2], vectors[:2]), (ids[2:], vectors[2:])],
+                          5, {"generation": 1})
+    assert (tmp_path / "streamed.faiss").read_bytes() == (tmp_path / "reference.faiss").read_bytes()

@@ -24,7 +24,7 @@ from ragcli.locking import exclusive
 from ragcli.store.ownership import claim_index_dir
 from ragcli.store.postings import PostingsWriter
 from ragcli.store.schema import MIGRATION_NAMES
-from ragcli.store.vectors import FaissIndex, checksum_problem, read_params
+from ragcli.store.vectors import FaissIndex, checksum_problem, read_params, write_streamed
 from ragcli.types import Chunk, ChunkSettings
 
 if TYPE_CHECKING:  # imported where arrays are handled: opening an index needs no numpy
@@ -476,15 +476,30 @@ class Store:
         """
         import numpy as np
 
+        generation = self.vector_generation(group) + 1
+        params = {**params, "group": group, "generation": generation}
+        if self._write_fresh(group, params):
+            self.set_meta(f"vectors_generation:{group}", generation)
+            return int(read_params(self.vector_path(group))["count"])
         index = self.vector_index(group, writable=True)
         wanted = self.group_embedding_ids(group)
         have = index.ids()
         index.remove(np.setdiff1d(have, wanted, assume_unique=True))
         self._build_vectors(group, index, np.setdiff1d(wanted, have, assume_unique=True))
-        generation = self.vector_generation(group) + 1
-        index.save(self.vector_path(group), {**params, "group": group, "generation": generation})
+        index.save(self.vector_path(group), params)
         self.set_meta(f"vectors_generation:{group}", generation)
         return len(index)
+
+    def _write_fresh(self, group: str, params: Mapping[str, Any]) -> bool:
+        """With no usable vector file (first ingest, stale or damaged), stream one from SQLite
+        instead of building the whole index in memory; False when the file must be patched."""
+        path = self.current_vector_file(group)
+        if path is not None and checksum_problem(path, read_params(path) or {}) is None:
+            return False
+        wanted = self.group_embedding_ids(group)
+        dimension = self.dimension()
+        return write_streamed(self.vector_path(group), dimension, self.vectors_for(wanted, dimension),
+                              len(wanted), params)
 
     def _build_vectors(self, group: str, index: FaissIndex, ids: np.ndarray | None = None) -> FaissIndex:
         ids = self.group_embedding_ids(group) if ids is None else ids

@@ -120,6 +120,52 @@ class FaissIndex:
         return cls(index.d, index)
 
 
+def write_streamed(path: Path, dimension: int, batches: Iterable[tuple[Any, Any]], count: int,
+                   params: Mapping[str, Any]) -> bool:
+    """Write a vector file from (ids, vectors) batches without holding them all in memory.
+
+    The file is byte for byte what `faiss.write_index` writes for an `IndexIDMap2(IndexFlatIP)`
+    (a header, the float array, the id array; a test compares the two), so the in-memory
+    index of a 100 MB document's 150K vectors (230 MB) is never built just to be written.
+    Returns False, writing nothing, when the FAISS build lays the header out differently.
+    """
+    import struct
+
+    import faiss
+    import numpy as np
+
+    empty = faiss.serialize_index(faiss.IndexIDMap2(faiss.IndexFlatIP(dimension))).tobytes()
+    if len(empty) != 90 or empty[:4] != b"IxM2" or empty[37:41] != b"IxFI":
+        return False
+    header = bytearray(empty[:74])
+    struct.pack_into("<q", header, 8, count)
+    struct.pack_into("<q", header, 45, count)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    ids: list[Any] = []
+    written = 0
+    with open(tmp, "wb") as handle:
+        handle.write(header)
+        handle.write(struct.pack("<q", count * dimension))
+        for batch_ids, vectors in batches:
+            handle.write(np.ascontiguousarray(vectors, dtype="<f4").tobytes())
+            ids.append(np.asarray(batch_ids, dtype="<i8"))
+            written += len(batch_ids)
+        handle.write(struct.pack("<q", count))
+        for part in ids:
+            handle.write(part.tobytes())
+    if written != count:
+        tmp.unlink()
+        raise RuntimeError(f"vector file for {count} vectors got {written}")
+    size, crc = file_checksum(tmp)
+    _fsync_replace(tmp, path)
+    meta = {"format_version": FORMAT_VERSION, "dimension": dimension, "count": count,
+            "metric": "inner_product", "normalized": True, **params, "bytes": size,
+            "checksum": f"crc32:{crc:08x}"}
+    write_json_atomic(params_path(path), meta)
+    return True
+
+
 def file_checksum(path: Path) -> tuple[int, int]:
     """(size, zlib.crc32) of a file, read through a memory map.
 
