@@ -195,6 +195,13 @@ def _dense_score(hit: Hit) -> float:
     return float(hit.sources.get("dense", {}).get("score", -1.0))
 
 
+def needs_model(options: AskOptions) -> bool:
+    """Whether answering with these options runs the GGUF model at all (extractive answers
+    with keyword retrieval and no rewriting or LLM reranking do not)."""
+    return (options.answer_style in ("generative", "choice") or bool(options.rewrite)
+            or options.query.rerank == "llm" or options.query.mode == "llm")
+
+
 def stream_answer(generator: Generator, messages: Sequence[Message], options: AskOptions) -> Iterator[str]:
     """The default generation stage: stream the model's answer."""
     return generator.stream(messages, max_tokens=options.max_tokens, temperature=options.temperature)
@@ -333,9 +340,13 @@ class Asker:
         Raises:
             ModelNotFound, ContextTooSmall, NotIndexed, UsageError and the retrieval errors.
         """
+        from ragcli.readers.base import valid_unicode
+
+        question = valid_unicode(question)  # non-UTF-8 bytes from argv/stdin
         started = time.perf_counter()
         self._active = options
-        model = self.model_fingerprint(options)  # a missing model fails before any retrieval
+        # A missing model fails before any retrieval, but only when this answer needs one.
+        model = self.model_fingerprint(options) if needs_model(options) else "no-model"
         key = self._cache_key(question, options, model) if options.use_cache else None
         cached = self._cache_get(key, started)
         if cached is not None:

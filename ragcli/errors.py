@@ -49,3 +49,7 @@ class UnknownGroup(RagError):
 
 class UnknownFilter(RagError):
     """A filter key that no document carries was asked for."""
+
+
+class StorageFull(RagError):
+    """The disk (or quota) filled up while writing; what was committed before is kept."""

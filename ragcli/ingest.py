@@ -14,27 +14,34 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import time
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from ragcli.choices import DEFAULT_GROUP
 from ragcli.errors import IndexMismatch, RagError, ReaderError
+from ragcli.locking import DEFAULT_TIMEOUT, index_writer
 from ragcli.readers import is_probably_binary, read_document, reader_for
+from ragcli.readers.base import open_regular
 from ragcli.analysis import term_string
-from ragcli.splitting import PRESETS, page_at, page_starts, split, validate_settings
+from ragcli.splitting import PRESETS, page_at, page_starts, section_bounds, split, validate_settings
 from ragcli.store import NewChunk, Store
-from ragcli.types import ChunkSettings, Document, Progress
+from ragcli.store.errors import storage_errors
+from ragcli.store.ownership import claim_index_dir, is_index, remove_index, require_index_or_absent
+from ragcli.types import ChunkSettings, Document, Progress, Span
+from ragcli.walk import FileFilter, display_path, resolve_roots, walk_files
 from ragcli.removal import apply_exclusions
-from ragcli.walk import FileFilter, resolve_roots, walk_files
 
 if TYPE_CHECKING:
     from ragcli.embedding.base import Embedder
 
 TEXT_FILE_TYPES = frozenset({"txt", "md", "html"})
+# Commit at least this often (seconds of work), whatever --batch-size says, so a kill early
+# in a run keeps its progress; the first batch is small for the same reason.
+COMMIT_SECONDS = 3.0
+FIRST_BATCH = 16
 
 
 @dataclass(frozen=True)
@@ -66,12 +73,17 @@ class IngestReport:
 
 
 @dataclass
-class _Pending:
-    document: Document
+class _Piece:
+    """Consecutive chunks of one document; the first piece replaces its old chunks, the last
+    marks it complete."""
+
+    record: dict
     content_hash: str
-    spans: list
+    spans: list[Span]
     page_starts: list[int]
-    span_hashes: list[str]
+    first: bool
+    last: bool
+    span_hashes: list[str] = field(default_factory=list)
 
 
 def chunking_for(store: Store, group: str, chunking: ChunkSettings | None) -> ChunkSettings:
@@ -117,18 +129,30 @@ EMBED_SLICE = 32  # chunks per progress report while a batch is embedded
 
 
 class _Batcher:
-    """Collects split documents and writes them, embedding new chunk texts, in batches."""
+    """Collects chunks of split documents and writes them, embedding new chunk texts, in batches.
+
+    A batch is committed when it holds `size` chunks or when COMMIT_SECONDS have passed since
+    the last commit; the chunk limit also adapts to the embedder's measured speed, so one
+    batch is a few seconds of work on any machine.
+    """
 
     def __init__(self, store: Store, embedder: Embedder, group: str, report: IngestReport, size: int):
         self.store, self.embedder, self.group, self.report, self.size = store, embedder, group, report, size
-        self.pending: list[_Pending] = []
+        self.pending: list[_Piece] = []
         self.count = 0
         self.progress: Any = None  # optional `embedding(n)` / `embedded(n)` receiver
+        self.limit = min(size, FIRST_BATCH)
+        self.last_commit = time.monotonic()
+        self._doc_ids: dict[str, int] = {}
 
-    def add(self, item: _Pending) -> None:
-        self.pending.append(item)
-        self.count += len(item.spans)
-        if self.count >= self.size:
+    def room(self) -> int:
+        return max(1, self.limit - self.count)
+
+    def add(self, piece: _Piece) -> None:
+        piece.span_hashes = [span_hash(span.text) for span in piece.spans]
+        self.pending.append(piece)
+        self.count += len(piece.spans)
+        if self.count >= self.limit or time.monotonic() - self.last_commit >= COMMIT_SECONDS:
             self.flush()
 
     def flush(self) -> None:
@@ -137,7 +161,9 @@ class _Batcher:
         hashes = {h: span.text for item in self.pending for span, h in zip(item.spans, item.span_hashes)}
         known = self.store.embedding_ids(hashes)
         missing = [h for h in hashes if h not in known]
+        started = time.monotonic()
         vectors = self._embed([hashes[h] for h in missing]) if missing else None
+        seconds = time.monotonic() - started
         with self.store.transaction():
             if missing:
                 known.update(self.store.insert_embeddings(missing, vectors))
@@ -145,7 +171,10 @@ class _Batcher:
                 self._write(item, known)
         self.report.embedded += len(missing)
         self.report.reused += sum(len(item.spans) for item in self.pending) - len(missing)
+        if missing and seconds > 0:
+            self.limit = max(FIRST_BATCH, min(self.size, int(len(missing) / seconds * COMMIT_SECONDS)))
         self.pending, self.count = [], 0
+        self.last_commit = time.monotonic()
 
     def _embed(self, texts: list[str]):
         """Embed, telling the progress receiver (if it listens) as slices finish.
@@ -165,16 +194,23 @@ class _Batcher:
             report(len(parts[-1]))
         return np.concatenate(parts)
 
-    def _write(self, item: _Pending, embedding_ids: dict[str, int]) -> None:
-        doc = item.document
-        doc_id = self.store.upsert_document(document_record(doc, item.content_hash))
+    def _write(self, item: _Piece, embedding_ids: dict[str, int]) -> None:
+        path = item.record["path"]
+        if item.first:
+            doc_id = self.store.upsert_document(item.record)
+            self.store.clear_chunks(doc_id, self.group)
+            self._doc_ids[path] = doc_id
+        doc_id = self._doc_ids[path]
         chunks = [
             NewChunk(order=span.order, text=span.text, start=span.start, end=span.end,
                      page=page_at(item.page_starts, span.start) if item.page_starts else None,
                      hash=chunk_hash, tokens=term_string(span.text), embedding_id=embedding_ids[chunk_hash])
             for span, chunk_hash in zip(item.spans, item.span_hashes)
         ]
-        self.store.replace_chunks(doc_id, self.group, item.content_hash, chunks)
+        self.store.add_chunks(doc_id, self.group, chunks)
+        if item.last:
+            self.store.mark_chunked(doc_id, self.group, item.content_hash)
+            del self._doc_ids[path]
         self.report.chunks += len(chunks)
 
 
@@ -183,19 +219,27 @@ def span_hash(text: str) -> str:
 
 
 def document_record(doc: Document, content_hash: str) -> dict:
+    """The document's row; names that are not valid UTF-8 are stored with `\\xNN` escapes."""
     meta = dict(doc.metadata)
     return {
-        "path": doc.path, "file_type": doc.file_type, "content_hash": content_hash,
-        "file_name": meta.pop("file_name", Path(doc.path).name), "size": meta.pop("size", len(doc.text)),
+        "path": display_path(doc.path), "file_type": doc.file_type, "content_hash": content_hash,
+        "file_name": display_path(meta.pop("file_name", Path(doc.path).name)),
+        "size": meta.pop("size", len(doc.text)),
         "modified": meta.pop("modified", None), "created": meta.pop("created", None),
         "title": meta.pop("title", None), "metadata": meta,
     }
 
 
-def split_document(doc: Document, settings: ChunkSettings, embedder: Embedder) -> list:
+def split_document(doc: Document, settings: ChunkSettings, embedder: Embedder) -> Iterator[list[Span]]:
+    """The document's spans, one list per section (see `section_bounds`), offsets and order
+    counted over the whole text. Memory stays bounded by a section, not the document."""
     tokenize = embedder.token_offsets if settings.split_by == "token" else None
-    return split(doc.text, split_by=settings.split_by, chunk_size=settings.chunk_size,
-                 chunk_overlap=settings.chunk_overlap, tokenize=tokenize)
+    order = 0
+    for start, end in section_bounds(doc.text):
+        spans = split(doc.text[start:end], split_by=settings.split_by, chunk_size=settings.chunk_size,
+                      chunk_overlap=settings.chunk_overlap, tokenize=tokenize)
+        yield [Span(span.text, order + span.order, span.start + start, span.end + start) for span in spans]
+        order += len(spans)
 
 
 def ingest(
@@ -210,6 +254,8 @@ def ingest(
     rebuild: bool = False,
     batch_chunks: int = 256,
     progress: Progress | None = None,
+    lock_timeout: float = DEFAULT_TIMEOUT,
+    on_wait: Callable[[str], None] | None = None,
 ) -> IngestReport:
     """Ingest files and folders into the index at `index`.
 
@@ -222,8 +268,11 @@ def ingest(
         file_filter: include/exclude globs.
         prune: remove indexed documents under the given folders whose files are gone.
         rebuild: build a fresh index beside the old one and swap it in when done.
-        batch_chunks: chunks embedded and committed per transaction.
+        batch_chunks: most chunks embedded and committed per transaction (a batch is also
+            committed after COMMIT_SECONDS of work).
         progress: optional progress receiver.
+        lock_timeout: seconds to wait for another process writing the same index.
+        on_wait: told once (one line) when this run has to wait for that process.
 
     Returns:
         An `IngestReport`.
@@ -231,12 +280,17 @@ def ingest(
     Raises:
         IndexMismatch: the index uses another embedding model and `rebuild` is off.
         UsageError: a path does not exist or the chunk settings are invalid.
+        NotAnIndex: `index` (or `<index>.rebuild`/`.old`) exists and is not a ragcli index.
+        IndexBusy: another process kept the index locked for longer than `lock_timeout`.
+        StorageFull: the disk filled up; what was committed before is kept.
     """
     roots = resolve_roots(paths)
+    lock = {"lock_timeout": lock_timeout, "on_wait": on_wait}
     if rebuild:
         return _rebuild(index, roots, embedder=embedder, group=group, chunking=chunking,
-                        file_filter=file_filter, batch_chunks=batch_chunks, progress=progress)
-    with _run(index, embedder, group, chunking, batch_chunks, roots) as (store, settings, batcher, report):
+                        file_filter=file_filter, batch_chunks=batch_chunks, progress=progress, **lock)
+    with _run(index, embedder, group, chunking, batch_chunks, roots, **lock) as (
+            store, settings, batcher, report):
         batcher.progress = progress
         files = [p for root in roots for p in walk_files(root, file_filter)]
         files = apply_exclusions(store, files)  # what `rag rm` removed stays out
@@ -248,26 +302,34 @@ def ingest(
                 progress.advance(str(path), status)
         batcher.flush()
         if prune:
-            _prune(store, roots, set(map(str, files)), report)
+            _prune(store, roots, {display_path(str(p)) for p in files}, report)
     return report
 
 
 @contextmanager
 def _run(index: Path, embedder: Embedder, group: str, chunking: ChunkSettings | None, batch_chunks: int,
-         roots: Sequence[Path]) -> Iterator[tuple[Store, ChunkSettings, "_Batcher", IngestReport]]:
-    """Open the index for one ingest; on success sync vectors and record the run, always close."""
+         roots: Sequence[Path], *, lock_timeout: float = DEFAULT_TIMEOUT,
+         on_wait: Callable[[str], None] | None = None,
+         ) -> Iterator[tuple[Store, ChunkSettings, "_Batcher", IngestReport]]:
+    """Open the index for one ingest under its write lock; on success sync vectors and record
+    the run, always close. Storage failures (disk full, a damaged file) become one `RagError`."""
     started = time.perf_counter()
-    store = Store.create(index)
-    try:
-        check_model(store, embedder)
-        report = IngestReport(index=str(index), group=group)
-        settings = chunking_for(store, group, chunking)
-        _start_group(store, embedder, group, settings)
-        yield store, settings, _Batcher(store, embedder, group, report, batch_chunks), report
-        report.seconds = round(time.perf_counter() - started, 3)  # recorded in last_ingest
-        _finish(store, report, roots)
-    finally:
-        store.close()
+    claim_index_dir(index)
+    with index_writer(index, timeout=lock_timeout, on_wait=on_wait), storage_errors(index):
+        store = Store.create(index)
+        try:
+            # A damaged page would otherwise pass unnoticed (files "unchanged") until a query
+            # trips on it; reading every page once took 0.35 s for a 430 MB database.
+            store.check_integrity()
+            check_model(store, embedder)
+            report = IngestReport(index=str(index), group=group)
+            settings = chunking_for(store, group, chunking)
+            _start_group(store, embedder, group, settings)
+            yield store, settings, _Batcher(store, embedder, group, report, batch_chunks), report
+            report.seconds = round(time.perf_counter() - started, 3)  # recorded in last_ingest
+            _finish(store, report, roots)
+        finally:
+            store.close()
     report.seconds = round(time.perf_counter() - started, 3)
 
 
@@ -285,21 +347,33 @@ def _ingest_file(store, batcher, path: Path, settings, group, embedder, report: 
     if reader is None or (reader.file_type in TEXT_FILE_TYPES and is_probably_binary(path)):
         report.skipped += 1
         return "skipped"
+    shown = display_path(str(path))
     try:
-        content_hash = hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError as error:
-        report.failed.append(Failure(str(path), f"cannot read: {error.strerror or error}"))
-        return "failed"
-    existing = store.document_by_path(str(path))
-    if _unchanged(store, existing, content_hash, group):
-        report.unchanged += 1
-        return "unchanged"
-    try:
-        document = read_document(path)
+        content_hash = file_hash(path)
+        existing = store.document_by_path(shown)
+        if _unchanged(store, existing, content_hash, group):
+            report.unchanged += 1
+            return "unchanged"
+        # Keyed by the walked path, not the reader's resolved one: a symlink to a file outside
+        # the folder is then one document of this folder, pruned when the link goes.
+        document = replace(read_document(path), path=str(path))
     except ReaderError as error:
-        report.failed.append(Failure(str(path), str(error)))
+        report.failed.append(Failure(shown, display_path(str(error))))
         return "failed"
     return _queue(batcher, document, content_hash, settings, embedder, report, existing is not None)
+
+
+def file_hash(path: Path) -> str:
+    """sha256 of a regular file's bytes, read in blocks (never the whole file at once).
+
+    Raises:
+        ReaderError: the file cannot be read or is not a regular file (a pipe never blocks).
+    """
+    with open_regular(path) as handle:
+        try:
+            return hashlib.file_digest(handle, "sha256").hexdigest()
+        except OSError as error:
+            raise ReaderError(f"{path}: cannot read file ({error.strerror or error})") from error
 
 
 def _unchanged(store: Store, existing: dict | None, content_hash: str, group: str) -> bool:
@@ -308,10 +382,24 @@ def _unchanged(store: Store, existing: dict | None, content_hash: str, group: st
         store.chunked_hash(existing["id"], group) == content_hash
 
 
-def _queue(batcher, document, content_hash, settings, embedder, report, exists: bool) -> str:
-    spans = split_document(document, settings, embedder)
+def _queue(batcher: _Batcher, document, content_hash, settings, embedder, report, exists: bool) -> str:
+    """Hand the document's chunks to the batcher in pieces no bigger than a batch."""
     starts = page_starts(document.text) if "\f" in document.text else []
-    batcher.add(_Pending(document, content_hash, spans, starts, [span_hash(span.text) for span in spans]))
+    record = document_record(document, content_hash)
+    first = True
+    sections = split_document(document, settings, embedder)
+    spans = next(sections)
+    while spans is not None:
+        following = next(sections, None)
+        while True:
+            take = batcher.room()
+            piece, spans = spans[:take], spans[take:]
+            last = not spans and following is None
+            batcher.add(_Piece(record, content_hash, piece, starts, first, last))
+            first = False
+            if not spans:
+                break
+        spans = following
     if exists:
         report.updated += 1
         return "updated"
@@ -329,12 +417,14 @@ def ingest_documents(
     prune: bool = True,
     batch_chunks: int = 256,
     progress: Progress | None = None,
+    lock_timeout: float = DEFAULT_TIMEOUT,
 ) -> IngestReport:
     """Ingest in-memory documents (e.g. a BEIR corpus) keyed by `Document.path`.
 
     With `prune`, documents in the index that are not among `documents` are removed.
     """
-    with _run(index, embedder, group, chunking, batch_chunks, []) as (store, settings, batcher, report):
+    with _run(index, embedder, group, chunking, batch_chunks, [], lock_timeout=lock_timeout) as (
+            store, settings, batcher, report):
         seen: set[str] = set()
         for document in documents:
             seen.add(document.path)
@@ -386,39 +476,53 @@ def _finish(store: Store, report: IngestReport, roots: Sequence[Path]) -> None:
         store.set_meta("last_ingest", json.dumps({**report.to_dict(), "failed": len(report.failed)}))
 
 
-def remove_paths(index: Path, paths: Sequence[str]) -> int:
+def remove_paths(index: Path, paths: Sequence[str], *, lock_timeout: float = DEFAULT_TIMEOUT,
+                 on_wait: Callable[[str], None] | None = None) -> int:
     """Remove documents by path (a folder removes everything under it); returns how many.
 
     Raises:
         NotIndexed: there is no index.
         RagError: nothing in the index matches a given path.
+        IndexBusy: another process kept the index locked for longer than `lock_timeout`.
     """
-    store = Store.open(index)
-    try:
-        targets = [Path(p).expanduser().resolve() for p in paths]
-        found = store.documents_under(targets)
-        if not found:
-            raise RagError(f"nothing indexed under {', '.join(map(str, paths))}: see `rag ls`")
-        report = IngestReport(index=str(index), group="")
-        _remove(store, list(found.values()), report)
-        _finish(store, report, [])
-        return report.removed
-    finally:
-        store.close()
+    Store.open(index).close()  # NotIndexed before creating a lock file anywhere
+    with index_writer(index, timeout=lock_timeout, on_wait=on_wait), storage_errors(index):
+        store = Store.open(index)
+        try:
+            targets = [display_path(str(Path(p).expanduser().resolve())) for p in paths]
+            found = store.documents_under([Path(t) for t in targets])
+            if not found:
+                raise RagError(f"nothing indexed under {', '.join(map(display_path, paths))}: see `rag ls`")
+            report = IngestReport(index=str(index), group="")
+            _remove(store, list(found.values()), report)
+            _finish(store, report, [])
+            return report.removed
+        finally:
+            store.close()
 
 
-def _rebuild(index: Path, roots: list[Path], **options) -> IngestReport:
-    """Build a fresh index next to the old one; swap directories only when it is complete."""
+def _rebuild(index: Path, roots: list[Path], *, lock_timeout: float = DEFAULT_TIMEOUT,
+             on_wait: Callable[[str], None] | None = None, **options) -> IngestReport:
+    """Build a fresh index next to the old one; swap folders only when it is complete.
+
+    Only ragcli's own indexes are ever removed or renamed: `index`, `<index>.rebuild` and
+    `<index>.old` must each be missing or provably an index (see `ragcli.store.ownership`).
+    """
     fresh = index.with_name(index.name + ".rebuild")
     old = index.with_name(index.name + ".old")
-    shutil.rmtree(fresh, ignore_errors=True)
-    report = ingest(fresh, roots, **options)
-    report.index = str(index)
-    shutil.rmtree(old, ignore_errors=True)
-    if index.exists():
-        index.rename(old)
-    fresh.rename(index)
-    shutil.rmtree(old, ignore_errors=True)
+    require_index_or_absent(index, "the index to rebuild")
+    require_index_or_absent(fresh, "left by an interrupted --rebuild")
+    require_index_or_absent(old, "the previous index kept during --rebuild")
+    claim_index_dir(index)
+    with index_writer(index, timeout=lock_timeout, on_wait=on_wait):
+        remove_index(fresh)
+        report = ingest(fresh, roots, lock_timeout=lock_timeout, on_wait=on_wait, **options)
+        report.index = str(index)
+        remove_index(old)
+        if is_index(index) or index.exists():
+            index.rename(old)
+        fresh.rename(index)
+    remove_index(old)
     return report
 
 
@@ -491,6 +595,7 @@ def ingest_changes(
     """
     files, gone = _classify_changes(roots, changed, file_filter)
     with _run(index, embedder, group, chunking, batch_chunks, roots) as (store, settings, batcher, report):
+        files = apply_exclusions(store, files)  # what `rag rm` removed stays out
         if progress:
             progress.start(len(files))
         for path in files:

@@ -241,6 +241,9 @@ class Searcher:
         Raises:
             UsageError, NotIndexed, UnknownGroup, UnknownFilter, IndexMismatch.
         """
+        from ragcli.readers.base import valid_unicode
+
+        query = valid_unicode(query)  # non-UTF-8 bytes from argv/stdin must not reach the tokenizer
         validate(options)
         group = self.resolve_group(options.group)
         log.info("index %s, group %s, mode %s, top %d", self.store.path, group, options.mode, options.top_k)

@@ -30,35 +30,43 @@ def index_status(index: Path) -> dict[str, Any]:
     Raises:
         NotIndexed: there is no index at `index`.
     """
+    from ragcli.store.errors import storage_errors
+
     store = Store.open(index)
     try:
-        groups = {}
-        for name, settings in store.groups().items():
-            params = read_params(store.vector_path(name)) or {}
-            groups[name] = {
-                "split_by": settings.split_by, "chunk_size": settings.chunk_size,
-                "chunk_overlap": settings.chunk_overlap,
-                "chunks": store.count("chunks", "group_name = ?", [name]),
-                "vectors": params.get("count", 0),
-                "vectors_current": params.get("generation") == store.vector_generation(name),
-                "vector_search": vector_search(params),
-            }
-        return {
-            "index": str(index),
-            "documents": store.count("documents"),
-            "chunks": store.count("chunks"),
-            "embeddings": store.count("embeddings"),
-            "groups": groups,
-            "model": store.get_meta("embedding_model"),
-            "dimension": int(store.get_meta("embedding_dimension") or 0) or None,
-            "fingerprint": store.get_meta("embedding_fingerprint"),
-            "sizes": {"database": sum(_size(index / (DATABASE_NAME + s)) for s in ("", "-wal", "-shm")),
-                      "vectors": _size(index / "vectors")},
-            "roots": json.loads(store.get_meta("roots", "[]") or "[]"),
-            "last_ingest": json.loads(store.get_meta("last_ingest", "null") or "null"),
-        }
+        with storage_errors(index):
+            return _status(store, index)
     finally:
         store.close()
+
+
+def _status(store: Store, index: Path) -> dict[str, Any]:
+    store.check_integrity()  # `rag status` is where a user looks first: say if a page is damaged
+    groups = {}
+    for name, settings in store.groups().items():
+        params = read_params(store.vector_path(name)) or {}
+        groups[name] = {
+            "split_by": settings.split_by, "chunk_size": settings.chunk_size,
+            "chunk_overlap": settings.chunk_overlap,
+            "chunks": store.count("chunks", "group_name = ?", [name]),
+            "vectors": params.get("count", 0),
+            "vectors_current": params.get("generation") == store.vector_generation(name),
+            "vector_search": vector_search(params),
+        }
+    return {
+        "index": str(index),
+        "documents": store.count("documents"),
+        "chunks": store.count("chunks"),
+        "embeddings": store.count("embeddings"),
+        "groups": groups,
+        "model": store.get_meta("embedding_model"),
+        "dimension": int(store.get_meta("embedding_dimension") or 0) or None,
+        "fingerprint": store.get_meta("embedding_fingerprint"),
+        "sizes": {"database": sum(_size(index / (DATABASE_NAME + s)) for s in ("", "-wal", "-shm")),
+                  "vectors": _size(index / "vectors")},
+        "roots": json.loads(store.get_meta("roots", "[]") or "[]"),
+        "last_ingest": json.loads(store.get_meta("last_ingest", "null") or "null"),
+    }
 
 
 def list_documents(index: Path) -> list[dict[str, Any]]:

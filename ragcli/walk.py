@@ -46,10 +46,25 @@ def resolve_roots(paths: Sequence[str | Path]) -> list[Path]:
     return roots
 
 
+def display_path(path: str) -> str:
+    """A path as text that is always valid UTF-8: bytes that are not (a name like `bad_\\xff.txt`,
+    which Python holds as lone surrogates) are written as `\\xff` escapes.
+
+    Valid names are returned unchanged; the index stores and compares paths in this form.
+    """
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def walk_files(root: Path, file_filter: FileFilter) -> Iterator[Path]:
     """Files under a root in sorted order, skipping hidden files and folders.
 
     A root that is a file is yielded as is: naming a file explicitly means the user wants it.
+    A symlink to a file inside the root is skipped (the file itself is walked); one pointing
+    outside is yielded under its own name, so it is one document of this folder.
     """
     if root.is_file():
         yield root
@@ -60,5 +75,13 @@ def walk_files(root: Path, file_filter: FileFilter) -> Iterator[Path]:
             if name.startswith("."):
                 continue
             path = Path(folder) / name
-            if file_filter.accepts(path.relative_to(root).as_posix()) and path.is_file():
+            if file_filter.accepts(path.relative_to(root).as_posix()) and path.is_file() and \
+                    not _link_into(path, root):
                 yield path
+
+
+def _link_into(path: Path, root: Path) -> bool:
+    """A symlink whose target lies under `root` (walked there already)."""
+    if not path.is_symlink():
+        return False
+    return path.resolve().is_relative_to(root)

@@ -152,6 +152,14 @@ class _RagGroup(TyperGroup):
         except BrokenPipeError:
             silence_stdout()
             raise typer.Exit(0) from None
+        except Exception as error:  # storage failures (disk full, damaged index) that escaped
+            from ragcli.store.errors import as_rag_error
+
+            translated = as_rag_error(error)
+            if translated is None:
+                raise
+            typer.echo(f"rag: error: {translated}", err=True)
+            raise typer.Exit(translated.exit_code) from None
 
 
 app = typer.Typer(

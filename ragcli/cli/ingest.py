@@ -27,6 +27,11 @@ class SplitBy(str, Enum):
     token = "token"
 
 
+LockTimeoutOption = Annotated[float, typer.Option(
+    min=0, help="Seconds to wait while another rag process writes the same index, then give up "
+    "(exit 1).")]
+
+
 def ingest(
     paths: Annotated[Optional[List[Path]], typer.Argument(
         help="Folders (walked recursively) and files; default: the roots ingested before.",
@@ -50,6 +55,7 @@ def ingest(
                                             "(smaller: less memory, finer resume points).")] = 256,
     strict: Annotated[bool, typer.Option(help="Exit 1 when any file failed to read (default: report "
                                          "failures, exit 0).")] = False,
+    lock_timeout: LockTimeoutOption = 600.0,
     json_output: JsonOption = False,
     watch: Annotated[bool, typer.Option(
         "--watch", "-w", help="After ingesting, keep watching the folders and apply every change (create, "
@@ -59,7 +65,8 @@ def ingest(
     """Read folders of documents into the index; re-running only touches what changed.
 
     Reads txt, md, pdf, docx and html; skips hidden and binary files. Unreadable files are
-    reported one per line and the rest is ingested.
+    reported one per line and the rest is ingested. Only one process writes an index at a
+    time: a second one waits (saying so) up to --lock-timeout seconds.
 
     Example: rag ingest ~/notes ~/papers --include '*.pdf' --group fine
 
@@ -102,7 +109,8 @@ def ingest(
     with progress_bar(err, "ingesting") as bar:
         report = run_ingest(settings.index, roots, embedder=embedder, group=group, chunking=chunking,
                             file_filter=FileFilter(tuple(include or ()), tuple(exclude or ())),
-                            prune=prune, rebuild=rebuild, batch_chunks=batch_size, progress=bar)
+                            prune=prune, rebuild=rebuild, batch_chunks=batch_size, progress=bar,
+                            lock_timeout=lock_timeout, on_wait=_say_waiting)
     for failure in report.failed:
         message = failure.reason if failure.path in failure.reason else f"{failure.path}: {failure.reason}"
         err.print(f"[red]failed[/red] {escape(printable(message))}", highlight=False)
@@ -116,6 +124,10 @@ def ingest(
             f"{time.perf_counter() - started:.1f} s", highlight=False, markup=False)
     if strict and report.failed:
         raise typer.Exit(1)
+
+
+def _say_waiting(message: str) -> None:
+    stderr_console().print(message, highlight=False, markup=False)
 
 
 def status(index: IndexOption = None, json_output: JsonOption = False,
@@ -213,6 +225,7 @@ def rm(
     index: IndexOption = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask before removing every document "
                                       "(needed without a terminal).")] = False,
+    lock_timeout: LockTimeoutOption = 600.0,
     json_output: JsonOption = False,
 ) -> None:
     """Remove documents (a folder removes everything indexed under it) from the index.
@@ -233,7 +246,7 @@ def rm(
         raise RagError(f"nothing indexed under {', '.join(map(str, paths))}: see `rag ls`")
     if plan.everything and not yes:
         _confirm_remove_all(plan.total, index_dir)
-    removed = remove_paths(index_dir, paths)
+    removed = remove_paths(index_dir, paths, lock_timeout=lock_timeout, on_wait=_say_waiting)
     record_exclusions(index_dir, plan.targets)
     if json_output:
         emit_json("rm", {"removed": removed, "excluded": [str(t) for t in plan.targets]})

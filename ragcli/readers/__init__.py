@@ -15,12 +15,13 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
-from ragcli.readers.base import Reader, reader_error
+from ragcli.errors import ReaderError
+from ragcli.readers.base import Reader, open_regular, reader_error
 from ragcli.readers.docx import DocxReader
 from ragcli.readers.html import HtmlReader
 from ragcli.readers.markdown import MarkdownReader
 from ragcli.readers.pdf import PdfReader
-from ragcli.readers.text import TextReader, has_unicode_bom
+from ragcli.readers.text import TextReader, has_unicode_bom, sniff_utf16
 from ragcli.types import Document
 
 __all__ = [
@@ -95,7 +96,8 @@ def is_probably_binary(path: Path) -> bool:
     This is a content sniff for the walker, to skip binary files among text-like ones.
     PDF and DOCX files are binary containers by nature and usually answer True, so call
     it only for files whose reader is text-based (txt, md, html) or that have no reader.
-    A UTF-16/UTF-32 file with a BOM has NUL bytes but is text, so it answers False.
+    A UTF-16/UTF-32 file with a BOM has NUL bytes but is text, so it answers False; so does
+    UTF-16 without a BOM whose NUL bytes fall on one side of each pair (see `sniff_utf16`).
 
     Args:
         path: The file to sniff.
@@ -105,8 +107,8 @@ def is_probably_binary(path: Path) -> bool:
         will then report the real problem).
     """
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             head = handle.read(_SNIFF_BYTES)
-    except OSError:
+    except (OSError, ReaderError):
         return False
-    return b"\x00" in head and not has_unicode_bom(head)
+    return b"\x00" in head and not has_unicode_bom(head) and sniff_utf16(head) is None

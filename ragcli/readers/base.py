@@ -6,10 +6,12 @@ store keeps filterable (file_name, file_type, size, modified, created, title, pa
 
 from __future__ import annotations
 
+import os
+import stat
 import unicodedata
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 from ragcli.errors import ReaderError
 from ragcli.types import Document
@@ -52,19 +54,56 @@ def reader_error(path: Path, reason: str) -> ReaderError:
     return ReaderError(f"{path}: {reason}")
 
 
-def read_bytes(path: Path) -> bytes:
-    """Read a whole file, turning OS errors into a ReaderError.
+def open_regular(path: Path) -> BinaryIO:
+    """Open a file for reading, refusing anything but a regular file and never blocking.
+
+    The open is non-blocking (a named pipe swapped in after the folder walk would otherwise
+    wait forever for a writer) and the opened descriptor, not the name, is checked, so a
+    file replaced between a check and the open cannot slip through.
 
     Raises:
-        ReaderError: The file is missing, unreadable or a directory.
+        ReaderError: the file cannot be opened or is a pipe, device, socket or folder.
     """
     try:
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
-        reason = (
-            f"cannot read file ({exc.strerror or exc}); check it exists and is readable"
-        )
-        raise reader_error(path, reason) from exc
+        raise reader_error(path, f"cannot read file ({exc.strerror or exc}); check it exists and is "
+                                 "readable") from exc
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a named pipe" if stat.S_ISFIFO(mode) else "a folder" if stat.S_ISDIR(mode) else \
+                "a device or socket"
+            raise reader_error(path, f"not a regular file ({kind}); skipped")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_bytes(path: Path) -> bytes:
+    """Read a whole regular file, turning OS errors into a ReaderError.
+
+    Raises:
+        ReaderError: The file is missing, unreadable, a directory or not a regular file.
+    """
+    with open_regular(path) as handle:
+        try:
+            return handle.read()
+        except OSError as exc:
+            reason = f"cannot read file ({exc.strerror or exc}); check it exists and is readable"
+            raise reader_error(path, reason) from exc
+
+
+def valid_unicode(text: str) -> str:
+    """`text` with lone surrogates (bytes that were not UTF-8 in argv, stdin or a file name)
+    replaced by U+FFFD, so it can be tokenized, stored and printed; valid text is unchanged."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def normalise_text(text: str) -> str:

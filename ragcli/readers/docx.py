@@ -7,11 +7,13 @@ paragraph that introduces it. Each table row becomes one line, its cells joined 
 
 from __future__ import annotations
 
+import io
+
 import zipfile
 from pathlib import Path
 from typing import Any
 
-from ragcli.readers.base import build_document, reader_error
+from ragcli.readers.base import read_bytes, build_document, reader_error
 from ragcli.types import Document
 
 CELL_SEPARATOR = " | "
@@ -78,7 +80,7 @@ class DocxReader:
         from docx.opc.exceptions import PackageNotFoundError
 
         try:
-            document = docx.Document(str(path))
+            document = docx.Document(io.BytesIO(read_bytes(path)))  # regular files only
             blocks, title = _blocks(document), _title(document)
         except (
             PackageNotFoundError,

@@ -7,12 +7,14 @@ start-up.
 
 from __future__ import annotations
 
+import io
+
 import struct
 import zlib
 from pathlib import Path
 from typing import Any
 
-from ragcli.readers.base import build_document, reader_error
+from ragcli.readers.base import read_bytes, build_document, reader_error
 from ragcli.types import Document
 
 PAGE_SEPARATOR = "\f"
@@ -36,7 +38,7 @@ def _open(path: Path) -> Any:
     """Open a PDF and make sure its pages can be read (decrypting an empty password)."""
     from pypdf import PasswordType, PdfReader
 
-    pdf = PdfReader(path)
+    pdf = PdfReader(io.BytesIO(read_bytes(path)))  # read_bytes: regular files only, never blocks
     # pypdf already tries the empty user password; a PDF that only restricts printing or
     # copying opens with it, one that needs a real password does not.
     if pdf.is_encrypted and pdf.decrypt("") == PasswordType.NOT_DECRYPTED:

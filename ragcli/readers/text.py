@@ -1,6 +1,7 @@
 """Plain text files (.txt, .text, .rst).
 
-Decoding is strict on purpose: UTF-8, UTF-8 with a BOM, and UTF-16/UTF-32 with a BOM.
+Decoding is strict on purpose: UTF-8, UTF-8 with a BOM, UTF-16/UTF-32 with a BOM, and
+UTF-16 without one when its NUL bytes show the byte order (`sniff_utf16`).
 Anything else is reported, not guessed. A legacy 8-bit file (latin-1, cp1252) decodes
 "successfully" under every single-byte codec, so a guess can silently index mojibake
 that no query will ever match; one clear error per file is the better failure.
@@ -29,6 +30,35 @@ def has_unicode_bom(data: bytes) -> bool:
     return any(data.startswith(bom) for bom, _ in _BOMS)
 
 
+def sniff_utf16(data: bytes) -> str | None:
+    """The UTF-16 byte order of BOM-less text, judged by where its NUL bytes fall, else None.
+
+    Latin-script UTF-16 has a NUL in one half of most code units (the high byte of "a" is 0):
+    all NULs at odd offsets is little-endian, all at even offsets big-endian. A binary file
+    has NULs on both sides; UTF-8 text has none. Text with no NUL at all (e.g. mostly CJK)
+    cannot be told from other bytes this way and is left to the UTF-8 check.
+    """
+    sample = data[: len(data) - len(data) % 2]
+    pairs = len(sample) // 2
+    if pairs < 2:
+        return None
+    even, odd = sample[0::2].count(0), sample[1::2].count(0)
+    if odd * 2 >= pairs and even == 0:
+        order = "utf-16-le"
+    elif even * 2 >= pairs and odd == 0:
+        order = "utf-16-be"
+    else:
+        return None
+    try:
+        text = sample.decode(order)
+    except UnicodeDecodeError:
+        return None
+    # Text has no control characters but layout ones; binary that passed the NUL test has.
+    if any(ord(c) < 32 and c not in "\t\n\r\f" for c in text):
+        return None
+    return order
+
+
 def decode_text(data: bytes, path: Path) -> str:
     """Decode file bytes as UTF-8, or as the Unicode encoding its BOM names.
 
@@ -48,6 +78,9 @@ def decode_text(data: bytes, path: Path) -> str:
         if data.startswith(bom):
             encoding, start = name, len(bom)
             break
+    else:
+        if b"\x00" in data[:8192]:
+            encoding = sniff_utf16(data[:8192]) or encoding
     try:
         return data[start:].decode(encoding)
     except UnicodeDecodeError as exc:

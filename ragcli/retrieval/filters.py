@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
@@ -42,20 +43,53 @@ class Condition:
     value: str
 
 
+_NATURAL = re.compile(r"^\s*([^=<>!\s]+)\s*(>=|<=|!=|>|<)(.*)$")
+_DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2}([T ]\d{2}(:\d{2}(:\d{2})?)?)?)?)?$")
+
+
 def parse_filters(pairs: Iterable[str]) -> dict[str, tuple[str, ...]]:
     """Parse repeated `key=value` strings into `{key: (value, ...)}`.
 
+    `key>=value` (and `<=`, `>`, `<`, `!=`) is accepted as the natural spelling of
+    `key=>=value`. Dates must be ISO-8601 (a year, month, day or a time).
+
     Raises:
-        UsageError: a pair has no `=` or an empty key.
+        UsageError: a pair has no `=` or an empty key, or a date value does not parse; the
+            message names the filter.
     """
     filters: dict[str, list[str]] = {}
     for pair in pairs:
-        key, sep, value = pair.partition("=")
+        natural = _NATURAL.match(pair)
+        if natural and "=" not in natural.group(1):
+            key, value = natural.group(1), natural.group(2) + natural.group(3)
+        else:
+            key, sep, value = pair.partition("=")
+            if not sep:
+                key = ""
         key = key.strip()
-        if not sep or not key:
-            raise UsageError(f"--filter '{pair}': write key=value, e.g. --filter file_type=pdf")
+        if not key:
+            raise UsageError(f"--filter '{pair}': write key=value, e.g. --filter file_type=pdf "
+                             "or --filter 'modified>=2024-01-01'")
+        if key in DATE_KEYS:
+            _check_date(pair, parse_condition(value.strip()).value)
         filters.setdefault(key, []).append(value.strip())
     return {key: tuple(values) for key, values in filters.items()}
+
+
+def _check_date(pair: str, value: str) -> None:
+    """Refuse a date that is not ISO-8601 (`2024`, `2024-05`, `2024-05-01`, `2024-05-01T10:00`)."""
+    from datetime import date, datetime
+
+    try:
+        if not _DATE.match(value):
+            raise ValueError(value)
+        if len(value) >= 10:
+            datetime.fromisoformat(value) if len(value) > 10 else date.fromisoformat(value)
+        elif len(value) == 7 and not 1 <= int(value[5:7]) <= 12:
+            raise ValueError(value)
+    except ValueError:
+        raise UsageError(f"--filter '{pair}': '{value}' is not a date; write an ISO date such as "
+                         "--filter 'modified>=2024-01-01' (or 2024, 2024-05, 2024-05-01T10:00)") from None
 
 
 def parse_condition(value: str) -> Condition:

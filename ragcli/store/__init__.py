@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from ragcli.errors import IndexBusy, IndexCorrupt, NotIndexed, UnknownGroup, UsageError
 from ragcli.locking import exclusive
+from ragcli.store.ownership import claim_index_dir
 from ragcli.store.postings import PostingsWriter
 from ragcli.store.schema import MIGRATION_NAMES
-from ragcli.store.vectors import FaissIndex, read_params
+from ragcli.store.vectors import FaissIndex, checksum_problem, read_params, write_streamed
 from ragcli.types import Chunk, ChunkSettings
 
 if TYPE_CHECKING:  # imported where arrays are handled: opening an index needs no numpy
@@ -65,7 +66,15 @@ def _chunk_metadata(row: Sequence[Any]) -> dict[str, Any]:
 
 
 def open_vector_file(path: Path, *, writable: bool = False) -> FaissIndex:
-    """A vector file as an index; memory-mapped read-only unless `writable`. Touches no database."""
+    """A vector file as an index; memory-mapped read-only unless `writable`. Touches no database.
+
+    Raises:
+        RuntimeError: the file does not match the checksum its params record, or FAISS
+            cannot read it (callers rebuild it from the database).
+    """
+    problem = checksum_problem(path, read_params(path) or {})
+    if problem:
+        raise RuntimeError(f"damaged: {problem}")
     return FaissIndex.load(path, mmap=not writable)
 
 
@@ -112,14 +121,20 @@ class Store:
         Raises:
             NotIndexed: there is no index at `path`.
         """
+        if path.exists() and not path.is_dir():
+            raise NotIndexed(f"--index {path} is a file, not an index folder: pass the index's folder")
         if not (path / DATABASE_NAME).is_file():
             raise NotIndexed(f"no index at {path}: run `rag ingest DIR` first (or pass --index PATH)")
         return cls._connect(path)
 
     @classmethod
     def create(cls, path: Path) -> "Store":
-        """Open an index, creating the directory and schema when missing."""
-        path.mkdir(parents=True, exist_ok=True)
+        """Open an index, creating the directory (with its marker) and schema when missing.
+
+        Raises:
+            NotAnIndex: `path` is a file, or a non-empty folder that is not a ragcli index.
+        """
+        claim_index_dir(path)
         return cls._connect(path)
 
     @classmethod
@@ -149,6 +164,21 @@ class Store:
 
     def close(self) -> None:
         self.db.close()
+
+    def check_integrity(self) -> None:
+        """Run SQLite's `PRAGMA quick_check` (reads every page once, skips index cross-checks).
+
+        Raises:
+            IndexCorrupt: a page is damaged; the message says how to recover.
+        """
+        from ragcli.store.errors import corrupt_message
+
+        try:
+            problems = [row[0] for row in self.db.execute("PRAGMA quick_check(3)").fetchall()]
+        except sqlite3.DatabaseError as error:
+            raise IndexCorrupt(corrupt_message(self.path, str(error))) from error
+        if problems != ["ok"]:
+            raise IndexCorrupt(corrupt_message(self.path, "quick_check: " + "; ".join(problems)[:200]))
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -256,7 +286,21 @@ class Store:
 
     def replace_chunks(self, doc_id: int, group: str, content_hash: str, chunks: Sequence[NewChunk]) -> None:
         """Replace a document's chunks in one group (caller holds the transaction)."""
+        self.clear_chunks(doc_id, group)
+        self.add_chunks(doc_id, group, chunks)
+        self.mark_chunked(doc_id, group, content_hash)
+
+    def clear_chunks(self, doc_id: int, group: str) -> None:
+        """Drop a document's chunks in a group and its "chunked" mark (caller holds the transaction).
+
+        A document written over several transactions (a big file) stays unmarked until its
+        last chunk is in, so an interrupted one is re-chunked by the next ingest.
+        """
         self._delete_chunks("doc_id = ? AND group_name = ?", [doc_id, group])
+        self.db.execute("DELETE FROM doc_groups WHERE doc_id = ? AND group_name = ?", [doc_id, group])
+
+    def add_chunks(self, doc_id: int, group: str, chunks: Sequence[NewChunk]) -> None:
+        """Append chunks to a document's group (caller holds the transaction)."""
         for chunk in chunks:
             chunk_id = self.db.execute(
                 'INSERT INTO chunks (doc_id, group_name, ord, text, start, "end", page, hash, embedding_id, '
@@ -265,6 +309,9 @@ class Store:
                  chunk.hash, chunk.embedding_id, chunk.tokens],
             ).lastrowid
             self._postings.add(group, chunk_id, chunk.tokens.split())
+
+    def mark_chunked(self, doc_id: int, group: str, content_hash: str) -> None:
+        """Record that the group's chunks of a document are complete for this content."""
         self.db.execute(
             "INSERT OR REPLACE INTO doc_groups (doc_id, group_name, content_hash) VALUES (?, ?, ?)",
             [doc_id, group, content_hash],
@@ -393,8 +440,8 @@ class Store:
         return int(self.get_meta(f"vectors_generation:{group}", "0") or 0)
 
     def vector_index(self, group: str, *, writable: bool = False) -> FaissIndex:
-        """The group's vector index, rebuilt in memory from SQLite when the file is stale or
-        unreadable (the next ingest writes the rebuilt one back).
+        """The group's vector index, rebuilt in memory from SQLite when the file is stale,
+        fails its checksum or is unreadable (the next ingest writes the rebuilt one back).
 
         A current file is memory-mapped read-only unless `writable` (ingest changes it).
         """
@@ -432,14 +479,18 @@ class Store:
         """
         import numpy as np
 
+        generation = self.vector_generation(group) + 1
+        params = {**params, "group": group, "generation": generation}
+        if self._write_fresh(group, params, approximate_above):
+            self.set_meta(f"vectors_generation:{group}", generation)
+            return int(read_params(self.vector_path(group))["count"])
         index = self.vector_index(group, writable=True)
         wanted = self.group_embedding_ids(group)
         index = self._index_kind_for(index, wanted, approximate_above)
         have = index.ids()
         index.remove(np.setdiff1d(have, wanted, assume_unique=True))
         self._build_vectors(group, index, np.setdiff1d(wanted, have, assume_unique=True))
-        generation = self.vector_generation(group) + 1
-        index.save(self.vector_path(group), {**params, "group": group, "generation": generation})
+        index.save(self.vector_path(group), params)
         self.set_meta(f"vectors_generation:{group}", generation)
         return len(index)
 
@@ -459,6 +510,22 @@ class Store:
         sample_ids = np.sort(np.random.default_rng(0).choice(wanted, size=size, replace=False))
         sample = np.concatenate([vectors for _, vectors in self.vectors_for(sample_ids, index.dimension)])
         return ann.IVFIndex.trained(sample, len(wanted))
+
+    def _write_fresh(self, group: str, params: Mapping[str, Any], approximate_above: int | None) -> bool:
+        """With no usable vector file (first ingest, stale or damaged), stream one from SQLite
+        instead of building the whole index in memory; False when the file must be patched, or
+        when the group is big enough for the approximate index (which is trained in memory)."""
+        from ragcli.store import ann
+
+        path = self.current_vector_file(group)
+        if path is not None and checksum_problem(path, read_params(path) or {}) is None:
+            return False
+        wanted = self.group_embedding_ids(group)
+        if len(wanted) > (ann.APPROXIMATE_ABOVE if approximate_above is None else approximate_above):
+            return False
+        dimension = self.dimension()
+        return write_streamed(self.vector_path(group), dimension, self.vectors_for(wanted, dimension),
+                              len(wanted), params)
 
     def _build_vectors(self, group: str, index: FaissIndex, ids: np.ndarray | None = None) -> FaissIndex:
         ids = self.group_embedding_ids(group) if ids is None else ids

@@ -8,7 +8,9 @@ Vectors are L2-normalised, so inner product is cosine similarity.
 from __future__ import annotations
 
 import json
+import mmap
 import os
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Protocol
 
@@ -108,9 +110,11 @@ class FaissIndex:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
         faiss.write_index(self._index, str(tmp))
+        size, crc = file_checksum(tmp)
         _fsync_replace(tmp, path)
         meta = {"format_version": FORMAT_VERSION, "dimension": self.dimension,
-                "count": len(self), "metric": "inner_product", "normalized": True, **params}
+                "count": len(self), "metric": "inner_product", "normalized": True, **params,
+                "bytes": size, "checksum": f"crc32:{crc:08x}"}
         meta.update(self.describe())
         write_json_atomic(params_path(path), meta)
 
@@ -125,6 +129,87 @@ class FaissIndex:
 
             return IVFIndex(index.d, index)
         return cls(index.d, index)
+
+
+def write_streamed(path: Path, dimension: int, batches: Iterable[tuple[Any, Any]], count: int,
+                   params: Mapping[str, Any]) -> bool:
+    """Write a vector file from (ids, vectors) batches without holding them all in memory.
+
+    The file is byte for byte what `faiss.write_index` writes for an `IndexIDMap2(IndexFlatIP)`
+    (a header, the float array, the id array; a test compares the two), so the in-memory
+    index of a 100 MB document's 150K vectors (230 MB) is never built just to be written.
+    Returns False, writing nothing, when the FAISS build lays the header out differently.
+    """
+    import struct
+
+    import faiss
+    import numpy as np
+
+    empty = faiss.serialize_index(faiss.IndexIDMap2(faiss.IndexFlatIP(dimension))).tobytes()
+    if len(empty) != 90 or empty[:4] != b"IxM2" or empty[37:41] != b"IxFI":
+        return False
+    header = bytearray(empty[:74])
+    struct.pack_into("<q", header, 8, count)
+    struct.pack_into("<q", header, 45, count)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    ids: list[Any] = []
+    written = 0
+    with open(tmp, "wb") as handle:
+        handle.write(header)
+        handle.write(struct.pack("<q", count * dimension))
+        for batch_ids, vectors in batches:
+            handle.write(np.ascontiguousarray(vectors, dtype="<f4").tobytes())
+            ids.append(np.asarray(batch_ids, dtype="<i8"))
+            written += len(batch_ids)
+        handle.write(struct.pack("<q", count))
+        for part in ids:
+            handle.write(part.tobytes())
+    if written != count:
+        tmp.unlink()
+        raise RuntimeError(f"vector file for {count} vectors got {written}")
+    size, crc = file_checksum(tmp)
+    _fsync_replace(tmp, path)
+    meta = {"format_version": FORMAT_VERSION, "dimension": dimension, "count": count,
+            "metric": "inner_product", "normalized": True, **params, "bytes": size,
+            "checksum": f"crc32:{crc:08x}"}
+    write_json_atomic(params_path(path), meta)
+    return True
+
+
+def file_checksum(path: Path) -> tuple[int, int]:
+    """(size, zlib.crc32) of a file, read through a memory map.
+
+    CRC-32 catches random bytes written over the payload (which FAISS would load and score
+    as 1e37) and runs at several GB/s: 0.02 s for a 100K-vector (154 MB) file here, so every
+    open verifies it. sha256 took 0.08 s, blake2b 0.11 s for the same file.
+    """
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size == 0:
+            return 0, 0
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            return size, zlib.crc32(view)
+
+
+def checksum_problem(path: Path, params: Mapping[str, Any]) -> str | None:
+    """Why the vector file does not match the checksum its params record, or None when it does.
+
+    Files written before checksums existed (no "checksum" key) are accepted; the next
+    ingest rewrites them with one.
+    """
+    expected = params.get("checksum")
+    if not expected:
+        return None
+    try:
+        size, crc = file_checksum(path)
+    except OSError as error:
+        return f"cannot read it ({error.strerror or error})"
+    if params.get("bytes") not in (None, size):
+        return f"its size is {size} bytes, {params.get('bytes')} were written"
+    if expected != f"crc32:{crc:08x}":
+        return f"its checksum is crc32:{crc:08x}, {expected} was written"
+    return None
 
 
 def params_path(index_path: Path) -> Path:

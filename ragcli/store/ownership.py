@@ -1,0 +1,121 @@
+"""Which folders are ragcli's own indexes, so nothing else is ever deleted, renamed or rewritten.
+
+Every index ragcli creates gets a marker file (`MARKER_NAME`). An index made by an earlier
+version has no marker but a SQLite `index.db` whose `meta` or migrations table only ragcli
+writes; it is recognised by that and given a marker the next time it is opened for writing.
+A folder that is neither (a user's documents, a file) is refused with one line, never touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+
+from ragcli.errors import RagError
+
+MARKER_NAME = "ragcli-index.json"
+DATABASE_NAME = "index.db"
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+class NotAnIndex(RagError):
+    """A path ragcli was asked to use, replace or remove is not one of its indexes."""
+
+
+def is_index(path: Path) -> bool:
+    """True when `path` is a folder ragcli can prove it created: its marker, or an old index.db."""
+    if not path.is_dir() or path.is_symlink():
+        return False
+    return (path / MARKER_NAME).is_file() or _legacy_database(path / DATABASE_NAME)
+
+
+def _legacy_database(database: Path) -> bool:
+    """An index.db written by ragcli before markers existed (its migrations or meta table)."""
+    try:
+        with open(database, "rb") as handle:
+            if handle.read(16) != _SQLITE_MAGIC:
+                return False
+        conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=5)
+    except (OSError, sqlite3.Error):
+        return False
+    try:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "_sqlite_migrations" in tables:
+            return bool(conn.execute("SELECT 1 FROM _sqlite_migrations WHERE migration_set = 'ragcli' "
+                                     "LIMIT 1").fetchone())
+        return {"meta", "documents", "chunks"} <= tables
+    except sqlite3.Error:
+        # A damaged database that still has the SQLite header, in a folder holding nothing
+        # but ragcli's own file names, is an index too (so `--rebuild` can replace it).
+        return _only_index_files(database.parent)
+    finally:
+        conn.close()
+
+
+_INDEX_FILES = {DATABASE_NAME, DATABASE_NAME + "-wal", DATABASE_NAME + "-shm", "migrate.lock", "write.lock",
+                "vectors", MARKER_NAME}
+
+
+def _only_index_files(folder: Path) -> bool:
+    return all(entry.name in _INDEX_FILES for entry in folder.iterdir())
+
+
+def claim_index_dir(path: Path) -> None:
+    """Make `path` usable as an index: create it (and its marker) or check that it is one.
+
+    Raises:
+        NotAnIndex: `path` is a file, or a non-empty folder that is not a ragcli index.
+    """
+    is_a_file = f"--index {path} is a file, not an index folder: name a new or empty folder"
+    if path.exists() and not path.is_dir():
+        raise NotAnIndex(is_a_file)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise NotAnIndex(is_a_file) from None
+    except OSError as error:
+        raise RagError(f"cannot create the index folder {path}: {error.strerror or error}") from error
+    if (path / MARKER_NAME).is_file():
+        return
+    if any(path.iterdir()) and not _legacy_database(path / DATABASE_NAME):
+        raise NotAnIndex(f"{path} is a folder with other files in it, not a rag index: "
+                         "pass --index a new or empty folder (nothing was changed)")
+    write_marker(path)
+
+
+def write_marker(path: Path) -> None:
+    """Write the marker once; concurrent creators race harmlessly (first one wins)."""
+    try:
+        fd = os.open(path / MARKER_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump({"format": "ragcli-index", "version": 1}, handle)
+
+
+def require_index_or_absent(path: Path, role: str) -> None:
+    """Refuse to replace or delete `path` unless it is missing or a ragcli index.
+
+    Raises:
+        NotAnIndex: `path` exists and is not provably an index; the message says what to do.
+    """
+    if path.is_symlink() or (path.exists() and not is_index(path)):
+        if path.is_dir() and not path.is_symlink() and not any(path.iterdir()):
+            return  # an empty folder holds nothing to lose
+        raise NotAnIndex(f"{path} ({role}) is not a rag index, so it is left alone: "
+                         "move it away or choose another --index")
+
+
+def remove_index(path: Path) -> None:
+    """Delete an index folder, only after proving it is one (or an empty folder).
+
+    Raises:
+        NotAnIndex: `path` is not a ragcli index.
+    """
+    if not path.exists() and not path.is_symlink():
+        return
+    require_index_or_absent(path, "to be removed")
+    shutil.rmtree(path)
