@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from ragcli.ingest import DEFAULT_GROUP, Embedder, IngestReport, ingest, ingest_changes
+from ragcli.choices import DEFAULT_GROUP
+from ragcli.embedding.base import Embedder
+from ragcli.ingest import IngestReport, ingest, ingest_changes
 from ragcli.types import ChunkSettings
 from ragcli.walk import FileFilter, resolve_roots
 

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from ragcli.cli.options import EmbedModelOption, GroupOption, IndexOption, JsonOption
 from ragcli.cli.progress import progress_bar
-from ragcli.cli.render import emit_json, emit_jsonl, stderr_console
+from ragcli.cli.render import emit_json, emit_jsonl, stderr_console, stdout_console
 from ragcli.config import load_settings
 from ragcli.evaluation.metrics import RETRIEVAL_MEASURES
 

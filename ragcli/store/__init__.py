@@ -75,7 +75,9 @@ def open_vector_file(path: Path, *, writable: bool = False) -> FaissIndex:
     problem = checksum_problem(path, read_params(path) or {})
     if problem:
         raise RuntimeError(f"damaged: {problem}")
-    return FaissIndex.load(path, mmap=not writable)
+    from ragcli.store.ann import load_vector_index
+
+    return load_vector_index(path, mmap=not writable)
 
 
 def read_index_meta(index: Path, key: str) -> str | None:

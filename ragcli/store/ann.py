@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 from ragcli.store.vectors import FaissIndex
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import numpy as np
 
 APPROXIMATE_ABOVE = 50_000
@@ -136,3 +138,13 @@ class IVFIndex(FaissIndex):
 
     def describe(self) -> Mapping[str, Any]:
         return {"index_type": INDEX_TYPE, "nlist": self.nlist, "nprobe": self.nprobe}
+
+
+def load_vector_index(path: "Path", *, mmap: bool = False) -> FaissIndex:
+    """Read a vector file as the class its contents call for: `IVFIndex` or exact `FaissIndex`."""
+    import faiss
+
+    index = FaissIndex.load(path, mmap=mmap)
+    if isinstance(index._index, faiss.IndexIVF):
+        return IVFIndex(index.dimension, index._index)
+    return index

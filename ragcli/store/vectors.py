@@ -120,14 +120,13 @@ class FaissIndex:
 
     @classmethod
     def load(cls, path: Path, *, mmap: bool = False) -> "FaissIndex":
-        """Read an index; `mmap` maps the file read-only (3x faster to open, for searching only)."""
+        """Read an index; `mmap` maps the file read-only (3x faster to open, for searching only).
+
+        `ragcli.store.ann.load_vector_index` wraps an approximate (IVF) file in its own class.
+        """
         import faiss
 
         index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP if mmap else 0)
-        if isinstance(index, faiss.IndexIVF):  # an approximate index (ragcli.store.ann)
-            from ragcli.store.ann import IVFIndex
-
-            return IVFIndex(index.d, index)
         return cls(index.d, index)
 
 
