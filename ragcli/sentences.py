@@ -37,7 +37,10 @@ LEXICAL_WEIGHT = 0.45
 # Per rank step of the passage the sentence came from (ties go to the better passage).
 RANK_BONUS = 0.02
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[。！？])|\n+")
+# A line break ends a sentence only before a blank line, a list item, a heading or a table row:
+# a single break inside a paragraph is line wrapping.
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[。！？])|"
+                           r"\n\s*\n\s*|\n(?=\s*(?:[-*+#>|]|\d+[.)])\s)")
 
 
 # "U.S. Army", "Dr. Smith", "St. Louis": a period after initials or a title ends no sentence.
@@ -95,10 +98,15 @@ def sentences_of(passages: Sequence[str]) -> list[Sentence]:
             for number, text in enumerate(passages) for s, e in split_passage(text)]
 
 
+# "how long/old/far ...": the adjective is the question's form (a duration, an age), not its topic.
+_HOW_ADJECTIVE = re.compile(r"\bhow (long|old|far|often|big|large|high|tall|fast|heavy|deep|wide)\b", re.I)
+
+
 def question_terms(question: str) -> set[str]:
     """The question's content terms: analysed words minus the words of its form."""
     terms = set(analyze(question))
-    return (terms - FORM_WORDS) or terms
+    form = set(FORM_WORDS) | {t for m in _HOW_ADJECTIVE.finditer(question) for t in analyze(m.group(1))}
+    return (terms - form) or terms
 
 
 def lexical_scores(question: str, sentences: Sequence[Sentence]) -> list[float]:

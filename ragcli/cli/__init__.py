@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "query": ("ragcli.cli.query", "query"),
     "ask": ("ragcli.cli.ask", "ask"),
     "eval": ("ragcli.cli.eval", "app"),
+    "models": ("ragcli.cli.models", "models"),
 }
 
 
