@@ -40,7 +40,9 @@ RANK_BONUS = 0.02
 # A line break ends a sentence only before a blank line, a list item, a heading or a table row:
 # a single break inside a paragraph is line wrapping.
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[。！？])|"
-                           r"\n\s*\n\s*|\n(?=\s*(?:[-*+#>|]|\d+[.)])\s)")
+                           r"\n\s*\n\s*|\n(?=\s*(?:[-*+#>|]|\d+[.)])\s)|\n(?=[\"'(\[]?[A-Z0-9])")
+# A line this short without a full stop, followed by a capitalised line, is a title.
+TITLE_CHARS = 60
 
 
 # "U.S. Army", "Dr. Smith", "St. Louis": a period after initials or a title ends no sentence.
@@ -77,7 +79,7 @@ def split_passage(text: str) -> list[tuple[int, int]]:
     """Character ``(start, end)`` of each non-empty sentence of `text`."""
     spans, start = [], 0
     for match in _SENTENCE_END.finditer(text):
-        if _ABBREVIATION.search(text, 0, match.start()):
+        if _ABBREVIATION.search(text, 0, match.start()) or _wrapped(text, match):
             continue
         spans.append((start, match.start()))
         start = match.end()
@@ -90,6 +92,14 @@ def split_passage(text: str) -> list[tuple[int, int]]:
             offset = begin + piece.index(stripped[0])
             result.append((offset, offset + len(stripped)))
     return result
+
+
+def _wrapped(text: str, match: re.Match) -> bool:
+    """A single line break inside a paragraph (the line before is long, not a title)."""
+    if match.group() != "\n" or text[match.start() - 1:match.start()] in (".", "!", "?"):
+        return False
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    return match.start() - line_start >= TITLE_CHARS
 
 
 def sentences_of(passages: Sequence[str]) -> list[Sentence]:

@@ -31,8 +31,9 @@ def models(
     from rich.table import Table
 
     table = Table(box=None, pad_edge=False)
-    for column in ("name", "size", "quant", "params", "context", "chat", "answers", "from", "path"):
-        table.add_column(column, overflow="fold")
+    for column in ("name", "size", "quant", "params", "context", "chat", "answers", "from"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("path", overflow="fold")
     for entry in entries:
         info = entry.info
         table.add_row(
