@@ -120,7 +120,7 @@ class AskOptions:
     use_cache: bool = True
     answer_style: str = "auto"
     passages: int = 3
-    prompt_tokens: int = 384
+    prompt_tokens: int = 160
 
 
 # A generated short answer (this many words at most, not a sentence) gets its supporting
@@ -454,9 +454,12 @@ class Asker:
         if says_not_found(text):
             return run.finish(text, sources, generator, stages.annotate)
         cited, _ = parse_citations(text, len(sources))
-        evidence = supporting_sentence(without_citations(text), ranked, cited)
         short = without_citations(text)
-        if evidence is not None and len(short.split()) <= SHORT_WORDS and not short.endswith((".", "!", "?")):
+        if not short:  # only a citation: the cited source's best sentence is the answer
+            short = None
+        evidence = supporting_sentence(short or "", ranked, cited)
+        if evidence is not None and (short is None or (len(short.split()) <= SHORT_WORDS
+                                                       and not short.endswith((".", "!", "?")))):
             quoted = "\n" + quote(evidence)
             yield quoted
             text += quoted

@@ -128,6 +128,12 @@ def page_of(source: Source, sentence: Sentence) -> int | None:
     return source.page + source.text.count("\f", 0, sentence.start)
 
 
+def is_title(text: str) -> bool:
+    """A heading or a title line ("Victoria (Australia)"): short, no full stop; no evidence."""
+    text = text.strip()
+    return text.startswith("#") or (len(text.split()) < 5 and not text.endswith((".", "!", "?")))
+
+
 def is_prose(text: str) -> bool:
     """A sentence worth quoting beside the best one: not a heading or table row, 5+ words."""
     return not text.lstrip().startswith(("#", "|")) and len(text.split()) >= 5
@@ -161,7 +167,7 @@ def rank_source_sentences(question: str, sources: Sequence[Source], *,
                           embedder: Embedder | None = None) -> list[Sentence]:
     """Every sentence of the sources (headings left out) scored against the question, best first;
     ``Sentence.passage`` is the index of its source."""
-    sentences = [s for s in sentences_of([s.text for s in sources]) if not s.text.lstrip().startswith("#")]
+    sentences = [s for s in sentences_of([s.text for s in sources]) if not is_title(s.text)]
     return score_sentences(question, sentences, embedder=embedder)
 
 

@@ -66,7 +66,8 @@ def grounded_prompt(question: str, sources: Sequence[Source]) -> list[Message]:
     """
     from ragcli.evidence import is_factoid
 
-    system = GROUNDED_SYSTEM if is_factoid(question) else GROUNDED_EXPLAIN_SYSTEM
+    factoid = is_factoid(question)
+    system = GROUNDED_SYSTEM if factoid else GROUNDED_EXPLAIN_SYSTEM
     user = f"Sources:\n\n{format_sources(sources)}\n\nQuestion: {question}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
