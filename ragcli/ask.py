@@ -12,10 +12,17 @@ with the same signature; the ones marked *optional* are skipped when set to None
    or a rewrite, ``max(top_k, candidates)`` hits are fetched first.
 4. **Rerank** (only when ``query.rerank`` is set): ``rerank(question, hits, query_options,
    generator_factory) -> [Hit]`` (`ragcli.rerank.rerank`); hits are then cut to ``top_k``.
+Which of the answering steps below run is the answer style: ``auto`` (the default) is
+``generative`` for a capable model (`Asker.style`: 0.4B+ parameters in its GGUF header) and
+``evidence`` otherwise.
+
 5. **Gate** (optional): ``gate(queries, hits) -> [Hit]`` keeps the relevant hits
    (`relevant_hits`). When none is left the answer is "I could not find this in your
    documents." with ``abstained=True`` and the model is never called.
-6. **Extract** (the default, ``answer_style="extractive"`` or ``"sentence"``): ``extract(question,
+6. **Evidence** (``answer_style="evidence"``): ``evidence(question, hits, embedder=, passages=)
+   -> Evidence``: the short answer when a typed span is confident, then the best sentences
+   quoted and cited (`ragcli.evidence.answer_with_evidence`); then steps 9-10.
+6. **Extract** (``answer_style="extractive"``, ``"sentence"`` or ``"choice"``): ``extract(question,
    hits, embedder=, passages=, style=) -> Extraction`` numbers the best passages as sources,
    finds their sentence most relevant to the question, abstains when it is weak evidence,
    else answers with the span of it that answers (or the whole sentence) and its citation
@@ -26,8 +33,11 @@ with the same signature; the ones marked *optional* are skipped when set to None
    for what each style scores).
 6. **Build context**: ``build_context(hits, budget=, count_tokens=) -> [Source]`` dedupes,
    merges adjacent chunks, fits ``n_ctx - max_tokens - prompt`` tokens and numbers the
-   sources (`ragcli.context.build_context`).
-7. **Prompt**: ``prompt(question, sources) -> messages`` (`ragcli.prompting.PROMPTS`).
+   sources (`ragcli.context.build_context`). Their sentences are scored; when the best is
+   weak evidence, ``evidence_gate(sentence) -> bool`` abstains without calling the model.
+7. **Prompt**: ``prompt(question, sources) -> messages`` (`ragcli.prompting.PROMPTS`), the
+   sources cut to their best sentences within ``AskOptions.prompt_tokens``; a short
+   generated answer is followed by its supporting sentence, quoted and cited.
 8. **Generate**: ``generate(generator, messages, options) -> Iterator[str]``; pieces are
    yielded as they come (`stream_answer`).
 9. **Annotate** (optional): ``annotate(answer, sources) -> (SentenceSupport, ...)``

@@ -46,7 +46,8 @@ DANGLING = frozenset(
 _OPEN_CLOSE = (("(", ")"), ("[", "]"), ("\u201c", "\u201d"))
 # Questions asking for an explanation rather than a fact.
 _NON_FACTOID = re.compile(
-    r"^(why|how (?!many|much|long|old|large|big|far|high|tall|often|fast|heavy|deep|wide)\w+|explain|describe|"
+    r"^(why|how (?!many|much|long|old|large|big|far|high|tall|often|fast|heavy|deep|wide)\w+|"
+    r"explain|describe|"
     r"summari[sz]e|what (is|are|was|were) the (reason|purpose|role|difference|effect|impact|process)|"
     r"what (does|do|did) .+ (mean|do|involve)|what happens)\b")
 
@@ -106,7 +107,8 @@ def is_plausible(candidate: Candidate) -> bool:
         return False
     if len(words) == 1 and candidate.kind in ("name", "run") and candidate.first == 0:
         return False
-    return not (len(words) == 1 and candidate.kind == "run" and words[0].lower().endswith(("ed", "ly", "ing")))
+    lone_verb = len(words) == 1 and candidate.kind == "run" and words[0].lower().endswith(("ed", "ly", "ing"))
+    return not lone_verb
 
 
 def confident_span(question: str, sentence: Sentence) -> Candidate | None:

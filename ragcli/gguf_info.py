@@ -137,7 +137,8 @@ def read_gguf(path: str | Path) -> GGUFInfo:
     return GGUFInfo(path=path, size=path.stat().st_size, architecture=arch, name=meta.get("general.name"),
                     parameters=parameters, quantisation=FILE_TYPES.get(file_type) if file_type is not None
                     else None, context_length=int(context) if context is not None else None,
-                    chat_template="tokenizer.chat_template" in meta, size_label=meta.get("general.size_label"))
+                    chat_template="tokenizer.chat_template" in meta,
+                    size_label=meta.get("general.size_label"))
 
 
 def write_tiny_gguf(path: str | Path, metadata: dict[str, Any], tensors: dict[str, tuple[int, ...]]) -> Path:

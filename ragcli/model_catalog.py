@@ -126,7 +126,8 @@ def gguf_folders() -> list[tuple[str, Path]]:
     home = Path.home()
     hub = os.environ.get("HF_HUB_CACHE") or (Path(os.environ["HF_HOME"]) / "hub" if os.environ.get("HF_HOME")
                                              else home / ".cache" / "huggingface" / "hub")
-    return [("lm-studio", home / ".lmstudio" / "models"), ("lm-studio", home / ".cache" / "lm-studio" / "models"),
+    return [("lm-studio", home / ".lmstudio" / "models"),
+            ("lm-studio", home / ".cache" / "lm-studio" / "models"),
             ("huggingface", Path(hub)),
             ("llama.cpp", Path(os.environ.get("LLAMA_CACHE") or home / ".cache" / "llama.cpp"))]
 

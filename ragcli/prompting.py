@@ -83,7 +83,8 @@ def question_first_prompt(question: str, sources: Sequence[Source]) -> list[Mess
     return [{"role": "system", "content": CITED_SYSTEM}, {"role": "user", "content": user}]
 
 
-PROMPTS: Mapping[str, PromptShape] = {"grounded": grounded_prompt, "cited": cited_prompt, "question-first": question_first_prompt}
+PROMPTS: Mapping[str, PromptShape] = {"grounded": grounded_prompt, "cited": cited_prompt,
+                                      "question-first": question_first_prompt}
 
 
 def prompt_overhead(shape: PromptShape, question: str, count_tokens: Callable[[str], int]) -> int:

