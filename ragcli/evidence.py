@@ -146,7 +146,8 @@ def page_of(source: Source, sentence: Sentence) -> int | None:
 def is_title(text: str) -> bool:
     """A heading or a title line ("Victoria (Australia)"): short, no full stop; no evidence."""
     text = text.strip()
-    return text.startswith("#") or (len(text.split()) < 5 and not text.endswith((".", "!", "?")))
+    short = len(text.split()) < 5 and len(text) < 40  # (CJK text has no spaces: count characters too)
+    return text.startswith("#") or (short and not text.endswith((".", "!", "?", "。", "！", "？")))
 
 
 def is_prose(text: str) -> bool:
