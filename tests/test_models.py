@@ -93,3 +93,29 @@ def test_rag_models_lists_ollama_and_hub_models_through_the_real_rag(tmp_path, i
     finally:
         for key, value in old.items():
             os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
+
+
+def test_short_names_resolve_to_files_and_paths_pass_through(tmp_path, isolated_home):
+    from ragcli.config import default_gguf_path
+
+    settings = load_settings()
+    assert resolve_model("smollm2-135m", settings) == default_gguf_path()
+    assert resolve_model(None, settings) == default_gguf_path()
+    assert resolve_model(str(tmp_path / "x.gguf"), settings) == tmp_path / "x.gguf"
+
+
+def test_rag_eval_answers_accepts_a_model_name(tmp_path, isolated_home):
+    """`--model NAME` reaches `rag eval answers` (an unknown name: one line, exit 1, lists names)."""
+    qa = tmp_path / "qa.jsonl"
+    qa.write_text(json.dumps({"_id": "q1", "question": "Who?", "answers": ["x"]}) + "\n")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("Somebody wrote this page about bees.")
+    assert subprocess.run(["rag", "ingest", str(docs)], capture_output=True, timeout=300).returncode == 0
+    bad = subprocess.run(["rag", "eval", "answers", str(qa), "--model", "no-such-model"],
+                         capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 1 and "smollm2-135m" in bad.stderr and bad.stderr.count("\n") == 1
+    good = subprocess.run(["rag", "eval", "answers", str(qa), "--model", "smollm2-135m", "--json"],
+                          capture_output=True, text=True, timeout=300)
+    assert good.returncode == 0, good.stderr
+    assert json.loads(good.stdout)["configurations"][0]["metrics"]["abstained"] is not None
