@@ -468,6 +468,12 @@ class Asker:
         if not short:  # only a citation: the cited source's best sentence is the answer
             short = None
         evidence = supporting_sentence(short or "", ranked, cited)
+        if short and not cited and evidence is not None and evidence.text.lower().find(short.lower()) >= 0:
+            # A short answer copied from a source (the factoid prompt asks for the words only):
+            # cite the source the words were copied from.
+            cite = f" [{evidence.passage + 1}]"
+            yield cite
+            text += cite
         if evidence is not None and (short is None or (len(short.split()) <= SHORT_WORDS
                                                        and not short.endswith((".", "!", "?")))):
             quoted = "\n" + quote(evidence)

@@ -46,10 +46,9 @@ def cited_prompt(question: str, sources: Sequence[Source]) -> list[Message]:
 
 
 GROUNDED_SYSTEM = (
-    "You answer questions using only the numbered sources. Reply with the shortest answer, "
-    "the exact words from the sources, followed by the number of the source in square brackets, "
-    "for example: Denver Broncos [1]. Do not write a sentence. If the sources do not contain "
-    f"the answer, reply exactly: {NOT_FOUND}"
+    "You answer questions using only the numbered sources. Reply with only the shortest answer: "
+    "the exact words from the sources, not a sentence. If the sources do not contain the answer, "
+    f"reply exactly: {NOT_FOUND}"
 )
 GROUNDED_EXPLAIN_SYSTEM = (
     "You answer questions using only the numbered sources. Answer in one to three sentences and "
@@ -68,7 +67,10 @@ def grounded_prompt(question: str, sources: Sequence[Source]) -> list[Message]:
 
     factoid = is_factoid(question)
     system = GROUNDED_SYSTEM if factoid else GROUNDED_EXPLAIN_SYSTEM
-    user = f"Sources:\n\n{format_sources(sources)}\n\nQuestion: {question}"
+    # Only the number and the text: a 0.5B model given "[1] notes/a.md" headers answered with
+    # the header ("[1] xqen-0019") a third of the time on qa-tune.
+    passages = "\n\n".join(f"[{source.number}] {' '.join(source.text.split())}" for source in sources)
+    user = f"Sources:\n\n{passages}\n\nQuestion: {question}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
