@@ -132,3 +132,14 @@ def test_qwen_extra_assembles_a_verified_capable_model(tmp_path):
     info = read_gguf(path)
     assert path.stat().st_size == qwen_model.SIZE and qwen_model.sha256_of(path) == qwen_model.SHA256
     assert info.architecture == "qwen2" and info.chat_template and is_capable(info)
+
+
+def test_generated_words_without_citation_are_cited_to_the_source_they_came_from(bowl_index):
+    model = EchoGenerator(reply="Pittsburgh Steelers")
+    model.capable = True
+    with Asker(bowl_index, settings=load_settings(), generator=model) as asker:
+        pieces = list(asker.stream("Who lost to the Broncos in the divisional round?", AUTO))
+    answer = pieces[-1]
+    assert "".join(pieces[:-1]) == answer.text
+    assert answer.text.startswith('Pittsburgh Steelers [1]\n"The Broncos defeated')
+    assert answer.citations == (1,) and not answer.citations_inferred and answer.short == "Pittsburgh Steelers"
