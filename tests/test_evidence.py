@@ -142,4 +142,5 @@ def test_generated_words_without_citation_are_cited_to_the_source_they_came_from
     answer = pieces[-1]
     assert "".join(pieces[:-1]) == answer.text
     assert answer.text.startswith('Pittsburgh Steelers [1]\n"The Broncos defeated')
-    assert answer.citations == (1,) and not answer.citations_inferred and answer.short == "Pittsburgh Steelers"
+    assert answer.citations == (1,) and not answer.citations_inferred
+    assert answer.short == "Pittsburgh Steelers"
