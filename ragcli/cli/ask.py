@@ -93,7 +93,7 @@ def ask(
 
         rag ask "Who built the lighthouse?" --mode bm25 --rerank llm --json
 
-        rag ask "Why does the dough need to rest?" --model qwen2.5-coder-0.5b
+        rag ask "At what temperature is the bread baked?" --model qwen2.5-coder-0.5b
 
         cat questions.txt | rag ask - --max-tokens 64 > answers.jsonl
     """
