@@ -114,6 +114,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=150)
     parser.add_argument("--qa", type=Path, help="the questions (e.g. qa-tune.jsonl / qa-report.jsonl; "
                         "default: the set's qa.jsonl); unanswerable ones are its held-out articles'")
+    parser.add_argument("--skip", type=int, default=0,
+                        help="skip the first N questions (and N/3 unanswerable ones): resume a run in parts")
     parser.add_argument("--details", type=Path, help="write every answer as JSON lines here")
     parser.add_argument("--variants", default="extractive,sentence,lexical,passages1,passages5,generative:30")
     parser.add_argument("--gemma", help="a bigger GGUF for the 'gemma' variant")
@@ -141,8 +143,9 @@ def main() -> None:
         name, _, limit = spec.partition(":")
         count = int(limit) if limit else args.limit
         options, pipeline = table[name]
-        answered = run(full, cases[:count], options, pipeline, settings)
-        declined = run(held, unanswerable[:max(count // 3, 10)], options, pipeline, settings)
+        skip = args.skip
+        answered = run(full, cases[skip:skip + count], options, pipeline, settings)
+        declined = run(held, unanswerable[skip // 3:skip // 3 + max(count // 3, 10)], options, pipeline, settings)
         if args.details:
             with args.details.open("a") as out:
                 for result in answered + declined:
