@@ -145,7 +145,8 @@ def main() -> None:
         options, pipeline = table[name]
         skip = args.skip
         answered = run(full, cases[skip:skip + count], options, pipeline, settings)
-        declined = run(held, unanswerable[skip // 3:skip // 3 + max(count // 3, 10)], options, pipeline, settings)
+        first = skip // 3
+        declined = run(held, unanswerable[first:first + max(count // 3, 10)], options, pipeline, settings)
         if args.details:
             with args.details.open("a") as out:
                 for result in answered + declined:
