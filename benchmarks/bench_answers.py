@@ -13,7 +13,9 @@ answer_in_output, citation validity, supported share, abstention, seconds per qu
 
 Variants (``name`` or ``name:LIMIT`` to ask only the first LIMIT questions, for slow ones):
 
-- ``extractive``: the default; the short span of the best retrieved sentence + ``[n]``.
+- ``auto``: the default (`--answer-style auto`) with the bundled SmolLM2: evidence-first.
+- ``qwen``: the default with ``--model qwen2.5-coder-0.5b`` (the `[qwen]` extra): generative.
+- ``extractive``: the short span of the best retrieved sentence + ``[n]``.
 - ``sentence``: the whole best sentence + ``[n]``.
 - ``choice``: the bundled model picks among the best 4 spans (one-letter grammar).
 - ``lexical``: extractive, sentences scored by word overlap only (no embeddings).
@@ -45,7 +47,8 @@ from ragcli.query import QueryOptions  # noqa: E402
 
 HOLDOUT = ("Warsaw", "Oxygen", "Apollo program", "Kenya", "Rhine", "Doctor Who", "Prime number",
            "Genghis Khan", "Black Death", "Harvard University")
-BASE = AskOptions(query=QueryOptions(mode="hybrid", top_k=5), use_cache=False, threads=2)
+BASE = AskOptions(query=QueryOptions(mode="hybrid", top_k=5), use_cache=False, threads=2,
+                  answer_style="extractive")
 
 
 def lexical_extract(question, hits, *, embedder=None, **kwargs):
@@ -56,6 +59,8 @@ def lexical_extract(question, hits, *, embedder=None, **kwargs):
 def variants(gemma: str | None) -> dict[str, tuple[AskOptions, Pipeline]]:
     plain = Pipeline()
     table = {
+        "auto": (replace(BASE, answer_style="auto"), plain),
+        "qwen": (replace(BASE, answer_style="auto", model="qwen2.5-coder-0.5b"), plain),
         "extractive": (BASE, plain),
         "sentence": (replace(BASE, answer_style="sentence"), plain),
         "choice": (replace(BASE, answer_style="choice", n_ctx=1024), plain),
@@ -107,6 +112,11 @@ def main() -> None:
     parser.add_argument("dataset", type=Path)
     parser.add_argument("--index", type=Path, help="an index of the corpus (default: the eval cache's)")
     parser.add_argument("--limit", type=int, default=150)
+    parser.add_argument("--qa", type=Path, help="the questions (e.g. qa-tune.jsonl / qa-report.jsonl; "
+                        "default: the set's qa.jsonl); unanswerable ones are its held-out articles'")
+    parser.add_argument("--skip", type=int, default=0,
+                        help="skip the first N questions (and N/3 unanswerable ones): resume a run in parts")
+    parser.add_argument("--details", type=Path, help="write every answer as JSON lines here")
     parser.add_argument("--variants", default="extractive,sentence,lexical,passages1,passages5,generative:30")
     parser.add_argument("--gemma", help="a bigger GGUF for the 'gemma' variant")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "rag-bench-answers")
@@ -121,7 +131,11 @@ def main() -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     held = holdout_index(full, args.dataset, args.work, settings)
     titles = article_of(args.dataset)
-    unanswerable = [replace(case, answers=()) for case in dataset.cases
+    cases = list(dataset.cases)
+    if args.qa:
+        wanted = {json.loads(line)["_id"] for line in args.qa.open() if line.strip()}
+        cases = [case for case in cases if case.id in wanted]
+    unanswerable = [replace(case, answers=()) for case in cases
                     if any(titles.get(doc) in HOLDOUT for doc in case.relevant)]
     rows = []
     table = variants(args.gemma)
@@ -129,8 +143,14 @@ def main() -> None:
         name, _, limit = spec.partition(":")
         count = int(limit) if limit else args.limit
         options, pipeline = table[name]
-        answered = run(full, list(dataset.cases)[:count], options, pipeline, settings)
-        declined = run(held, unanswerable[:max(count // 3, 10)], options, pipeline, settings)
+        skip = args.skip
+        answered = run(full, cases[skip:skip + count], options, pipeline, settings)
+        first = skip // 3
+        declined = run(held, unanswerable[first:first + max(count // 3, 10)], options, pipeline, settings)
+        if args.details:
+            with args.details.open("a") as out:
+                for result in answered + declined:
+                    out.write(json.dumps({"variant": name, **vars(result)}) + "\n")
         metrics = summarize(answered)
         seconds = [r.seconds for r in answered + declined]
         rows.append({"variant": name, "questions": len(answered), "unanswerable": len(declined), **metrics,

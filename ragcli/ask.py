@@ -12,10 +12,17 @@ with the same signature; the ones marked *optional* are skipped when set to None
    or a rewrite, ``max(top_k, candidates)`` hits are fetched first.
 4. **Rerank** (only when ``query.rerank`` is set): ``rerank(question, hits, query_options,
    generator_factory) -> [Hit]`` (`ragcli.rerank.rerank`); hits are then cut to ``top_k``.
+Which of the answering steps below run is the answer style: ``auto`` (the default) is
+``generative`` for a capable model (`Asker.style`: 0.4B+ parameters in its GGUF header) and
+``evidence`` otherwise.
+
 5. **Gate** (optional): ``gate(queries, hits) -> [Hit]`` keeps the relevant hits
    (`relevant_hits`). When none is left the answer is "I could not find this in your
    documents." with ``abstained=True`` and the model is never called.
-6. **Extract** (the default, ``answer_style="extractive"`` or ``"sentence"``): ``extract(question,
+6. **Evidence** (``answer_style="evidence"``): ``evidence(question, hits, embedder=, passages=)
+   -> Evidence``: the short answer when a typed span is confident, then the best sentences
+   quoted and cited (`ragcli.evidence.answer_with_evidence`); then steps 9-10.
+6. **Extract** (``answer_style="extractive"``, ``"sentence"`` or ``"choice"``): ``extract(question,
    hits, embedder=, passages=, style=) -> Extraction`` numbers the best passages as sources,
    finds their sentence most relevant to the question, abstains when it is weak evidence,
    else answers with the span of it that answers (or the whole sentence) and its citation
@@ -26,8 +33,11 @@ with the same signature; the ones marked *optional* are skipped when set to None
    for what each style scores).
 6. **Build context**: ``build_context(hits, budget=, count_tokens=) -> [Source]`` dedupes,
    merges adjacent chunks, fits ``n_ctx - max_tokens - prompt`` tokens and numbers the
-   sources (`ragcli.context.build_context`).
-7. **Prompt**: ``prompt(question, sources) -> messages`` (`ragcli.prompting.PROMPTS`).
+   sources (`ragcli.context.build_context`). Their sentences are scored; when the best is
+   weak evidence, ``evidence_gate(sentence) -> bool`` abstains without calling the model.
+7. **Prompt**: ``prompt(question, sources) -> messages`` (`ragcli.prompting.PROMPTS`), the
+   sources cut to their best sentences within ``AskOptions.prompt_tokens``; a short
+   generated answer is followed by its supporting sentence, quoted and cited.
 8. **Generate**: ``generate(generator, messages, options) -> Iterator[str]``; pieces are
    yielded as they come (`stream_answer`).
 9. **Annotate** (optional): ``annotate(answer, sources) -> (SentenceSupport, ...)``
@@ -61,9 +71,12 @@ from ragcli.answer_cache import AnswerCache, cache_key, index_state
 from ragcli.config import Settings
 from ragcli.errors import UsageError
 from ragcli.context import Source, build_context, context_budget
-from ragcli.extractive import Extraction, answer_extractively, choose_with_model
+from ragcli.evidence import Evidence, answer_with_evidence, excerpts, quote, rank_source_sentences
+from ragcli.evidence import supporting_sentence
+from ragcli.extractive import Extraction, answer_extractively, choose_with_model, is_answerable
 from ragcli.llm import Generator, Message, check_gguf, load_generator
-from ragcli.prompting import NOT_FOUND, cited_prompt, parse_citations, prompt_overhead, says_not_found
+from ragcli.prompting import NOT_FOUND, grounded_prompt, parse_citations, prompt_overhead, says_not_found
+from ragcli.prompting import without_citations
 from ragcli.prompting import strip_invalid_citations
 from ragcli.query import QueryOptions, Searcher
 from ragcli.retrieval.analysis import analyze
@@ -96,10 +109,14 @@ class AskOptions:
         seed: sampling seed.
         rewrite: None, "multi" or "hyde".
         use_cache: look up and store answers in the index's answer cache.
-        answer_style: "extractive" (the short span of a retrieved sentence that answers),
-            "sentence" (that whole sentence), "choice" (the model picks among the best spans)
-            or "generative" (the model writes the answer).
+        answer_style: "auto" (generative with a capable model, `ragcli.model_catalog.is_capable`,
+            else evidence), "evidence" (short answer when confident, then the quoted best
+            sentences, `ragcli.evidence`), "extractive" (only the short span of a retrieved
+            sentence), "sentence" (that whole sentence), "choice" (the model picks among the
+            best spans) or "generative" (the model writes the answer from the best sentences).
         passages: how many of the best hits the extractive styles read.
+        prompt_tokens: most tokens of source text in a generative prompt (its best sentences),
+            so a question costs seconds on a CPU.
     """
 
     query: QueryOptions = field(default_factory=QueryOptions)
@@ -111,11 +128,15 @@ class AskOptions:
     seed: int = 0
     rewrite: str | None = None
     use_cache: bool = True
-    answer_style: str = "extractive"
+    answer_style: str = "auto"
     passages: int = 3
+    prompt_tokens: int = 160
 
 
-ANSWER_STYLES = ("extractive", "sentence", "choice", "generative")
+# A generated short answer (this many words at most, not a sentence) gets its supporting
+# sentence quoted under it, so the user sees the evidence, as in the evidence-first style.
+SHORT_WORDS = 12
+ANSWER_STYLES = ("auto", "evidence", "extractive", "sentence", "choice", "generative")
 
 
 @dataclass(frozen=True)
@@ -137,6 +158,9 @@ class Answer:
         invalid_citations: numbers the model cited that name no source (removed from `text`).
         citations_inferred: the model cited nothing; `citations` come from the support annotation.
         model: the model file name.
+        short: the short answer (no citation) when one is shown, else None.
+        pages: citation number -> page of the quoted sentence, where it differs from knowing
+            only the source's first page (evidence answers).
     """
 
     question: str
@@ -152,6 +176,15 @@ class Answer:
     invalid_citations: tuple[int, ...] = ()
     citations_inferred: bool = False
     model: str = ""
+    short: str | None = None
+    pages: Mapping[int, int] = field(default_factory=dict)
+
+    def page(self, number: int) -> int | None:
+        """The page cited as ``[number]``: the quoted sentence's page, else the source's first."""
+        if number in self.pages:
+            return self.pages[number]
+        source = self.source(number)
+        return source.page if source is not None else None
 
     def source(self, number: int) -> Source | None:
         """The source cited as ``[number]``."""
@@ -161,7 +194,8 @@ class Answer:
         """The JSON shape of `rag ask --json` (without the envelope)."""
         return {
             "question": self.question, "answer": self.text, "abstained": self.abstained, "model": self.model,
-            "citations": [{"number": n, "path": s.path, "page": s.page}
+            "short_answer": self.short,
+            "citations": [{"number": n, "path": s.path, "page": self.page(n)}
                           for n in self.citations if (s := self.source(n)) is not None],
             "citations_inferred": self.citations_inferred,
             "invalid_citations": list(self.invalid_citations),
@@ -180,7 +214,9 @@ class Answer:
                    support=tuple(SentenceSupport(**item) for item in record["support"]),
                    timings=record["timings"], tokens=record["tokens"], cached=record["cached"],
                    invalid_citations=tuple(record["invalid_citations"]),
-                   citations_inferred=record["citations_inferred"], model=record["model"])
+                   citations_inferred=record["citations_inferred"], model=record["model"],
+                   short=record.get("short_answer"),
+                   pages={c["number"]: c["page"] for c in record["citations"] if c.get("page") is not None})
 
 
 def relevant_hits(queries: Sequence[str], hits: Sequence[Hit]) -> list[Hit]:
@@ -224,9 +260,11 @@ class Pipeline:
     rerank: Callable[..., list[Hit]] | None = rerank_hits
     gate: Callable[[Sequence[str], Sequence[Hit]], list[Hit]] | None = relevant_hits
     extract: Callable[..., Extraction] = answer_extractively
+    evidence: Callable[..., Evidence] = answer_with_evidence
+    evidence_gate: Callable[..., bool] | None = is_answerable
     choose: Callable[..., Extraction] = choose_with_model
     build_context: Callable[..., list[Source]] = build_context
-    prompt: Callable[[str, Sequence[Source]], list[Message]] = cited_prompt
+    prompt: Callable[[str, Sequence[Source]], list[Message]] = grounded_prompt
     generate: Callable[[Generator, Sequence[Message], AskOptions], Iterator[str]] = stream_answer
     annotate: Callable[[str, Sequence[Source]], tuple[SentenceSupport, ...]] | None = annotate_support
 
@@ -282,6 +320,7 @@ class Asker:
                                  embedder=embedder)
         self._cache: AnswerCache | None = None
         self._state: dict[str, Any] = {}
+        self._capable: tuple[tuple, bool] | None = None
 
     def __enter__(self) -> "Asker":
         return self
@@ -319,12 +358,33 @@ class Asker:
         if self._injected is not None:
             injected = self._injected
             return f"{getattr(injected, 'fingerprint', injected.model_id)}:n_ctx={injected.n_ctx}"
-        from ragcli.config import default_gguf_path
-
-        chosen = options.model or self.settings.gguf_model
-        path = check_gguf(Path(chosen).expanduser() if chosen else default_gguf_path())
+        path = check_gguf(self.model_path(options))
         stat = path.stat()
         return f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+
+    def model_path(self, options: AskOptions) -> Path:
+        """The GGUF file the options name (a path or a `rag models` name), else the default."""
+        from ragcli.model_catalog import resolve_model
+
+        return resolve_model(options.model, self.settings)
+
+    def style(self, options: AskOptions) -> str:
+        """The answer style to use: ``auto`` becomes generative for a capable model, else evidence.
+
+        Capable is decided from the GGUF header (`ragcli.model_catalog.is_capable`), never by
+        loading the model; an injected generator says so with a true ``capable`` attribute.
+        """
+        if options.answer_style != "auto":
+            return options.answer_style
+        if self._injected is not None:
+            return "generative" if getattr(self._injected, "capable", False) else "evidence"
+        from ragcli.model_catalog import is_capable, model_info
+
+        path = self.model_path(options)
+        key = (str(path), options.model)
+        if self._capable is None or self._capable[0] != key:
+            self._capable = (key, is_capable(model_info(path)))
+        return "generative" if self._capable[1] else "evidence"
 
     # -- answering ------------------------------------------------------------------------
     def ask(self, question: str, options: AskOptions = AskOptions()) -> Answer:
@@ -353,11 +413,18 @@ class Asker:
             yield cached.text
             yield cached
             return
+        style = self.style(options)
+        if style not in ANSWER_STYLES:
+            raise UsageError(f"unknown answer style {options.answer_style!r}: choose one of "
+                             f"{', '.join(ANSWER_STYLES)}")
         run = _Run(question, options, started)
         hits = self._retrieve(run)
         if not hits:
             answer = run.abstain()
-        elif options.answer_style != "generative":
+        elif style == "evidence":
+            answer = self._evidence(run, hits)
+            yield answer.text
+        elif style != "generative":
             answer = self._extract(run, hits)
             yield answer.text
         else:
@@ -383,12 +450,21 @@ class Asker:
         return list(run.retrieved) if stages.gate is None else stages.gate(queries, run.retrieved)
 
     def _generate(self, run: "_Run", hits: list[Hit]) -> Iterator[str]:
+        """Grounded generation: the evidence gate, a prompt of the best sentences, the model's
+        answer streamed, then the sentence that supports it, quoted and cited."""
         stages, options = self.pipeline, run.options
         generator = self.generator(options)
         overhead = prompt_overhead(stages.prompt, run.question, generator.count_tokens)
         budget = context_budget(min(generator.n_ctx, options.n_ctx), options.max_tokens, overhead)
-        sources = stages.build_context(hits, budget=budget, count_tokens=generator.count_tokens)
-        messages = stages.prompt(run.question, sources)
+        sources = tuple(stages.build_context(hits, budget=budget, count_tokens=generator.count_tokens))
+        # A bm25 question stays lexical (no embedding model is loaded for it).
+        embedder = self.searcher.embedder() if options.query.mode != "bm25" else None
+        ranked = rank_source_sentences(run.question, sources, embedder=embedder)
+        if not ranked or (stages.evidence_gate is not None and not stages.evidence_gate(ranked[0])):
+            return run.abstain(sources, model="evidence gate")
+        shown = excerpts(sources, ranked, budget=min(budget, options.prompt_tokens),
+                         count_tokens=generator.count_tokens)
+        messages = stages.prompt(run.question, shown)
         run.lap("prompt")
         pieces: list[str] = []
         for piece in stages.generate(generator, messages, options):
@@ -397,7 +473,38 @@ class Asker:
             pieces.append(piece)
             yield piece
         run.lap("generate")
-        return run.finish("".join(pieces), tuple(sources), generator, stages.annotate)
+        text = "".join(pieces).strip()
+        if says_not_found(text):
+            return run.finish(text, sources, generator, stages.annotate)
+        cited, _ = parse_citations(text, len(sources))
+        short = without_citations(text)
+        if not short:  # only a citation: the cited source's best sentence is the answer
+            short = None
+        evidence = supporting_sentence(short or "", ranked, cited)
+        if short and not cited and evidence is not None and evidence.text.lower().find(short.lower()) >= 0:
+            # A short answer copied from a source (the factoid prompt asks for the words only):
+            # cite the source the words were copied from.
+            cite = f" [{evidence.passage + 1}]"
+            yield cite
+            text += cite
+        if evidence is not None and (short is None or (len(short.split()) <= SHORT_WORDS
+                                                       and not short.endswith((".", "!", "?")))):
+            quoted = "\n" + quote(evidence)
+            yield quoted
+            text += quoted
+        answer = run.finish(text, sources, generator, stages.annotate)
+        return replace(answer, short=short) if not answer.abstained else answer
+
+    def _evidence(self, run: "_Run", hits: list[Hit]) -> Answer:
+        """The evidence-first answer (`ragcli.evidence`): no model runs."""
+        options = run.options
+        found = self.pipeline.evidence(run.question, hits, embedder=self.searcher.embedder(),
+                                       passages=options.passages)
+        run.lap("prompt")
+        if found.abstained:
+            return run.abstain(found.sources, model="evidence")
+        answer = run.finish(found.text, found.sources, None, self.pipeline.annotate)
+        return replace(answer, short=found.short, pages=dict(found.pages), model="evidence")
 
     def _extract(self, run: "_Run", hits: list[Hit]) -> Answer:
         """Steps 6 (extractive), 9 and 10: the answer taken from the retrieved text."""

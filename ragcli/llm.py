@@ -217,13 +217,13 @@ def stdout_to_stderr() -> Iterator[None]:
 
 def load_generator(model: str | None, settings: "Settings", *, n_ctx: int = 2048,
                    threads: int | None = None, seed: int = 0) -> LlamaCppGenerator:
-    """Load the chat model: `model` (a GGUF path), else `settings.gguf_model`, else the packaged SmolLM2.
+    """Load the chat model: `model` (a GGUF path or a `rag models` name), else `settings.gguf_model`,
+    else the packaged SmolLM2.
 
     Raises:
         ModelNotFound: the chosen file is missing or not GGUF, or the default package is absent.
     """
-    from ragcli.config import default_gguf_path
+    from ragcli.model_catalog import resolve_model
 
-    chosen = model or settings.gguf_model
-    path = Path(chosen).expanduser() if chosen else default_gguf_path()
+    path = resolve_model(model, settings)
     return LlamaCppGenerator(path, n_ctx=n_ctx, threads=threads, seed=seed)

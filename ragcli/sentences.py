@@ -38,7 +38,12 @@ LEXICAL_WEIGHT = 0.45
 # Per rank step of the passage the sentence came from (ties go to the better passage).
 RANK_BONUS = 0.02
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[。！？])|\n+")
+# A line break ends a sentence only before a blank line, a list item, a heading or a table row:
+# a single break inside a paragraph is line wrapping.
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[。！？])|"
+                           r"\n\s*\n\s*|\n(?=\s*(?:[-*+#>|]|\d+[.)])\s)|\n(?=[\"'(\[]?[A-Z0-9])")
+# A line this short without a full stop, followed by a capitalised line, is a title.
+TITLE_CHARS = 60
 
 
 # "U.S. Army", "Dr. Smith", "St. Louis": a period after initials or a title ends no sentence.
@@ -71,7 +76,7 @@ def split_passage(text: str) -> list[tuple[int, int]]:
     """Character ``(start, end)`` of each non-empty sentence of `text`."""
     spans, start = [], 0
     for match in _SENTENCE_END.finditer(text):
-        if _ABBREVIATION.search(text, 0, match.start()):
+        if _ABBREVIATION.search(text, 0, match.start()) or _wrapped(text, match):
             continue
         spans.append((start, match.start()))
         start = match.end()
@@ -86,16 +91,29 @@ def split_passage(text: str) -> list[tuple[int, int]]:
     return result
 
 
+def _wrapped(text: str, match: re.Match) -> bool:
+    """A single line break inside a paragraph (the line before is long, not a title)."""
+    if match.group() != "\n" or text[match.start() - 1:match.start()] in (".", "!", "?"):
+        return False
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    return match.start() - line_start >= TITLE_CHARS
+
+
 def sentences_of(passages: Sequence[str]) -> list[Sentence]:
     """All sentences of the passages, in passage order."""
     return [Sentence(text[s:e], number, s)
             for number, text in enumerate(passages) for s, e in split_passage(text)]
 
 
+# "how long/old/far ...": the adjective is the question's form (a duration, an age), not its topic.
+_HOW_ADJECTIVE = re.compile(r"\bhow (long|old|far|often|big|large|high|tall|fast|heavy|deep|wide)\b", re.I)
+
+
 def question_terms(question: str) -> set[str]:
     """The question's content terms: analysed words minus the words of its form."""
     terms = set(analyze(question))
-    return (terms - FORM_WORDS) or terms
+    form = set(FORM_WORDS) | {t for m in _HOW_ADJECTIVE.finditer(question) for t in analyze(m.group(1))}
+    return (terms - form) or terms
 
 
 def lexical_scores(question: str, sentences: Sequence[Sentence]) -> list[float]:

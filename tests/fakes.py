@@ -65,7 +65,9 @@ class ScriptedGenerator:
         return len(re.findall(r"\w+|[^\w\s]", text))
 
 
-_SOURCE_BLOCK = re.compile(r"^\[(\d+)\] [^\n]*\n([^\n]+)", re.MULTILINE)
+# A source as the cited prompt shows it ("[1] path" then the text) or as the grounded prompt
+# does ("[1] text" on one line).
+_SOURCE_BLOCK = re.compile(r"^\[(\d+)\] (?:[^\n]*\n(?!\n)([^\n]+)|([^\n]+))", re.MULTILINE)
 
 
 class EchoGenerator:
@@ -92,7 +94,7 @@ class EchoGenerator:
         match = _SOURCE_BLOCK.search(messages[-1]["content"])
         if match is None:
             return "I could not find this in your documents."
-        first = re.split(r"(?<=[.!?])\s", match.group(2).strip())[0].rstrip(".")
+        first = re.split(r"(?<=[.!?])\s", (match.group(2) or match.group(3)).strip())[0].rstrip(".")
         return f"{first} [{match.group(1)}]."
 
     def complete(self, messages, *, max_tokens=256, temperature=0.0, stop=(), grammar=None) -> str:

@@ -120,10 +120,11 @@ def test_support_annotation_stage_can_be_skipped(corpus, isolated_home):
 
 def test_budget_from_model_context_and_too_small_error(corpus, isolated_home):
     question = "sourdough bread green tea cafe"
-    with make_asker(isolated_home, EchoGenerator(n_ctx=2048)) as asker:
+    ungated = replace(Pipeline(), evidence_gate=None)  # a question spanning topics: let it through
+    with make_asker(isolated_home, EchoGenerator(n_ctx=2048), pipeline=ungated) as asker:
         roomy = asker.ask(question, replace(BM25, max_tokens=16))
     small = EchoGenerator(n_ctx=98 + TEMPLATE_MARGIN)  # 98 tokens for the prompt and the answer
-    with make_asker(isolated_home, small) as asker:
+    with make_asker(isolated_home, small, pipeline=ungated) as asker:
         tight = asker.ask(question, replace(BM25, max_tokens=16))
         prompt = sum(small.count_tokens(m["content"]) for m in small.calls[-1][0])
         assert prompt <= 98 - 16
@@ -201,4 +202,4 @@ def test_generate_stage_is_replaceable_and_cached_apart(corpus, isolated_home):
     with make_asker(isolated_home, generator, pipeline=replace(Pipeline(), generate=extractive)) as asker:
         answer = asker.ask("green tea", BM25)
     assert not answer.cached and answer.text == "Green tea is steamed or pan fired [1]."
-    assert answer.support[0].label == "supported" and plain.text == "unused"
+    assert answer.support[0].label == "supported" and plain.text.startswith("unused")

@@ -189,7 +189,7 @@ def bowl_index(tmp_path, isolated_home, monkeypatch) -> Path:
     return isolated_home
 
 
-BM25 = AskOptions(query=QueryOptions(mode="bm25", top_k=3))
+BM25 = AskOptions(query=QueryOptions(mode="bm25", top_k=3), answer_style="extractive")
 
 
 def test_extractive_default_answers_without_the_model(bowl_index):

@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "open": ("ragcli.cli.get", "open_"),
     "mcp": ("ragcli.cli.mcp", "mcp"),
     "eval": ("ragcli.cli.eval", "app"),
+    "models": ("ragcli.cli.models", "models"),
 }
 
 

@@ -19,6 +19,8 @@ SUPPORT_STYLES = {"supported": "green", "partial": "yellow", "unsupported": "red
 
 
 class AnswerStyle(str, Enum):
+    auto = "auto"
+    evidence = "evidence"
     extractive = "extractive"
     sentence = "sentence"
     choice = "choice"
@@ -51,12 +53,14 @@ def ask(
     fusion: FusionOption = Fusion.adaptive,
     weights: WeightsOption = None,
     answer_style: Annotated[AnswerStyle, typer.Option(
-        "--answer-style", help="extractive: the short words of a retrieved sentence that answer (no model "
-        "needed); sentence: that whole sentence; choice: the model picks among the best short answers; "
-        "generative: the GGUF model writes the answer.")]
-        = AnswerStyle.extractive,
+        "--answer-style", help="auto: generative with a capable model (0.4B+ parameters, see `rag models`), "
+        "else evidence; evidence: the short answer when confident, then the best sentences quoted and cited "
+        "(no model runs); extractive: only the short words; sentence: the best sentence; choice: the model "
+        "picks among the best short answers; generative: the GGUF model writes the answer.")]
+        = AnswerStyle.auto,
     model: Annotated[Optional[str], typer.Option(
-        help="GGUF model file (default: $RAG_MODEL, else the packaged SmolLM2-135M-Instruct).",
+        help="GGUF model file or a name `rag models` lists (default: $RAG_MODEL, else the packaged "
+        "SmolLM2-135M-Instruct).",
         show_default=False)] = None,
     ctx: Annotated[Optional[int], typer.Option(
         "--ctx", min=128, help="Model context window in tokens; the sources get what the prompt and "
@@ -90,11 +94,11 @@ def ask(
 
     Examples:
 
-        rag ask "How long does sourdough rest?"
+        rag ask "How long does the dough rest?"
 
         rag ask "Who built the lighthouse?" --mode bm25 --rerank llm --json
 
-        rag ask "Summarise the safety rules" --answer-style generative --model ~/models/qwen2.5-1.5b.gguf
+        rag ask "At what temperature is the bread baked?" --model qwen2.5-coder-0.5b
 
         cat questions.txt | rag ask - --max-tokens 64 > answers.jsonl
     """
@@ -191,7 +195,8 @@ def _print_sources(answer) -> None:
     title = "Sources (inferred from support):" if answer.citations_inferred else "Sources:"
     console.print(f"\n{title}", markup=False, highlight=False)
     for source in shown:
-        where = f"{source.path}:{source.page}" if source.page is not None else source.path
+        page = answer.page(source.number)
+        where = f"{source.path}:{page}" if page is not None else source.path
         console.print(f"  [{source.number}] {printable(where)}", markup=False, highlight=False)
     if console.is_terminal and answer.support:
         _print_support(console, answer)

@@ -301,10 +301,18 @@ def answers(
         Optional[str],
         typer.Option(
             "--model",
-            help="GGUF model file (default: $RAG_MODEL, else the packaged SmolLM2).",
+            help="GGUF model file or a name `rag models` lists (default: $RAG_MODEL, else the packaged "
+            "SmolLM2).",
             show_default=False,
         ),
     ] = None,
+    answer_style: Annotated[
+        str,
+        typer.Option(
+            "--answer-style",
+            help="auto, evidence, extractive, sentence, choice or generative (as in `rag ask`).",
+        ),
+    ] = "auto",
     max_tokens: Annotated[int, typer.Option(min=1, help="Answer length limit in tokens.")] = 256,
     ctx: Annotated[int, typer.Option("--ctx", min=128,
                                      help="Model context window in tokens (as in `rag ask`).")] = 2048,
@@ -333,7 +341,7 @@ def answers(
 
     Example: rag eval answers ./xquad-en --limit 50 --modes bm25,hybrid --json
     """
-    from ragcli.ask import AskOptions
+    from ragcli.ask import ANSWER_STYLES, AskOptions
     from ragcli.evaluation.answer_eval import ANSWER_METRICS, answer_configurations, evaluate_answers
     from ragcli.evaluation.metrics import floor_failures
     from ragcli.choices import MODES, RERANKERS
@@ -346,6 +354,7 @@ def answers(
         n_ctx=n_ctx or ctx,
         threads=threads,
         use_cache=cache,
+        answer_style=split_list(answer_style, ANSWER_STYLES, "--answer-style")[0],
     )
     chosen = answer_configurations(
         split_list(modes, MODES, "--modes"), split_list(rerank, ("none", *RERANKERS), "--rerank"), base=base

@@ -3,8 +3,10 @@
 Per question (`score_answer`), then averaged per configuration (`summarize`):
 
 - ``exact_match``, ``f1``: SQuAD v1.1 normalised, best over the gold answers; answerable
-  questions only. Citation markers (``[1]``) are removed from the answer first.
-- ``answer_in_output``: a normalised gold answer occurs in the normalised answer (answerable).
+  questions only; on the *short answer* (`Answer.short`) when the answer shows one, else on
+  the whole text. Citation markers (``[1]``) are removed from the answer first.
+- ``answer_in_output``: a normalised gold answer occurs in the normalised full text a user
+  sees (short answer and quoted evidence; answerable).
 - ``citation_validity``: of the sources the model cited, the share that exist and were
   retrieved; answers citing nothing are left out (inferred citations are not the model's).
 - ``supported``: share of the answer's sentences the support annotation labels "supported";
@@ -124,6 +126,8 @@ def supported_share(answer: Any) -> float | None:
 def score_answer(case: QACase, answer: Any, seconds: float) -> CaseResult:
     """Score one `Answer` against one question's gold answers."""
     text = strip_citations(answer.text)
+    short = getattr(answer, "short", None)
+    short = strip_citations(short) if short else text
     scores: dict[str, float | None] = {
         "citation_validity": citation_validity(answer),
         "supported": supported_share(answer),
@@ -131,8 +135,8 @@ def score_answer(case: QACase, answer: Any, seconds: float) -> CaseResult:
     if case.answerable:
         context = "\n".join(source.text for source in answer.sources)
         scores.update(
-            exact_match=exact_match(text, case.answers),
-            f1=f1(text, case.answers),
+            exact_match=exact_match(short, case.answers),
+            f1=f1(short, case.answers),
             answer_in_output=answer_in_output(text, case.answers),
             context_recall=context_recall(context, case.answers),
         )
