@@ -27,7 +27,8 @@ from typing import Mapping, Sequence
 
 from ragcli.context import Source
 from ragcli.extractive import Candidate, extract_answer, is_answerable, numbered_sources, question_type
-from ragcli.sentences import Embedder, Sentence, score_sentences, sentences_of
+from ragcli.embedding.base import Embedder
+from ragcli.sentences import Sentence, score_sentences, sentences_of
 from ragcli.types import Hit
 
 # Chosen on xquad-en's tune half (qa-tune.jsonl) with benchmarks/bench_answers.py:

@@ -83,7 +83,7 @@ def bundled() -> Iterator[ModelEntry]:
 
 
 def qwen(settings: Settings) -> Iterator[ModelEntry]:
-    from ragcli import qwen_model
+    import ragcli.qwen_model as qwen_model
 
     if not qwen_model.is_installed():
         return
@@ -182,7 +182,7 @@ def resolve_model(model: str | None, settings: Settings) -> Path:
     path = Path(chosen).expanduser()
     if path.exists() or "/" in chosen or chosen.lower().endswith(".gguf"):
         return path
-    from ragcli import qwen_model
+    import ragcli.qwen_model as qwen_model
 
     if chosen.lower() in (qwen_model.NAME, "qwen"):
         return qwen_model.qwen_gguf(settings.cache_dir)
