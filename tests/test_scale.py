@@ -84,7 +84,10 @@ def test_deletion_marks_chunks_without_rewriting_postings_and_scores_stay_exact(
         store.close()
 
 
-def test_a_mostly_deleted_segment_is_compacted_and_an_emptied_one_dropped(isolated_home):
+def test_a_mostly_deleted_segment_is_compacted_and_an_emptied_one_dropped(isolated_home, monkeypatch):
+    import ragcli.ingest as ingest_module
+
+    monkeypatch.setattr(ingest_module, "FIRST_BATCH", 1000)  # one batch, so one BM25 segment
     ingest(isolated_home, TEXTS)
     store = Store.open(isolated_home)
     try:

@@ -171,7 +171,7 @@ def write_streamed(path: Path, dimension: int, batches: Iterable[tuple[Any, Any]
     _fsync_replace(tmp, path)
     meta = {"format_version": FORMAT_VERSION, "dimension": dimension, "count": count,
             "metric": "inner_product", "normalized": True, **params, "bytes": size,
-            "checksum": f"crc32:{crc:08x}"}
+            "checksum": f"crc32:{crc:08x}", "index_type": "flat"}  # what FaissIndex.describe() says
     write_json_atomic(params_path(path), meta)
     return True
 
