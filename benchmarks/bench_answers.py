@@ -38,17 +38,28 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ragcli.ask import Asker, AskOptions, Pipeline  # noqa: E402
+from ragcli.answer.ask import Asker, AskOptions, Pipeline  # noqa: E402
 from ragcli.config import load_settings  # noqa: E402
 from ragcli.evaluation.answer_eval import score_answer, summarize  # noqa: E402
 from ragcli.evaluation.datasets import QACase, load_qa_set  # noqa: E402
-from ragcli.extractive import answer_extractively  # noqa: E402
-from ragcli.query import QueryOptions  # noqa: E402
+from ragcli.answer.extractive import answer_extractively  # noqa: E402
+from ragcli.retrieval.search import QueryOptions  # noqa: E402
 
-HOLDOUT = ("Warsaw", "Oxygen", "Apollo program", "Kenya", "Rhine", "Doctor Who", "Prime number",
-           "Genghis Khan", "Black Death", "Harvard University")
-BASE = AskOptions(query=QueryOptions(mode="hybrid", top_k=5), use_cache=False, threads=2,
-                  answer_style="extractive")
+HOLDOUT = (
+    "Warsaw",
+    "Oxygen",
+    "Apollo program",
+    "Kenya",
+    "Rhine",
+    "Doctor Who",
+    "Prime number",
+    "Genghis Khan",
+    "Black Death",
+    "Harvard University",
+)
+BASE = AskOptions(
+    query=QueryOptions(mode="hybrid", top_k=5), use_cache=False, threads=2, answer_style="extractive"
+)
 
 
 def lexical_extract(question, hits, *, embedder=None, **kwargs):
@@ -107,15 +118,24 @@ def run(index: Path, cases: list[QACase], options: AskOptions, pipeline: Pipelin
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("dataset", type=Path)
     parser.add_argument("--index", type=Path, help="an index of the corpus (default: the eval cache's)")
     parser.add_argument("--limit", type=int, default=150)
-    parser.add_argument("--qa", type=Path, help="the questions (e.g. qa-tune.jsonl / qa-report.jsonl; "
-                        "default: the set's qa.jsonl); unanswerable ones are its held-out articles'")
-    parser.add_argument("--skip", type=int, default=0,
-                        help="skip the first N questions (and N/3 unanswerable ones): resume a run in parts")
+    parser.add_argument(
+        "--qa",
+        type=Path,
+        help="the questions (e.g. qa-tune.jsonl / qa-report.jsonl; "
+        "default: the set's qa.jsonl); unanswerable ones are its held-out articles'",
+    )
+    parser.add_argument(
+        "--skip",
+        type=int,
+        default=0,
+        help="skip the first N questions (and N/3 unanswerable ones): resume a run in parts",
+    )
     parser.add_argument("--details", type=Path, help="write every answer as JSON lines here")
     parser.add_argument("--variants", default="extractive,sentence,lexical,passages1,passages5,generative:30")
     parser.add_argument("--gemma", help="a bigger GGUF for the 'gemma' variant")
@@ -135,8 +155,11 @@ def main() -> None:
     if args.qa:
         wanted = {json.loads(line)["_id"] for line in args.qa.open() if line.strip()}
         cases = [case for case in cases if case.id in wanted]
-    unanswerable = [replace(case, answers=()) for case in cases
-                    if any(titles.get(doc) in HOLDOUT for doc in case.relevant)]
+    unanswerable = [
+        replace(case, answers=())
+        for case in cases
+        if any(titles.get(doc) in HOLDOUT for doc in case.relevant)
+    ]
     rows = []
     table = variants(args.gemma)
     for spec in args.variants.split(","):
@@ -144,27 +167,36 @@ def main() -> None:
         count = int(limit) if limit else args.limit
         options, pipeline = table[name]
         skip = args.skip
-        answered = run(full, cases[skip:skip + count], options, pipeline, settings)
+        answered = run(full, cases[skip : skip + count], options, pipeline, settings)
         first = skip // 3
-        declined = run(held, unanswerable[first:first + max(count // 3, 10)], options, pipeline, settings)
+        declined = run(held, unanswerable[first : first + max(count // 3, 10)], options, pipeline, settings)
         if args.details:
             with args.details.open("a") as out:
                 for result in answered + declined:
                     out.write(json.dumps({"variant": name, **vars(result)}) + "\n")
         metrics = summarize(answered)
         seconds = [r.seconds for r in answered + declined]
-        rows.append({"variant": name, "questions": len(answered), "unanswerable": len(declined), **metrics,
-                     "abstained_unanswerable": summarize(declined)["abstained_unanswerable"],
-                     "seconds_median": statistics.median(seconds)})
+        rows.append(
+            {
+                "variant": name,
+                "questions": len(answered),
+                "unanswerable": len(declined),
+                **metrics,
+                "abstained_unanswerable": summarize(declined)["abstained_unanswerable"],
+                "seconds_median": statistics.median(seconds),
+            }
+        )
         print(json.dumps(rows[-1]), flush=True)
     if args.markdown:
         args.markdown.write_text(markdown(rows))
 
 
 def markdown(rows: list[dict]) -> str:
-    head = ("| variant | questions | exact_match | f1 | answer_in_output | supported | citation_validity "
-            "| abstained (answerable) | abstained (unanswerable) | s/question (median) |\n"
-            "|---|---|---|---|---|---|---|---|---|---|\n")
+    head = (
+        "| variant | questions | exact_match | f1 | answer_in_output | supported | citation_validity "
+        "| abstained (answerable) | abstained (unanswerable) | s/question (median) |\n"
+        "|---|---|---|---|---|---|---|---|---|---|\n"
+    )
 
     def cell(value) -> str:
         return "-" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
@@ -175,7 +207,8 @@ def markdown(rows: list[dict]) -> str:
         f"{cell(r['answer_in_output'])} | {cell(r['supported'])} | {cell(r['citation_validity'])} | "
         f"{cell(r['abstained_answerable'])} | {cell(r['abstained_unanswerable'])} | "
         f"{cell(r['seconds_median'])} |\n"
-        for r in rows)
+        for r in rows
+    )
 
 
 if __name__ == "__main__":

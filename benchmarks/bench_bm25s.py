@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from standin import HashVectors  # noqa: E402
 
 from ragcli.evaluation.datasets import read_corpus  # noqa: E402
-from ragcli.ingest import ingest_documents  # noqa: E402
-from ragcli.retrieval.analysis import analyze  # noqa: E402
+from ragcli.ingest.pipeline import ingest_documents  # noqa: E402
+from ragcli.analysis import analyze  # noqa: E402
 from ragcli.retrieval.bm25 import BM25Retriever  # noqa: E402
 from ragcli.store import DATABASE_NAME, Store  # noqa: E402
 from ragcli.store.postings import PostingsReader  # noqa: E402
@@ -51,8 +51,9 @@ def best_of(rounds: int, run, count: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("dataset", type=Path, help="BEIR folder with corpus.jsonl and queries.jsonl")
     parser.add_argument("--index", type=Path, default=Path("/tmp/ragcli-bench-bm25s"))
     parser.add_argument("--rounds", type=int, default=3)
@@ -69,19 +70,22 @@ def main() -> None:
         embedder = HashVectors("standin", "standin-v1", 32)
         embedder.token_offsets = real.token_offsets  # chunk windows exactly as `rag eval` makes them
         started = time.perf_counter()
-        ingest_documents(args.index, read_corpus(args.dataset / "corpus.jsonl"), embedder=embedder,
-                         group="medium")
+        ingest_documents(
+            args.index, read_corpus(args.dataset / "corpus.jsonl"), embedder=embedder, group="medium"
+        )
         print(f"ragcli ingest (stand-in vectors): {time.perf_counter() - started:.1f} s")
     queries = [json.loads(line)["text"] for line in (args.dataset / "queries.jsonl").open(encoding="utf-8")]
     store = Store.open(args.index)
-    texts = [row[0] for row in store.db.execute(
-        "SELECT text FROM chunks WHERE group_name = 'medium' ORDER BY id")]
+    texts = [
+        row[0] for row in store.db.execute("SELECT text FROM chunks WHERE group_name = 'medium' ORDER BY id")
+    ]
     print(f"{len(texts)} chunks, {len(queries)} queries")
 
     stemmer = Stemmer.Stemmer("english")
     retriever_s = bm25s.BM25(k1=1.2, b=0.75)
-    retriever_s.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False),
-                      show_progress=False)
+    retriever_s.index(
+        bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False
+    )
 
     def s_single():
         for query in queries:
@@ -94,8 +98,15 @@ def main() -> None:
 
     # The same scoring work for both: bm25s indexes and queries ragcli's own analysed terms.
     same_s = bm25s.BM25(k1=1.2, b=0.75)
-    same_s.index([tokens.split() for (tokens,) in store.db.execute(
-        "SELECT tokens FROM chunks WHERE group_name = 'medium' ORDER BY id")], show_progress=False)
+    same_s.index(
+        [
+            tokens.split()
+            for (tokens,) in store.db.execute(
+                "SELECT tokens FROM chunks WHERE group_name = 'medium' ORDER BY id"
+            )
+        ],
+        show_progress=False,
+    )
 
     def same_single():
         for query in queries:
@@ -119,10 +130,15 @@ def main() -> None:
             with store.snapshot():
                 reader.top_k(store.db, "medium", analyze(query), 10)
 
-    rows = [("bm25s single (own tokenizer)", s_single), ("bm25s single (ragcli terms)", same_single),
-            ("ragcli single (ids + scores)", r_ids), ("ragcli single (hits + text)", r_single),
-            ("bm25s batched (own tokenizer)", s_batch), ("bm25s batched (ragcli terms)", same_batch),
-            ("ragcli batched (hits + text)", r_batch)]
+    rows = [
+        ("bm25s single (own tokenizer)", s_single),
+        ("bm25s single (ragcli terms)", same_single),
+        ("ragcli single (ids + scores)", r_ids),
+        ("ragcli single (hits + text)", r_single),
+        ("bm25s batched (own tokenizer)", s_batch),
+        ("bm25s batched (ragcli terms)", same_batch),
+        ("ragcli batched (hits + text)", r_batch),
+    ]
     for name, run in rows:
         print(f"{name:<30} {best_of(args.rounds, run, len(queries)):.3f} ms/query", flush=True)
     store.close()

@@ -71,8 +71,10 @@ def main() -> None:
     fp32 = timed("onnx fp32", "onnx", texts, args)
     probe = load_embedder(args.model, cache_dir=args.cache_dir)
     lengths = np.array([min(len(probe.token_offsets(t)), probe.max_tokens) for t in texts])
-    print(f"{len(texts)} texts, tokens per text: mean {lengths.mean():.0f}, "
-          f"median {np.median(lengths):.0f}, truncated {int((lengths >= probe.max_tokens).sum())}")
+    print(
+        f"{len(texts)} texts, tokens per text: mean {lengths.mean():.0f}, "
+        f"median {np.median(lengths):.0f}, truncated {int((lengths >= probe.max_tokens).sum())}"
+    )
     int8 = timed("onnx int8", "onnx-int8", texts, args) if args.int8 else None
     reference = timed("sentence-transformers", "sentence-transformers", texts, args)
     agreement("onnx fp32 vs reference", fp32, reference)

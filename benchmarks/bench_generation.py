@@ -32,12 +32,12 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ragcli.ask import AskOptions, _Run, stream_answer
+from ragcli.answer.ask import AskOptions, _Run, stream_answer
 from ragcli.config import default_gguf_path
-from ragcli.context import Source
+from ragcli.answer.context import Source
 from ragcli.llm import LlamaCppGenerator
-from ragcli.prompting import cited_prompt
-from ragcli.support import annotate_support
+from ragcli.answer.prompting import cited_prompt
+from ragcli.answer.support import annotate_support
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "docs"
 QUESTION = "How long should sourdough dough rest before baking?"
@@ -46,7 +46,7 @@ QUESTION = "How long should sourdough dough rest before baking?"
 def fixture_sources(limit_chars: int) -> list[Source]:
     """Two consecutive English passages of the bread fixture, `limit_chars` each."""
     text = (FIXTURES / "bread_baking.md").read_text(encoding="utf-8")
-    parts = [text[:limit_chars], text[limit_chars:2 * limit_chars]]
+    parts = [text[:limit_chars], text[limit_chars : 2 * limit_chars]]
     return [Source(n, "docs/bread_baking.md", None, 1.0, part, (n,)) for n, part in enumerate(parts, start=1)]
 
 
@@ -63,8 +63,11 @@ class ReplayLlama:
 
 def python_overhead(generator: LlamaCppGenerator, messages, options: AskOptions, finish, rounds: int = 300):
     """Median seconds per call of each variant over a replayed stream (no model work)."""
-    chunks = list(generator._llama.create_chat_completion(messages, max_tokens=options.max_tokens,
-                                                          temperature=0.0, seed=0, stream=True))
+    chunks = list(
+        generator._llama.create_chat_completion(
+            messages, max_tokens=options.max_tokens, temperature=0.0, seed=0, stream=True
+        )
+    )
     replay = copy.copy(generator)
     replay._llama = ReplayLlama(chunks, generator._llama.n_tokens)
     variants = {
@@ -91,8 +94,9 @@ def timed(pieces: Iterator[str], after: Callable[[str], object] | None = None) -
 
 
 def direct(llama, messages, max_tokens: int) -> Iterator[str]:
-    for chunk in llama.create_chat_completion(messages, max_tokens=max_tokens, temperature=0.0, seed=0,
-                                              stream=True):
+    for chunk in llama.create_chat_completion(
+        messages, max_tokens=max_tokens, temperature=0.0, seed=0, stream=True
+    ):
         piece = chunk["choices"][0]["delta"].get("content")
         if piece:
             yield piece
@@ -126,7 +130,7 @@ def main() -> None:
     names = list(variants)
     timed(direct(llama, messages, 4))  # warm-up: page the weights in
     for round_number in range(args.rounds):
-        for name in names[round_number % 3:] + names[:round_number % 3]:
+        for name in names[round_number % 3 :] + names[: round_number % 3]:
             llama.reset()  # no prompt-prefix reuse between calls
             results[name].append(variants[name]())
     usage = dict(generator.last_usage)
@@ -136,24 +140,32 @@ def main() -> None:
     print("\nPython work around llama.cpp (replayed stream, no model), per answer:")
     for name, seconds in replayed.items():
         extra = seconds - replayed["direct"]
-        print(f"{name:<12} {seconds * 1000:>8.3f} ms   +{extra * 1000:.3f} ms over direct = "
-              f"{100 * extra / base:.3f}% of a real answer")
+        print(
+            f"{name:<12} {seconds * 1000:>8.3f} ms   +{extra * 1000:.3f} ms over direct = "
+            f"{100 * extra / base:.3f}% of a real answer"
+        )
 
 
 def report(results: dict[str, list[tuple[float, float]]], usage: dict, args: argparse.Namespace) -> None:
     base = statistics.median(total for _, total in results["direct"])
     base_min = min(total for _, total in results["direct"])
-    print(f"prompt {usage['prompt']} tokens, completion {usage['completion']} tokens, "
-          f"{args.rounds} rounds, {args.threads} threads")
-    print(f"{'variant':<12} {'first token s':>14} {'median s':>9} {'min s':>7} {'tok/s':>7} "
-          f"{'overhead (median)':>18} {'overhead (min)':>15}")
+    print(
+        f"prompt {usage['prompt']} tokens, completion {usage['completion']} tokens, "
+        f"{args.rounds} rounds, {args.threads} threads"
+    )
+    print(
+        f"{'variant':<12} {'first token s':>14} {'median s':>9} {'min s':>7} {'tok/s':>7} "
+        f"{'overhead (median)':>18} {'overhead (min)':>15}"
+    )
     for name, samples in results.items():
         first = statistics.median(f for f, _ in samples)
         total = statistics.median(t for _, t in samples)
         least = min(t for _, t in samples)
         rate = usage["completion"] / max(total - first, 1e-9)
-        print(f"{name:<12} {first:>14.3f} {total:>9.3f} {least:>7.3f} {rate:>7.1f} "
-              f"{100 * (total - base) / base:>17.1f}% {100 * (least - base_min) / base_min:>14.1f}%")
+        print(
+            f"{name:<12} {first:>14.3f} {total:>9.3f} {least:>7.3f} {rate:>7.1f} "
+            f"{100 * (total - base) / base:>17.1f}% {100 * (least - base_min) / base_min:>14.1f}%"
+        )
 
 
 if __name__ == "__main__":

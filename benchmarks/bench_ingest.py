@@ -41,8 +41,12 @@ def run_ingest(folder: Path, index: Path, cache: Path) -> tuple[dict, float, flo
     env = {**os.environ, "RAG_CACHE_DIR": str(cache)}
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
-        process = subprocess.Popen([sys.executable, "-m", "ragcli", "ingest", str(folder), "--index",
-                                    str(index), "--json"], env=env, stdout=out, stderr=err)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ragcli", "ingest", str(folder), "--index", str(index), "--json"],
+            env=env,
+            stdout=out,
+            stderr=err,
+        )
         # wait4 gives this child's own peak RSS (RUSAGE_CHILDREN would mix all children).
         _, status, usage = os.wait4(process.pid, 0)
         process.returncode = os.waitstatus_to_exitcode(status)
@@ -85,8 +89,12 @@ def embed_only(texts: list[str], runtime: str, cache: Path, scratch: Path, batch
     """Seconds to embed `texts` in a fresh process with a loaded, warmed-up model."""
     data = scratch / "texts.json"
     data.write_text(json.dumps(texts), encoding="utf-8")
-    result = subprocess.run([sys.executable, "-c", EMBED_ONLY, str(data), runtime, str(cache), str(batch_size)],
-                            capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", EMBED_ONLY, str(data), runtime, str(cache), str(batch_size)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return float(result.stdout.strip().splitlines()[-1])
 
 
@@ -108,25 +116,38 @@ def main() -> None:
         ingest_rate = len(texts) / report["seconds"]
         onnx_rate = len(texts) / embed_only(texts, "onnx", args.cache_dir, scratch)
         print(f"corpus {args.corpus} - {args.docs} documents, {len(texts)} chunks")
-        print(f"rag ingest end to end      {ingest_rate:7.1f} chunks/s  ({report['seconds']:.1f} s in ingest, "
-              f"{wall:.1f} s wall with start-up)")
-        print(f"bare ONNX embedding        {onnx_rate:7.1f} chunks/s  -> ingest/embedding = "
-              f"{ingest_rate / onnx_rate:.2f}x (target >= 0.85)")
+        print(
+            f"rag ingest end to end      {ingest_rate:7.1f} chunks/s  ({report['seconds']:.1f} s in ingest, "
+            f"{wall:.1f} s wall with start-up)"
+        )
+        print(
+            f"bare ONNX embedding        {onnx_rate:7.1f} chunks/s  -> ingest/embedding = "
+            f"{ingest_rate / onnx_rate:.2f}x (target >= 0.85)"
+        )
         if not args.skip_st:
             for batch in (32, 8):  # its default, and the batch size that suits this CPU best
-                st_rate = len(texts) / embed_only(texts, "sentence-transformers", args.cache_dir, scratch, batch)
-                print(f"sentence-transformers only {st_rate:7.1f} chunks/s  (encode batch_size={batch}) -> "
-                      f"ingest/baseline = {ingest_rate / st_rate:.2f}x (target > 1)")
+                st_rate = len(texts) / embed_only(
+                    texts, "sentence-transformers", args.cache_dir, scratch, batch
+                )
+                print(
+                    f"sentence-transformers only {st_rate:7.1f} chunks/s  (encode batch_size={batch}) -> "
+                    f"ingest/baseline = {ingest_rate / st_rate:.2f}x (target > 1)"
+                )
         again, _, _ = run_ingest(small, scratch / "index-small", args.cache_dir)
-        print(f"re-ingest unchanged        {again['embedded']} embeddings, {again['seconds']:.2f} s = "
-              f"{100 * again['seconds'] / report['seconds']:.1f}% of the first (target <= 3%)")
+        print(
+            f"re-ingest unchanged        {again['embedded']} embeddings, {again['seconds']:.2f} s = "
+            f"{100 * again['seconds'] / report['seconds']:.1f}% of the first (target <= 3%)"
+        )
         if args.scale > 1:
             large = scratch / "large"
             write_docs(args.corpus, large, args.docs * args.scale)
             big, _, rss_large = run_ingest(large, scratch / "index-large", args.cache_dir)
-            print(f"peak RSS                   {rss_small:.0f} MiB for {args.docs} docs, {rss_large:.0f} MiB for "
-                  f"{args.docs * args.scale} docs ({big['chunks']} chunks) -> {rss_large / rss_small:.2f}x "
-                  "(target <= 1.5x)")
+            print(
+                f"peak RSS                   {rss_small:.0f} MiB for {args.docs} docs, "
+                f"{rss_large:.0f} MiB for "
+                f"{args.docs * args.scale} docs ({big['chunks']} chunks) -> {rss_large / rss_small:.2f}x "
+                "(target <= 1.5x)"
+            )
 
 
 if __name__ == "__main__":

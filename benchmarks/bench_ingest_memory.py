@@ -36,8 +36,13 @@ def make_text(path: Path, megabytes: float, newlines: bool) -> None:
         while written < target:
             words = rng.choices(vocabulary, k=150_000)
             if newlines:
-                block = "\n".join(" ".join(words[i:i + 12]) + ("\n" if i % 120 == 0 else "")
-                                  for i in range(0, len(words), 12)) + "\n"
+                block = (
+                    "\n".join(
+                        " ".join(words[i : i + 12]) + ("\n" if i % 120 == 0 else "")
+                        for i in range(0, len(words), 12)
+                    )
+                    + "\n"
+                )
             else:
                 block = " ".join(words) + " "
             block = block[: target - written]
@@ -80,8 +85,11 @@ def child(file: str, index: str) -> None:
 def run(file: Path, index: Path) -> tuple[float, float]:
     """(seconds, peak RSS in MB) of one ingest process."""
     started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, __file__, "--child", str(file), str(index)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [sys.executable, __file__, "--child", str(file), str(index)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - started
     if os.waitstatus_to_exitcode(status) != 0:
@@ -98,8 +106,9 @@ def main() -> None:
     if args.child:
         child(*args.child)
         return
-    cases = [(float(s), True) for s in args.sizes.split(",") if s] + \
-            [(float(s), False) for s in args.no_newline.split(",") if s]
+    cases = [(float(s), True) for s in args.sizes.split(",") if s] + [
+        (float(s), False) for s in args.no_newline.split(",") if s
+    ]
     with tempfile.TemporaryDirectory(prefix="ragcli-mem-") as tmp:
         folder = Path(tmp)
         make_text(folder / "base.txt", 0.001, True)
@@ -111,8 +120,11 @@ def main() -> None:
             make_text(file, megabytes, newlines)
             seconds, peak = run(file, folder / f"index-{file.stem}")
             label = f"{megabytes:g} MB" + ("" if newlines else ", no newline")
-            print(f"{label:>24} {seconds:8.1f} {(seconds - base_seconds) / megabytes:6.2f} {peak:8.0f} "
-                  f"{peak - baseline:14.0f}", flush=True)
+            print(
+                f"{label:>24} {seconds:8.1f} {(seconds - base_seconds) / megabytes:6.2f} {peak:8.0f} "
+                f"{peak - baseline:14.0f}",
+                flush=True,
+            )
             file.unlink()
 
 

@@ -29,8 +29,9 @@ QUERY = {"query": "when was the lighthouse first lit", "mode": "hybrid", "top_k"
 
 
 def server(index: str) -> StdioServerParameters:
-    return StdioServerParameters(command=shutil.which("rag") or "rag", args=["mcp", "--index", index],
-                                 env=dict(os.environ))
+    return StdioServerParameters(
+        command=shutil.which("rag") or "rag", args=["mcp", "--index", index], env=dict(os.environ)
+    )
 
 
 def child_cpu_seconds() -> float:
@@ -96,14 +97,19 @@ def main() -> None:
         return
     runs = [anyio.run(cold_once, args.index) for _ in range(args.runs)]
     colds, cpus = [wall for wall, _ in runs], [cpu for _, cpu in runs]
-    print(f"cold start to first search answer: median {statistics.median(colds):.3f} s wall "
-          f"(min {min(colds):.3f}, max {max(colds):.3f}), server CPU median {statistics.median(cpus):.2f} s "
-          f"({args.runs} runs)")
+    print(
+        f"cold start to first search answer: median {statistics.median(colds):.3f} s wall "
+        f"(min {min(colds):.3f}, max {max(colds):.3f}), server CPU median {statistics.median(cpus):.2f} s "
+        f"({args.runs} runs)"
+    )
     mcp, library = anyio.run(per_call, args.index, args.calls)
     overhead = statistics.median(a - b for a, b in zip(mcp, library))
-    print(f"search via MCP: median {statistics.median(mcp) * 1000:.2f} ms; same IndexTools.search in-process: "
-          f"{statistics.median(library) * 1000:.2f} ms; per-call overhead (median of pair differences) {overhead * 1000:.2f} ms "
-          f"({args.calls} calls each)")
+    print(
+        f"search via MCP: median {statistics.median(mcp) * 1000:.2f} ms; same IndexTools.search in-process: "
+        f"{statistics.median(library) * 1000:.2f} ms; per-call overhead (median of pair "
+        f"differences) {overhead * 1000:.2f} ms "
+        f"({args.calls} calls each)"
+    )
     sys.stdout.flush()
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ragcli.embedding import load_embedder
-from ragcli.ingest import ingest_documents
+from ragcli.ingest.pipeline import ingest_documents
 from ragcli.store import DATABASE_NAME, Store
 from ragcli.types import ChunkSettings, Document
 
@@ -42,8 +42,12 @@ class HashVectors:
         self.model_id, self.fingerprint, self.dimension = model_id, fingerprint, dimension
 
     def embed(self, texts, batch_size: int = 32) -> np.ndarray:
-        rows = [np.random.default_rng(int.from_bytes(hashlib.sha1(t.encode()).digest()[:8], "little"))
-                .standard_normal(self.dimension) for t in texts]
+        rows = [
+            np.random.default_rng(
+                int.from_bytes(hashlib.sha1(t.encode()).digest()[:8], "little")
+            ).standard_normal(self.dimension)
+            for t in texts
+        ]
         vectors = np.asarray(rows, dtype=np.float32)
         return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
@@ -57,18 +61,23 @@ def vocabulary(size: int, rng: np.random.Generator) -> list[str]:
     words: set[str] = set()
     while len(words) < size:
         parts = rng.integers(2, 4)
-        words.add("".join(onsets[rng.integers(len(onsets))] + vowels[rng.integers(len(vowels))]
-                          for _ in range(parts)))
+        words.add(
+            "".join(
+                onsets[rng.integers(len(onsets))] + vowels[rng.integers(len(vowels))] for _ in range(parts)
+            )
+        )
     return sorted(words)
 
 
 # The commonest English words, in frequency order: as in real text they take the top
 # Zipf ranks, and the analyzer drops them.
-COMMON = ("the of and to a in is that for it as was with be by on not he this are or his from at which "
-          "but they have an had one you were her all she there would their we him been has when who will "
-          "more no if out so said what up its about into than them can only other new some could time "
-          "these two may then do first any my now such like our over man me even most made after "
-          "also").split()
+COMMON = (
+    "the of and to a in is that for it as was with be by on not he this are or his from at which "
+    "but they have an had one you were her all she there would their we him been has when who will "
+    "more no if out so said what up its about into than them can only other new some could time "
+    "these two may then do first any my now such like our over man me even most made after "
+    "also"
+).split()
 
 
 def synthetic_corpus(count: int, seed: int = 7) -> tuple[list[Document], list[str]]:
@@ -85,10 +94,11 @@ def synthetic_corpus(count: int, seed: int = 7) -> tuple[list[Document], list[st
     drawn = rng.choice(len(words), size=int(lengths.sum()), p=weights)
     docs, start = [], 0
     for i, length in enumerate(lengths):
-        docs.append(Document(f"doc{i:06d}", " ".join(words[drawn[start:start + length]]), "txt"))
+        docs.append(Document(f"doc{i:06d}", " ".join(words[drawn[start : start + length]]), "txt"))
         start += length
-    queries = [" ".join(words[rng.choice(len(words), size=rng.integers(2, 7), p=weights)])
-               for _ in range(2000)]
+    queries = [
+        " ".join(words[rng.choice(len(words), size=rng.integers(2, 7), p=weights)]) for _ in range(2000)
+    ]
     return docs, queries
 
 
@@ -115,20 +125,38 @@ def build_index(args: argparse.Namespace, docs: list[Document], cache_dir: Path)
         shutil.rmtree(args.index)
     if args.synthetic:
         embedder = HashVectors(real.model_id, real.fingerprint, real.dimension)
-        print("ingesting with the fast deterministic benchmark embedder (pseudo-random vectors; the index "
-              "records the real model, which cold queries load)")
+        print(
+            "ingesting with the fast deterministic benchmark embedder (pseudo-random vectors; the index "
+            "records the real model, which cold queries load)"
+        )
     else:
         embedder = real
     started = time.perf_counter()
-    report = ingest_documents(args.index, docs, embedder=embedder, group="medium",
-                              chunking=ONE_CHUNK if args.synthetic else None, batch_chunks=2048)
+    report = ingest_documents(
+        args.index,
+        docs,
+        embedder=embedder,
+        group="medium",
+        chunking=ONE_CHUNK if args.synthetic else None,
+        batch_chunks=2048,
+    )
     print(f"ingest: {report.chunks} chunks in {time.perf_counter() - started:.0f} s")
 
 
 def cold_query(args: argparse.Namespace, mode: str, query: str, env: dict) -> float:
     """Median wall time of a new `rag query` process (after one warm-up run)."""
-    command = [sys.executable, "-m", "ragcli", "query", query, "--mode", mode, "--json",
-               "--index", str(args.index)]
+    command = [
+        sys.executable,
+        "-m",
+        "ragcli",
+        "query",
+        query,
+        "--mode",
+        mode,
+        "--json",
+        "--index",
+        str(args.index),
+    ]
     times = []
     for attempt in range(args.repeat + 1):
         started = time.perf_counter()
@@ -142,26 +170,31 @@ def bm25_versus_rank_bm25(args: argparse.Namespace, queries: list[str]) -> None:
     """Per-query time of our BM25 (through the retriever) and of rank-bm25 on the same terms."""
     from rank_bm25 import BM25Okapi
 
-    from ragcli.retrieval.analysis import analyze
+    from ragcli.analysis import analyze
     from ragcli.retrieval.bm25 import BM25Retriever
 
     store = Store.open(args.index)
     try:
-        tokens = [row[0].split() for row in store.db.execute(
-            "SELECT tokens FROM chunks WHERE group_name = 'medium' ORDER BY id")]
+        tokens = [
+            row[0].split()
+            for row in store.db.execute("SELECT tokens FROM chunks WHERE group_name = 'medium' ORDER BY id")
+        ]
         started = time.perf_counter()
         reference = BM25Okapi(tokens, k1=1.2, b=0.75)
-        print(f"rank-bm25 index build: {time.perf_counter() - started:.1f} s for {len(tokens)} chunks "
-              "(in RAM)")
+        print(
+            f"rank-bm25 index build: {time.perf_counter() - started:.1f} s for {len(tokens)} chunks (in RAM)"
+        )
         retriever = BM25Retriever(store, "medium")
-        sample = queries[:args.compare]
+        sample = queries[: args.compare]
         retriever.search(sample[0], 10)
         ours = _per_query(lambda q: retriever.search(q, 10), sample)
         ref = _per_query(lambda q: np.argsort(reference.get_scores(analyze(q)))[::-1][:10], sample)
     finally:
         store.close()
-    print(f"BM25 per query over {len(sample)} queries: ragcli {ours:.2f} ms, rank-bm25 {ref:.1f} ms "
-          f"-> {ref / ours:.1f}x faster (mean)")
+    print(
+        f"BM25 per query over {len(sample)} queries: ragcli {ours:.2f} ms, rank-bm25 {ref:.1f} ms "
+        f"-> {ref / ours:.1f}x faster (mean)"
+    )
 
 
 def _per_query(search, queries: list[str]) -> float:
@@ -173,29 +206,45 @@ def _per_query(search, queries: list[str]) -> float:
 
 def stdin_batch(args: argparse.Namespace, mode: str, queries: list[str], env: dict) -> None:
     """1,000 queries through one `rag query -` process."""
-    batch = "\n".join(queries[:args.batch]) + "\n"
-    command = [sys.executable, "-m", "ragcli", "query", "-", "--mode", mode, "-k", "10",
-               "--index", str(args.index)]
+    batch = "\n".join(queries[: args.batch]) + "\n"
+    command = [
+        sys.executable,
+        "-m",
+        "ragcli",
+        "query",
+        "-",
+        "--mode",
+        mode,
+        "-k",
+        "10",
+        "--index",
+        str(args.index),
+    ]
     started = time.perf_counter()
     done = subprocess.run(command, env=env, input=batch, text=True, check=True, capture_output=True)
     elapsed = time.perf_counter() - started
     answered = len({json.loads(line)["query"] for line in done.stdout.splitlines()})
-    print(f"stdin batch {mode:<6}: {args.batch} queries in {elapsed:.1f} s -> {args.batch / elapsed:.0f} "
-          f"queries/s (process start and model load included; {answered} distinct queries got hits)")
+    print(
+        f"stdin batch {mode:<6}: {args.batch} queries in {elapsed:.1f} s -> {args.batch / elapsed:.0f} "
+        f"queries/s (process start and model load included; {answered} distinct queries got hits)"
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("corpus", nargs="?", type=Path, help="BEIR corpus.jsonl")
     parser.add_argument("--synthetic", type=int, metavar="N", help="synthesise N documents instead")
     parser.add_argument("--index", type=Path, help="index directory (default under /tmp)")
-    parser.add_argument("--cache-dir", type=Path, default=Path("/tmp/ragcli-bench-query/cache"),
-                        help="ONNX export cache")
+    parser.add_argument(
+        "--cache-dir", type=Path, default=Path("/tmp/ragcli-bench-query/cache"), help="ONNX export cache"
+    )
     parser.add_argument("--rebuild", action="store_true", help="rebuild the index even if it exists")
     parser.add_argument("--repeat", type=int, default=5, help="cold runs per mode (median)")
-    parser.add_argument("--compare", type=int, default=50,
-                        help="queries for the ragcli vs rank-bm25 BM25 timing")
+    parser.add_argument(
+        "--compare", type=int, default=50, help="queries for the ragcli vs rank-bm25 BM25 timing"
+    )
     parser.add_argument("--batch", type=int, default=1000, help="queries in the stdin batch")
     args = parser.parse_args()
     if bool(args.corpus) == bool(args.synthetic):
@@ -207,8 +256,10 @@ def main() -> None:
     env = {**os.environ, "RAG_CACHE_DIR": str(args.cache_dir)}
     env.pop("RAG_EMBED_MODEL", None)
     for mode in ("bm25", "dense", "hybrid"):
-        print(f"cold `rag query --mode {mode}`: {cold_query(args, mode, queries[0], env):.2f} s "
-              f"(median of {args.repeat}, new process, warm disk cache)")
+        print(
+            f"cold `rag query --mode {mode}`: {cold_query(args, mode, queries[0], env):.2f} s "
+            f"(median of {args.repeat}, new process, warm disk cache)"
+        )
     bm25_versus_rank_bm25(args, queries)
     while len(queries) < args.batch:
         queries = queries + queries

@@ -37,11 +37,13 @@ import numpy as np
 from ragcli.types import ChunkSettings, Document
 
 ONE_CHUNK = ChunkSettings("word", 400, 0)
-COMMON = ("the of and to a in is that for it as was with be by on not he this are or his from at which "
-          "but they have an had one you were her all she there would their we him been has when who will "
-          "more no if out so said what up its about into than them can only other new some could time "
-          "these two may then do first any my now such like our over man me even most made after "
-          "also").split()
+COMMON = (
+    "the of and to a in is that for it as was with be by on not he this are or his from at which "
+    "but they have an had one you were her all she there would their we him been has when who will "
+    "more no if out so said what up its about into than them can only other new some could time "
+    "these two may then do first any my now such like our over man me even most made after "
+    "also"
+).split()
 
 
 def words(seed: int = 7) -> tuple[np.ndarray, np.ndarray]:
@@ -50,8 +52,12 @@ def words(seed: int = 7) -> tuple[np.ndarray, np.ndarray]:
     onsets, vowels = list("bdfgklmnprstvz") + ["br", "st", "tr", "ch"], list("aeiou") + ["ai", "ou"]
     made: set[str] = set()
     while len(made) < 30_000:
-        made.add("".join(onsets[rng.integers(len(onsets))] + vowels[rng.integers(len(vowels))]
-                         for _ in range(rng.integers(2, 4))))
+        made.add(
+            "".join(
+                onsets[rng.integers(len(onsets))] + vowels[rng.integers(len(vowels))]
+                for _ in range(rng.integers(2, 4))
+            )
+        )
     vocabulary = np.array(COMMON + sorted(made))
     weights = 1.0 / np.arange(1, len(vocabulary) + 1) ** 1.05
     return vocabulary, weights / weights.sum()
@@ -66,15 +72,17 @@ def documents(count: int, seed: int = 7, block: int = 10_000) -> Iterator[Docume
         drawn = vocabulary[rng.choice(len(vocabulary), size=int(lengths.sum()), p=weights)]
         offset = 0
         for i, length in enumerate(lengths):
-            yield Document(f"doc{start + i:07d}", " ".join(drawn[offset:offset + length]), "txt")
+            yield Document(f"doc{start + i:07d}", " ".join(drawn[offset : offset + length]), "txt")
             offset += length
 
 
 def queries(count: int, seed: int = 11) -> list[str]:
     vocabulary, weights = words()
     rng = np.random.default_rng(seed)
-    return [" ".join(vocabulary[rng.choice(len(vocabulary), size=rng.integers(2, 7), p=weights)])
-            for _ in range(count)]
+    return [
+        " ".join(vocabulary[rng.choice(len(vocabulary), size=rng.integers(2, 7), p=weights)])
+        for _ in range(count)
+    ]
 
 
 class MixtureVectors:
@@ -87,8 +95,10 @@ class MixtureVectors:
         self.noise = np.random.default_rng(5).standard_normal((4096, base.shape[1])).astype(np.float32)
 
     def embed(self, texts, batch_size: int = 32) -> np.ndarray:
-        keys = np.array([int.from_bytes(hashlib.blake2b(t.encode(), digest_size=8).digest(), "little")
-                         for t in texts], dtype=np.uint64)
+        keys = np.array(
+            [int.from_bytes(hashlib.blake2b(t.encode(), digest_size=8).digest(), "little") for t in texts],
+            dtype=np.uint64,
+        )
         first = (keys % len(self.base)).astype(np.int64)
         second = ((keys >> np.uint64(20)) % len(self.base)).astype(np.int64)
         weight = (((keys >> np.uint64(40)) % 1000).astype(np.float32) / 1000 * 0.4 + 0.2)[:, None]
@@ -137,16 +147,25 @@ class Model:
 
 def build(args) -> None:
     """Ingest in this process (started by `main` with --phase ingest: its RSS is ingest's alone)."""
-    from ragcli.ingest import ingest_documents
+    from ragcli.ingest.pipeline import ingest_documents
 
     identity = json.loads((args.work / "model.json").read_text())
     embedder = MixtureVectors(Model(**identity), np.load(args.work / "base-2000.npy"))
     started = time.perf_counter()
-    report = ingest_documents(args.index, documents(args.chunks), embedder=embedder, group="medium",
-                              chunking=ONE_CHUNK, batch_chunks=args.batch)
+    report = ingest_documents(
+        args.index,
+        documents(args.chunks),
+        embedder=embedder,
+        group="medium",
+        chunking=ONE_CHUNK,
+        batch_chunks=args.batch,
+    )
     seconds = time.perf_counter() - started
-    print(f"ingest: {report.chunks} chunks in {seconds:.0f} s = {report.chunks / seconds:.0f} chunks/s; "
-          f"peak RSS {rss_mb():.0f} MB (the ingesting process)", flush=True)
+    print(
+        f"ingest: {report.chunks} chunks in {seconds:.0f} s = {report.chunks / seconds:.0f} chunks/s; "
+        f"peak RSS {rss_mb():.0f} MB (the ingesting process)",
+        flush=True,
+    )
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -155,7 +174,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def warm(args, texts: list[str]) -> None:
     from ragcli.config import load_settings
-    from ragcli.query import QueryOptions, Searcher
+    from ragcli.retrieval.search import QueryOptions, Searcher
 
     settings = load_settings(index=args.index)
     with Searcher(args.index, settings=settings) as searcher:
@@ -163,25 +182,43 @@ def warm(args, texts: list[str]) -> None:
             options = QueryOptions(mode=mode, top_k=10)
             searcher.search(texts[0], options)  # loads the model, maps the files
             times = []
-            for text in texts[1:args.warm + 1]:
+            for text in texts[1 : args.warm + 1]:
                 started = time.perf_counter()
                 searcher.search(text, options)
                 times.append((time.perf_counter() - started) * 1000)
-            print(f"warm {mode:<6}: p50 {percentile(times, 50):6.1f} ms, p95 {percentile(times, 95):6.1f} ms "
-                  f"({len(times)} queries, one Searcher)")
+            print(
+                f"warm {mode:<6}: p50 {percentile(times, 50):6.1f} ms, p95 {percentile(times, 95):6.1f} ms "
+                f"({len(times)} queries, one Searcher)"
+            )
 
 
 def cold(args, texts: list[str]) -> None:
     for mode in ("bm25", "dense", "hybrid"):
         times = []
-        for attempt, text in enumerate(texts[:args.cold + 1]):
+        for attempt, text in enumerate(texts[: args.cold + 1]):
             started = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "ragcli", "query", text, "--mode", mode, "--json",
-                            "--index", str(args.index)], check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "ragcli",
+                    "query",
+                    text,
+                    "--mode",
+                    mode,
+                    "--json",
+                    "--index",
+                    str(args.index),
+                ],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
             if attempt:  # the first run warms the page cache
                 times.append(time.perf_counter() - started)
-        print(f"cold {mode:<6}: median {statistics.median(times):.2f} s, max {max(times):.2f} s "
-              f"(new `rag query` process each, {len(times)} runs)")
+        print(
+            f"cold {mode:<6}: median {statistics.median(times):.2f} s, max {max(times):.2f} s "
+            f"(new `rag query` process each, {len(times)} runs)"
+        )
 
 
 def recall(args, real) -> None:
@@ -213,13 +250,15 @@ def recall(args, real) -> None:
     finally:
         store.close()
     value = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(got, best_ids)])
-    print(f"vector index {kind}: recall@10 {value:.3f} against exact search on {len(vectors)} queries "
-          f"({approximate_ms:.2f} ms a query, batched)")
+    print(
+        f"vector index {kind}: recall@10 {value:.3f} against exact search on {len(vectors)} queries "
+        f"({approximate_ms:.2f} ms a query, batched)"
+    )
 
 
 def _batches(store, ids: np.ndarray, dimension: int, size: int = 50_000):
     for start in range(0, len(ids), size):
-        parts = list(store.vectors_for(ids[start:start + size], dimension))
+        parts = list(store.vectors_for(ids[start : start + size], dimension))
         yield np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
@@ -242,7 +281,7 @@ def delete_few(args) -> None:
 
 
 def delete_share(args, share: float = 0.01) -> None:
-    from ragcli.ingest import vector_params
+    from ragcli.ingest.pipeline import vector_params
     from ragcli.store import Store
 
     store = Store.open(args.index)
@@ -261,14 +300,17 @@ def delete_share(args, share: float = 0.01) -> None:
         total = time.perf_counter() - started
     finally:
         store.close()
-    print(f"delete {len(doomed)} documents ({share:.0%}): {total:.1f} s (documents, chunks and BM25 "
-          f"{database:.1f} s, vector file {vectors:.1f} s, unused embeddings "
-          f"{total - database - vectors:.1f} s)")
+    print(
+        f"delete {len(doomed)} documents ({share:.0%}): {total:.1f} s (documents, chunks and BM25 "
+        f"{database:.1f} s, vector file {vectors:.1f} s, unused embeddings "
+        f"{total - database - vectors:.1f} s)"
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--index", type=Path, default=Path("/tmp/ragcli-bench-scale"))
     parser.add_argument("--work", type=Path, default=Path("/tmp/ragcli-bench-scale-work"))
@@ -278,8 +320,11 @@ def main() -> None:
     parser.add_argument("--cold", type=int, default=3, help="cold processes per mode")
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--skip-delete", action="store_true")
-    parser.add_argument("--only-delete-few", action="store_true",
-                        help="only time deleting a few documents from an existing index")
+    parser.add_argument(
+        "--only-delete-few",
+        action="store_true",
+        help="only time deleting a few documents from an existing index",
+    )
     parser.add_argument("--phase", choices=["all", "ingest"], default="all", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.only_delete_few:
@@ -295,20 +340,37 @@ def main() -> None:
 
     real = load_embedder(None, cache_dir=load_settings().cache_dir)
     base_vectors(real, args.work, args.corpus)
-    (args.work / "model.json").write_text(json.dumps(
-        {"model_id": real.model_id, "fingerprint": real.fingerprint, "dimension": real.dimension}))
+    (args.work / "model.json").write_text(
+        json.dumps({"model_id": real.model_id, "fingerprint": real.fingerprint, "dimension": real.dimension})
+    )
     if (args.index / DATABASE_NAME).is_file() and args.rebuild:
         shutil.rmtree(args.index)
     if not (args.index / DATABASE_NAME).is_file():
-        subprocess.run([sys.executable, __file__, "--phase", "ingest", "--chunks", str(args.chunks),
-                        "--index", str(args.index), "--work", str(args.work), "--batch", str(args.batch)],
-                       check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--phase",
+                "ingest",
+                "--chunks",
+                str(args.chunks),
+                "--index",
+                str(args.index),
+                "--work",
+                str(args.work),
+                "--batch",
+                str(args.batch),
+            ],
+            check=True,
+        )
     else:
         print(f"reusing the index at {args.index} (--rebuild to start over)")
     params = json.loads((args.index / "vectors" / "medium.json").read_text())
     total, vectors = disk_mb(args.index), disk_mb(args.index / "vectors")
-    print(f"size on disk: {total:.0f} MB (database {total - vectors:.0f} MB, vectors {vectors:.0f} MB: "
-          f"{params['index_type']}, {params['count']} vectors)")
+    print(
+        f"size on disk: {total:.0f} MB (database {total - vectors:.0f} MB, vectors {vectors:.0f} MB: "
+        f"{params['index_type']}, {params['count']} vectors)"
+    )
     texts = queries(max(args.warm + 1, 201))
     warm(args, texts)
     cold(args, texts)

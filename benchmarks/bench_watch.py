@@ -26,8 +26,10 @@ import subprocess
 import time
 from pathlib import Path
 
-WORDS = ("lighthouse keeper lamp harbour storm granite tower beam ships rocks tide glass winter log "
-         "candle oil lens brass keeper coast fog bell signal rescue").split()
+WORDS = (
+    "lighthouse keeper lamp harbour storm granite tower beam ships rocks tide glass winter log "
+    "candle oil lens brass keeper coast fog bell signal rescue"
+).split()
 
 
 def page(number: int, marker: str) -> str:
@@ -40,7 +42,10 @@ def committed(db: Path, marker: str, before: str | None) -> bool:
         last = conn.execute("SELECT value FROM meta WHERE key = 'last_ingest'").fetchone()
         if last is None or last[0] == before:
             return False
-        return conn.execute("SELECT 1 FROM chunks WHERE text LIKE ? LIMIT 1", [f"%{marker}%"]).fetchone() is not None
+        return (
+            conn.execute("SELECT 1 FROM chunks WHERE text LIKE ? LIMIT 1", [f"%{marker}%"]).fetchone()
+            is not None
+        )
 
 
 def last_ingest(db: Path) -> str | None:
@@ -66,8 +71,11 @@ def main() -> None:
     for number in range(20):
         (folder / f"note-{number:02d}.md").write_text(page(number, "start"), encoding="utf-8")
     log = (args.work / "watch.err").open("w")
-    watcher = subprocess.Popen([shutil.which("rag") or "rag", "ingest", str(folder), "--watch", "--index",
-                                str(index)], stdout=subprocess.DEVNULL, stderr=log)
+    watcher = subprocess.Popen(
+        [shutil.which("rag") or "rag", "ingest", str(folder), "--watch", "--index", str(index)],
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
     try:
         while "watching" not in (args.work / "watch.err").read_text():
             assert watcher.poll() is None, (args.work / "watch.err").read_text()
@@ -89,17 +97,34 @@ def main() -> None:
             while not committed(db, marker, before):
                 time.sleep(0.01)
             latencies.append(time.perf_counter() - started)
-        found = subprocess.run([shutil.which("rag") or "rag", "query", marker, "--mode", "bm25", "--format",
-                                "paths", "--index", str(index)], capture_output=True, text=True)
+        found = subprocess.run(
+            [
+                shutil.which("rag") or "rag",
+                "query",
+                marker,
+                "--mode",
+                "bm25",
+                "--format",
+                "paths",
+                "--index",
+                str(index),
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert str(target) in found.stdout.split(), found
-        print(f"save -> searchable: median {statistics.median(latencies):.3f} s, min {min(latencies):.3f}, "
-              f"max {max(latencies):.3f} ({args.edits} edits of a one-page note, half via temp+rename)")
+        print(
+            f"save -> searchable: median {statistics.median(latencies):.3f} s, min {min(latencies):.3f}, "
+            f"max {max(latencies):.3f} ({args.edits} edits of a one-page note, half via temp+rename)"
+        )
         time.sleep(3)
         ticks, started = cpu_ticks(watcher.pid), time.monotonic()
         time.sleep(args.idle)
         used = (cpu_ticks(watcher.pid) - ticks) / os.sysconf("SC_CLK_TCK")
         elapsed = time.monotonic() - started
-        print(f"idle watcher CPU: {used:.2f} s over {elapsed:.0f} s = {100 * used / elapsed:.2f} % of one core")
+        print(
+            f"idle watcher CPU: {used:.2f} s over {elapsed:.0f} s = {100 * used / elapsed:.2f} % of one core"
+        )
     finally:
         watcher.send_signal(signal.SIGINT)
         print(f"watcher exit code after Ctrl-C: {watcher.wait(timeout=300)}")

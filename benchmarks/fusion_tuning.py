@@ -37,7 +37,7 @@ def dump(sets: list[Path], out: Path) -> None:
     from ragcli.evaluation.indexes import dataset_index_path
     import numpy as np
 
-    from ragcli.query import Searcher
+    from ragcli.retrieval.search import Searcher
 
     out.mkdir(parents=True, exist_ok=True)
     settings = load_settings()
@@ -48,22 +48,36 @@ def dump(sets: list[Path], out: Path) -> None:
         with Searcher(index, settings=settings) as searcher:
             group = searcher.resolve_group(None)
             for qid, text in dataset.queries.items():
-                queries[qid] = {"text": text} | {
-                    name: [[hit.chunk.id, hit.chunk.path, hit.score]
-                           for hit in searcher.retriever(name, group).search(text, DEPTH)]
-                    for name in ("bm25", "dense")} | {"idf": idfs(searcher.store.db, group, text)}
+                queries[qid] = (
+                    {"text": text}
+                    | {
+                        name: [
+                            [hit.chunk.id, hit.chunk.path, hit.score]
+                            for hit in searcher.retriever(name, group).search(text, DEPTH)
+                        ]
+                        for name in ("bm25", "dense")
+                    }
+                    | {"idf": idfs(searcher.store.db, group, text)}
+                )
             dense = searcher.retriever("dense", group)
             query_vectors = np.concatenate([dense.embed(text) for text in dataset.queries.values()])
             rows = searcher.store.db.execute(
                 "SELECT c.id, d.path FROM chunks c JOIN documents d ON d.id = c.doc_id "
-                "WHERE c.group_name = ? AND c.embedding_id IS NOT NULL ORDER BY c.id", [group]).fetchall()
+                "WHERE c.group_name = ? AND c.embedding_id IS NOT NULL ORDER BY c.id",
+                [group],
+            ).fetchall()
             chunk_ids = np.array([row[0] for row in rows], dtype=np.int64)
             chunk_paths = np.array([row[1] for row in rows])
             chunk_vectors = dense.chunk_vectors([int(i) for i in chunk_ids], query_vectors.shape[1])
         payload = {"queries": queries, "qrels": {q: dict(r) for q, r in dataset.qrels.items()}}
         (out / f"{dataset.name}.json").write_text(json.dumps(payload))
-        np.savez(out / f"{dataset.name}.npz", queries=query_vectors, chunk_ids=chunk_ids,
-                 paths=chunk_paths, vectors=chunk_vectors)
+        np.savez(
+            out / f"{dataset.name}.npz",
+            queries=query_vectors,
+            chunk_ids=chunk_ids,
+            paths=chunk_paths,
+            vectors=chunk_vectors,
+        )
         print(f"{dataset.name}: {len(queries)} queries", file=sys.stderr)
 
 
@@ -71,7 +85,7 @@ def idfs(db, group: str, text: str) -> list[float]:
     """The BM25 idf of each analysed query term (repeats kept), as `postings.top_k` computes it."""
     import math
 
-    from ragcli.retrieval.analysis import analyze
+    from ragcli.analysis import analyze
     from ragcli.store.postings import IDF_FLOOR, collection_stats, term_postings
 
     docs, _ = collection_stats(db, group)
@@ -97,7 +111,7 @@ def add_feedback(payload: dict, vectors_file: Path, weight: float | None = None)
     """Replay `Searcher._adaptive_hybrid`'s feedback pass exactly, with exact cosine over all chunks."""
     import numpy as np
 
-    from ragcli.query import FEEDBACK_WEIGHT
+    from ragcli.retrieval.search import FEEDBACK_WEIGHT
     from ragcli.retrieval.dense import feedback_vector
     from ragcli.retrieval.fusion import fuse_hits
 
@@ -109,8 +123,11 @@ def add_feedback(payload: dict, vectors_file: Path, weight: float | None = None)
         if not first or first[0].chunk.id not in rows:
             rec["feedback"] = rec["dense"]
             continue
-        moved = feedback_vector(arrays["queries"][position], arrays["vectors"][[rows[first[0].chunk.id]]],
-                                FEEDBACK_WEIGHT if weight is None else weight)
+        moved = feedback_vector(
+            arrays["queries"][position],
+            arrays["vectors"][[rows[first[0].chunk.id]]],
+            FEEDBACK_WEIGHT if weight is None else weight,
+        )
         scores = arrays["vectors"] @ moved[0]
         top = np.argsort(-scores, kind="stable")[:DEPTH]
         rec["feedback"] = [[int(ids[j]), str(paths[j]), float(scores[j])] for j in top]
@@ -123,8 +140,10 @@ def as_hits(entries: list) -> list:
     """Dumped [chunk id, doc, score] rows as `Hit`s (chunk carries id and path only)."""
     from ragcli.types import Chunk, Hit
 
-    return [Hit(Chunk(cid, 0, "", 0, "", 0, 0, None, doc), score, rank)
-            for rank, (cid, doc, score) in enumerate(entries, start=1)]
+    return [
+        Hit(Chunk(cid, 0, "", 0, "", 0, 0, None, doc), score, rank)
+        for rank, (cid, doc, score) in enumerate(entries, start=1)
+    ]
 
 
 def doc_run(hits: list) -> dict[str, float]:
@@ -161,7 +180,8 @@ def variants() -> dict[str, Callable[[dict], list]]:
     table["minmax"] = fused(fusion="score")
     table["adaptive, one pass"] = fused(fusion="adaptive")
     table["default hybrid"] = lambda rec: fusion.fuse_hits(
-        {"bm25": as_hits(rec["bm25"]), "dense": as_hits(rec.get("feedback", rec["dense"]))})
+        {"bm25": as_hits(rec["bm25"]), "dense": as_hits(rec.get("feedback", rec["dense"]))}
+    )
     return table
 
 
@@ -216,6 +236,7 @@ GRID = [(prior, depth) for prior in (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9) for de
 def leave_one_out(data: dict) -> None:
     """For each set: the (dense prior, depth) maximising the mean gain over the best single mode
     on the other two sets' tune halves, and what it scores on the held-out set's report half."""
+
     def adaptive(prior: float, depth: int):
         priors = {"bm25": round(1 - prior, 4), "dense": prior}
         return lambda rec: _adaptive(rec, priors, depth)
@@ -234,8 +255,10 @@ def leave_one_out(data: dict) -> None:
         others = [s for s in scores if s != held]
         choice = max((f"{p}/{d}" for p, d in GRID), key=lambda n: mean(gain(s, n, "tune") for s in others))
         ids = halves(list(scores[held]["bm25"]))["report"]
-        print(f"  {held:<10} choose {choice:<9} report-half nDCG@10 "
-              f"{mean(scores[held][choice][q] for q in ids):.4f} (gain {gain(held, choice, 'report'):+.4f})")
+        print(
+            f"  {held:<10} choose {choice:<9} report-half nDCG@10 "
+            f"{mean(scores[held][choice][q] for q in ids):.4f} (gain {gain(held, choice, 'report'):+.4f})"
+        )
 
 
 FEEDBACK_GRID = (0.0, 0.3, 0.6, 1.0)
@@ -250,13 +273,18 @@ def feedback_grid(folder: Path, data: dict) -> None:
         cells = []
         for name, payload in data.items():
             add_feedback(payload, folder / f"{name}.npz", weight)
-            run = {qid: doc_run(fusion.fuse_hits({"bm25": as_hits(rec["bm25"]),
-                                                  "dense": as_hits(rec["feedback"])}))
-                   for qid, rec in payload["queries"].items()}
+            run = {
+                qid: doc_run(
+                    fusion.fuse_hits({"bm25": as_hits(rec["bm25"]), "dense": as_hits(rec["feedback"])})
+                )
+                for qid, rec in payload["queries"].items()
+            }
             scores = per_query_ndcg(payload["qrels"], run)
             parts = halves(list(scores))
-            cells.append(f"{name} {mean(scores[q] for q in parts['tune']):.4f} / "
-                         f"{mean(scores[q] for q in parts['report']):.4f}")
+            cells.append(
+                f"{name} {mean(scores[q] for q in parts['tune']):.4f} / "
+                f"{mean(scores[q] for q in parts['report']):.4f}"
+            )
         print(f"  {weight:<4} " + "   ".join(cells))
 
 
@@ -265,14 +293,16 @@ def _adaptive(rec: dict, priors: dict, depth: int) -> list:
     from ragcli.retrieval.fusion import adaptive_fusion
 
     rows = {cid: (cid, doc, score) for name in ("bm25", "dense") for cid, doc, score in rec[name]}
-    fused, _ = adaptive_fusion({n: [(cid, s) for cid, _, s in rec[n]] for n in ("bm25", "dense")},
-                               priors=priors, depth=depth)
+    fused, _ = adaptive_fusion(
+        {n: [(cid, s) for cid, _, s in rec[n]] for n in ("bm25", "dense")}, priors=priors, depth=depth
+    )
     return as_hits([[cid, rows[cid][1], score] for cid, score in fused])
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     d = sub.add_parser("dump")
     d.add_argument("sets", nargs="+", type=Path)

@@ -17,8 +17,12 @@ class HashVectors:
         self.model_id, self.fingerprint, self.dimension = model_id, fingerprint, dimension
 
     def embed(self, texts, batch_size: int = 32) -> np.ndarray:
-        rows = [np.random.default_rng(int.from_bytes(hashlib.sha1(t.encode()).digest()[:8], "little"))
-                .standard_normal(self.dimension) for t in texts]
+        rows = [
+            np.random.default_rng(
+                int.from_bytes(hashlib.sha1(t.encode()).digest()[:8], "little")
+            ).standard_normal(self.dimension)
+            for t in texts
+        ]
         vectors = np.asarray(rows, dtype=np.float32).reshape(len(texts), self.dimension)
         return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
@@ -38,7 +42,10 @@ class BagVectors(HashVectors):
         vectors = np.empty((len(texts), self.dimension), dtype=np.float32)
         for row, text in enumerate(texts):
             words = _WORD.findall(text.lower()) or ["<empty>"]
-            rows = [int.from_bytes(hashlib.blake2b(w.encode(), digest_size=4).digest(), "little")
-                    % len(self._table) for w in words]
+            rows = [
+                int.from_bytes(hashlib.blake2b(w.encode(), digest_size=4).digest(), "little")
+                % len(self._table)
+                for w in words
+            ]
             vectors[row] = self._table[rows].sum(axis=0)
         return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)

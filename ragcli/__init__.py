@@ -22,7 +22,7 @@ def __getattr__(name: str):
 
         return getattr(index, name)
     if name == "ingest_documents":
-        from ragcli.ingest import ingest_documents
+        from ragcli.ingest.pipeline import ingest_documents
 
         return ingest_documents
     if name == "load_embedder":

@@ -50,8 +50,15 @@ def filter_pairs(filters: Mapping[str, str | Sequence[str]] | None) -> list[str]
 def hit_record(hit: Any) -> dict[str, Any]:
     """A hit as agents get it: rank, score, path, page, chunk id, group, text."""
     chunk = hit.chunk
-    return {"rank": hit.rank, "score": round(float(hit.score), 6), "path": chunk.path, "page": chunk.page,
-            "chunk_id": chunk.id, "group": chunk.group, "text": chunk.text}
+    return {
+        "rank": hit.rank,
+        "score": round(float(hit.score), 6),
+        "path": chunk.path,
+        "page": chunk.page,
+        "chunk_id": chunk.id,
+        "group": chunk.group,
+        "text": chunk.text,
+    }
 
 
 class IndexTools:
@@ -74,23 +81,32 @@ class IndexTools:
             self._drop()
 
     # -- the calls ------------------------------------------------------------------------
-    def search(self, query: str, *, mode: str | None = None, top_k: int | None = None,
-               group: str | None = None, filters: Mapping[str, Any] | None = None,
-               progress: ProgressFn = _no_progress) -> dict[str, Any]:
+    def search(
+        self,
+        query: str,
+        *,
+        mode: str | None = None,
+        top_k: int | None = None,
+        group: str | None = None,
+        filters: Mapping[str, Any] | None = None,
+        progress: ProgressFn = _no_progress,
+    ) -> dict[str, Any]:
         """Ranked chunks for `query` (the data of `rag query --json`).
 
         Raises:
             NotIndexed, UsageError, UnknownGroup, UnknownFilter, IndexMismatch.
         """
-        from ragcli.query import QueryOptions
+        from ragcli.retrieval.search import QueryOptions
         from ragcli.retrieval.filters import parse_filters
 
         if not query.strip():
             raise UsageError("query: give some words to search for")
-        options = QueryOptions(mode=mode or self.settings.get("mode") or "hybrid",
-                               top_k=top_k or self.settings.get("top_k") or 10,
-                               group=group or self.settings.get("group"),
-                               filters=parse_filters(filter_pairs(filters)))
+        options = QueryOptions(
+            mode=mode or self.settings.get("mode") or "hybrid",
+            top_k=top_k or self.settings.get("top_k") or 10,
+            group=group or self.settings.get("group"),
+            filters=parse_filters(filter_pairs(filters)),
+        )
         with self._lock:
             progress(0, 2, "opening the index")
             searcher = self._current().searcher
@@ -99,28 +115,43 @@ class IndexTools:
             progress(2, 2, f"{len(hits)} hits")
         return {"query": query, "mode": options.mode, "hits": [hit_record(hit) for hit in hits]}
 
-    def ask(self, question: str, *, mode: str = "hybrid", top_k: int = 5,
-            filters: Mapping[str, Any] | None = None,
-            answer_style: str = "extractive", max_tokens: int | None = None,
-            progress: ProgressFn = _no_progress) -> dict[str, Any]:
+    def ask(
+        self,
+        question: str,
+        *,
+        mode: str = "hybrid",
+        top_k: int = 5,
+        filters: Mapping[str, Any] | None = None,
+        answer_style: str = "extractive",
+        max_tokens: int | None = None,
+        progress: ProgressFn = _no_progress,
+    ) -> dict[str, Any]:
         """Answer `question` from the index with citations (the data of `rag ask --json`).
 
         Raises:
             NotIndexed, ModelNotFound, UsageError and the search errors.
         """
-        from ragcli.ask import Answer, AskOptions
-        from ragcli.query import QueryOptions
+        from ragcli.answer.ask import Answer, AskOptions
+        from ragcli.retrieval.search import QueryOptions
         from ragcli.retrieval.filters import parse_filters
 
         if not question.strip():
             raise UsageError("question: ask something")
         if answer_style not in ANSWER_STYLES:
             raise UsageError(f"answer_style {answer_style}: choose one of {', '.join(ANSWER_STYLES)}")
-        query = QueryOptions(mode=mode, top_k=top_k, group=self.settings.get("group"),
-                             filters=parse_filters(filter_pairs(filters)))
-        options = AskOptions(query=query, n_ctx=self.settings.get("ctx") or 2048,
-                             max_tokens=max_tokens or self.settings.get("max_tokens") or 256,
-                             threads=self.settings.get("threads"), answer_style=answer_style)
+        query = QueryOptions(
+            mode=mode,
+            top_k=top_k,
+            group=self.settings.get("group"),
+            filters=parse_filters(filter_pairs(filters)),
+        )
+        options = AskOptions(
+            query=query,
+            n_ctx=self.settings.get("ctx") or 2048,
+            max_tokens=max_tokens or self.settings.get("max_tokens") or 256,
+            threads=self.settings.get("threads"),
+            answer_style=answer_style,
+        )
         with self._lock:
             progress(0, None, "retrieving and reading the sources")
             answer, pieces = None, 0
@@ -133,22 +164,29 @@ class IndexTools:
             progress(pieces + 1, pieces + 1, "answered")
         return _answer_record(answer.to_dict())
 
-    def get(self, *, path: str | None = None, page: int | None = None, chunk_id: int | None = None,
-            group: str | None = None) -> dict[str, Any]:
+    def get(
+        self,
+        *,
+        path: str | None = None,
+        page: int | None = None,
+        chunk_id: int | None = None,
+        group: str | None = None,
+    ) -> dict[str, Any]:
         """A stored document, page or chunk (the data of `rag get --json`).
 
         Raises:
             NotIndexed, NotFound, UsageError.
         """
-        from ragcli.documents import get_chunk, get_document
+        from ragcli.retrieval.documents import get_chunk, get_document
 
         if (path is None) == (chunk_id is None):
             raise UsageError("give either path (with an optional page) or chunk_id")
         with self._lock:
             if chunk_id is not None:
                 return get_chunk(self.settings.index, chunk_id).to_dict()
-            return get_document(self.settings.index, path, page=page,
-                                group=group or self.settings.get("group")).to_dict()
+            return get_document(
+                self.settings.index, path, page=page, group=group or self.settings.get("group")
+            ).to_dict()
 
     def status(self) -> dict[str, Any]:
         """What the index holds (the data of `rag status --json`).
@@ -156,7 +194,7 @@ class IndexTools:
         Raises:
             NotIndexed: there is no index yet.
         """
-        from ragcli.status import index_status
+        from ragcli.store.status import index_status
 
         with self._lock:
             return index_status(self.settings.index)
@@ -187,7 +225,7 @@ class IndexTools:
         if self._asker is not None and self._state is not None and self._state.inode != inode:
             self._drop()  # rebuilt or removed: the open connection reads the old file
         if self._asker is None:
-            from ragcli.ask import Asker
+            from ragcli.answer.ask import Asker
 
             self._asker = Asker(self.settings.index, settings=self.settings)
         state = _State(inode, self._marks())
@@ -199,7 +237,8 @@ class IndexTools:
     def _marks(self) -> tuple:
         rows = self._asker.searcher.store.db.execute(
             "SELECT key, value FROM meta WHERE key = 'last_ingest' OR key LIKE 'vectors_generation:%' "
-            "ORDER BY key").fetchall()
+            "ORDER BY key"
+        ).fetchall()
         return tuple(map(tuple, rows))
 
     def _drop(self) -> None:
@@ -210,6 +249,15 @@ class IndexTools:
 
 def _answer_record(record: dict[str, Any]) -> dict[str, Any]:
     """The answer without timings and token counts, which vary per call and help no agent."""
-    keep = ("question", "answer", "abstained", "citations", "citations_inferred", "sources", "support",
-            "model", "cached")
+    keep = (
+        "question",
+        "answer",
+        "abstained",
+        "citations",
+        "citations_inferred",
+        "sources",
+        "support",
+        "model",
+        "cached",
+    )
     return {key: record[key] for key in keep if key in record}

@@ -41,7 +41,7 @@ def cjk_bigrams(run: str) -> list[str]:
     """Overlapping bigrams of a CJK run; a single character stands alone."""
     if len(run) == 1:
         return [run]
-    return [run[i:i + 2] for i in range(len(run) - 1)]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
 
 
 def term_string(text: str) -> str:

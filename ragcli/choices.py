@@ -9,14 +9,14 @@ module may import this one.
 from __future__ import annotations
 
 # Retrieval modes: keywords, embeddings, both fused, or a language model choosing among
-# hybrid candidates (`ragcli.query.Searcher`).
+# hybrid candidates (`ragcli.retrieval.search.Searcher`).
 MODES = ("bm25", "dense", "hybrid", "llm")
 DEFAULT_MODE = "hybrid"
 
-# Second-stage rerankers (`ragcli.rerank.RERANKERS` holds one factory per name).
+# Second-stage rerankers (`ragcli.retrieval.rerank.RERANKERS` holds one factory per name).
 RERANKERS = ("cross-encoder", "llm", "keyword")
 
-# The chunk group ingest fills and queries read when none is named (`ragcli.splitting.PRESETS`).
+# The chunk group ingest fills and queries read when none is named (`ragcli.ingest.splitting.PRESETS`).
 DEFAULT_GROUP = "medium"
 
 # Hits returned by `rag query` and chunks read by `rag ask` when no flag, environment variable

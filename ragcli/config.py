@@ -105,25 +105,38 @@ class Key:
         return "RAG_" + self.name.upper()
 
 
-KEYS: dict[str, Key] = {key.name: key for key in (
-    Key("index", _path, "index directory"),
-    Key("cache_dir", _path, "cache for derived model files (ONNX exports)"),
-    Key("embed_model", _text, "embedding model folder (sentence-transformers layout)"),
-    Key("model", _text, "GGUF model file for answers and LLM retrieval"),
-    Key("group", _text, "chunk group used when --group is not given"),
-    Key("mode", _choice(*MODES), "retrieval mode"),
-    Key("top_k", _positive_int, "hits returned by query, chunks considered by ask"),
-    Key("ctx", _positive_int, "model context size in tokens"),
-    Key("max_tokens", _positive_int, "longest answer in tokens"),
-    Key("threads", _positive_int, "threads for generation"),
-    Key("color", _choice(*COLORS), "colour on the terminal"),
-)}
+KEYS: dict[str, Key] = {
+    key.name: key
+    for key in (
+        Key("index", _path, "index directory"),
+        Key("cache_dir", _path, "cache for derived model files (ONNX exports)"),
+        Key("embed_model", _text, "embedding model folder (sentence-transformers layout)"),
+        Key("model", _text, "GGUF model file for answers and LLM retrieval"),
+        Key("group", _text, "chunk group used when --group is not given"),
+        Key("mode", _choice(*MODES), "retrieval mode"),
+        Key("top_k", _positive_int, "hits returned by query, chunks considered by ask"),
+        Key("ctx", _positive_int, "model context size in tokens"),
+        Key("max_tokens", _positive_int, "longest answer in tokens"),
+        Key("threads", _positive_int, "threads for generation"),
+        Key("color", _choice(*COLORS), "colour on the terminal"),
+    )
+}
 
 
 def _defaults() -> dict[str, Any]:
-    return {"index": default_index_dir(), "cache_dir": default_cache_dir(), "embed_model": None,
-            "model": None, "group": None, "mode": DEFAULT_MODE, "top_k": QUERY_TOP_K, "ctx": 2048,
-            "max_tokens": 256, "threads": None, "color": "auto"}
+    return {
+        "index": default_index_dir(),
+        "cache_dir": default_cache_dir(),
+        "embed_model": None,
+        "model": None,
+        "group": None,
+        "mode": DEFAULT_MODE,
+        "top_k": QUERY_TOP_K,
+        "ctx": 2048,
+        "max_tokens": 256,
+        "threads": None,
+        "color": "auto",
+    }
 
 
 @dataclass(frozen=True)
@@ -204,8 +217,14 @@ def load_settings(environ: Mapping[str, str] | None = None, **flags: Any) -> Set
 
 
 def _settings(values: dict[str, Any], sources: dict[str, str]) -> Settings:
-    return Settings(index=values["index"], cache_dir=values["cache_dir"], embed_model=values.get("embed_model"),
-                    gguf_model=values.get("model"), values=values, sources=sources)
+    return Settings(
+        index=values["index"],
+        cache_dir=values["cache_dir"],
+        embed_model=values.get("embed_model"),
+        gguf_model=values.get("model"),
+        values=values,
+        sources=sources,
+    )
 
 
 def set_config_value(path: Path, name: str, value: str) -> Any:
@@ -223,8 +242,9 @@ def set_config_value(path: Path, name: str, value: str) -> Any:
     data[name] = str(parsed) if isinstance(parsed, Path) else parsed
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(tomli_w.dumps({k: str(v) if isinstance(v, Path) else v for k, v in data.items()}),
-                   encoding="utf-8")
+    tmp.write_text(
+        tomli_w.dumps({k: str(v) if isinstance(v, Path) else v for k, v in data.items()}), encoding="utf-8"
+    )
     os.replace(tmp, path)
     return parsed
 

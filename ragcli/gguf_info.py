@@ -18,11 +18,40 @@ MAGIC = b"GGUF"
 _SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
 _STRING, _ARRAY = 8, 9
 # general.file_type -> the quantisation name llama.cpp gives it (LLAMA_FTYPE_*).
-FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K",
-              11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S",
-              17: "Q5_K_M", 18: "Q6_K", 19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S", 22: "IQ3_XS",
-              23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL", 26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S",
-              29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M", 32: "BF16", 36: "TQ1_0", 37: "TQ2_0"}
+FILE_TYPES = {
+    0: "F32",
+    1: "F16",
+    2: "Q4_0",
+    3: "Q4_1",
+    7: "Q8_0",
+    8: "Q5_0",
+    9: "Q5_1",
+    10: "Q2_K",
+    11: "Q3_K_S",
+    12: "Q3_K_M",
+    13: "Q3_K_L",
+    14: "Q4_K_S",
+    15: "Q4_K_M",
+    16: "Q5_K_S",
+    17: "Q5_K_M",
+    18: "Q6_K",
+    19: "IQ2_XXS",
+    20: "IQ2_XS",
+    21: "Q2_K_S",
+    22: "IQ3_XS",
+    23: "IQ3_XXS",
+    24: "IQ1_S",
+    25: "IQ4_NL",
+    26: "IQ3_S",
+    27: "IQ3_M",
+    28: "IQ2_S",
+    29: "IQ2_M",
+    30: "IQ4_XS",
+    31: "IQ1_M",
+    32: "BF16",
+    36: "TQ1_0",
+    37: "TQ2_0",
+}
 # Arrays longer than this are skipped, not kept (tokenizer vocabularies, merges).
 MAX_KEPT_ARRAY = 64
 
@@ -134,11 +163,17 @@ def read_gguf(path: str | Path) -> GGUFInfo:
     arch = meta.get("general.architecture")
     file_type = meta.get("general.file_type")
     context = meta.get(f"{arch}.context_length") if arch else None
-    return GGUFInfo(path=path, size=path.stat().st_size, architecture=arch, name=meta.get("general.name"),
-                    parameters=parameters, quantisation=FILE_TYPES.get(file_type) if file_type is not None
-                    else None, context_length=int(context) if context is not None else None,
-                    chat_template="tokenizer.chat_template" in meta,
-                    size_label=meta.get("general.size_label"))
+    return GGUFInfo(
+        path=path,
+        size=path.stat().st_size,
+        architecture=arch,
+        name=meta.get("general.name"),
+        parameters=parameters,
+        quantisation=FILE_TYPES.get(file_type) if file_type is not None else None,
+        context_length=int(context) if context is not None else None,
+        chat_template="tokenizer.chat_template" in meta,
+        size_label=meta.get("general.size_label"),
+    )
 
 
 def write_tiny_gguf(path: str | Path, metadata: dict[str, Any], tensors: dict[str, tuple[int, ...]]) -> Path:

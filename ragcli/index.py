@@ -14,8 +14,8 @@ An `Index` resolves its settings once, with the same precedence as the CLI (keyw
 > RAG_* environment variable > config file > the index's own settings > default; see
 `ragcli.config`), builds the `QueryOptions` and `AskOptions` of every call from them, and loads
 each model lazily, once. Every method delegates to the library function that does the work
-(`ragcli.ingest`, `ragcli.query.Searcher`, `ragcli.ask.Asker`,
-`ragcli.status`, `ragcli.evaluation`), so the CLI commands are: parse, one call here, render.
+(`ragcli.ingest.pipeline`, `ragcli.retrieval.search.Searcher`, `ragcli.answer.ask.Asker`,
+`ragcli.store.status`, `ragcli.evaluation`), so the CLI commands are: parse, one call here, render.
 """
 
 from __future__ import annotations
@@ -29,14 +29,14 @@ from ragcli.config import KEYS, Settings, load_settings
 from ragcli.errors import UsageError
 
 if TYPE_CHECKING:
-    from ragcli.ask import Answer, Asker, AskOptions
+    from ragcli.answer.ask import Answer, Asker, AskOptions
     from ragcli.embedding.base import Embedder
     from ragcli.evaluation import AnswerReport, RetrievalReport
     from ragcli.evaluation.answer_eval import AnswerConfiguration
     from ragcli.evaluation.retrieval_eval import Configuration
-    from ragcli.ingest import IngestReport
+    from ragcli.ingest.pipeline import IngestReport
     from ragcli.llm import Generator
-    from ragcli.query import QueryOptions, Searcher
+    from ragcli.retrieval.search import QueryOptions, Searcher
     from ragcli.types import Hit, Progress
 
 __all__ = ["Index", "open_index"]
@@ -47,8 +47,9 @@ SETTING_NAMES = frozenset(KEYS) | {"gguf_model"}
 _ASK_SETTINGS = {"n_ctx": "ctx", "max_tokens": "max_tokens", "threads": "threads"}
 
 
-def open_index(path: str | Path | None = None, *, environ: Mapping[str, str] | None = None,
-               **settings: Any) -> "Index":
+def open_index(
+    path: str | Path | None = None, *, environ: Mapping[str, str] | None = None, **settings: Any
+) -> "Index":
     """Open an index (it need not exist yet: `Index.ingest` creates it), resolving its settings.
 
     Args:
@@ -122,10 +123,13 @@ class Index:
         Raises:
             UsageError: a malformed filter.
         """
-        from ragcli.query import QueryOptions
+        from ragcli.retrieval.search import QueryOptions
 
-        values: dict[str, Any] = {"mode": self.settings.get("mode"), "top_k": self.settings.get("top_k"),
-                                  "group": self.settings.get("group")}
+        values: dict[str, Any] = {
+            "mode": self.settings.get("mode"),
+            "top_k": self.settings.get("top_k"),
+            "group": self.settings.get("group"),
+        }
         values.update({name: _plain(value) for name, value in given.items() if value is not None})
         if "filters" in values and not isinstance(values["filters"], Mapping):
             from ragcli.retrieval.filters import parse_filters
@@ -147,8 +151,8 @@ class Index:
                 fields in `given`).
             **given: any `AskOptions` or `QueryOptions` field; None means "not given".
         """
-        from ragcli.ask import AskOptions
-        from ragcli.query import QueryOptions
+        from ragcli.answer.ask import AskOptions
+        from ragcli.retrieval.search import QueryOptions
 
         query_fields = {f.name for f in fields(QueryOptions)}
         if query is None:
@@ -156,10 +160,18 @@ class Index:
             if retrieval.get("top_k") is None and self.settings.sources.get("top_k") == "default":
                 retrieval["top_k"] = ASK_TOP_K
             query = self.query_options(**retrieval)
-        values = {name: self.settings.get(key) for name, key in _ASK_SETTINGS.items()
-                  if self.settings.get(key) is not None}
-        values.update({name: _plain(value) for name, value in given.items()
-                       if name not in query_fields and value is not None})
+        values = {
+            name: self.settings.get(key)
+            for name, key in _ASK_SETTINGS.items()
+            if self.settings.get(key) is not None
+        }
+        values.update(
+            {
+                name: _plain(value)
+                for name, value in given.items()
+                if name not in query_fields and value is not None
+            }
+        )
         return AskOptions(query=query, **values)
 
     # -- models ---------------------------------------------------------------------------
@@ -191,27 +203,38 @@ class Index:
             NotIndexed: there is no index yet.
         """
         if self._searcher is None:
-            from ragcli.query import Searcher
+            from ragcli.retrieval.search import Searcher
 
-            self._searcher = Searcher(self.path, settings=self.settings, generator_factory=self.generator,
-                                      embedder=self._embedder)
+            self._searcher = Searcher(
+                self.path, settings=self.settings, generator_factory=self.generator, embedder=self._embedder
+            )
         return self._searcher
 
     def asker(self) -> "Asker":
         """The open `Asker` (opened on first use; it loads the answer model the options name)."""
         if self._asker is None:
-            from ragcli.ask import Asker
+            from ragcli.answer.ask import Asker
 
             embedder = self.embedder() if self._searcher is not None else self._embedder
             self._asker = Asker(self.path, settings=self.settings, embedder=embedder)
         return self._asker
 
     # -- the pipeline ---------------------------------------------------------------------
-    def ingest(self, paths: Sequence[str | Path] | None = None, *, group: str | None = None,
-               split_by: str | None = None, chunk_size: int | None = None, chunk_overlap: int | None = None,
-               include: Iterable[str] = (), exclude: Iterable[str] = (), prune: bool = True,
-               rebuild: bool = False, batch_chunks: int = 256, progress: "Progress | None" = None,
-               ) -> "IngestReport":
+    def ingest(
+        self,
+        paths: Sequence[str | Path] | None = None,
+        *,
+        group: str | None = None,
+        split_by: str | None = None,
+        chunk_size: int | None = None,
+        chunk_overlap: int | None = None,
+        include: Iterable[str] = (),
+        exclude: Iterable[str] = (),
+        prune: bool = True,
+        rebuild: bool = False,
+        batch_chunks: int = 256,
+        progress: "Progress | None" = None,
+    ) -> "IngestReport":
         """Read files and folders into the index (`ingest`); unchanged files are skipped.
 
         Args:
@@ -225,18 +248,27 @@ class Index:
             progress: receives `start(total)` and `advance(path, status)`.
 
         Raises:
-            IndexMismatch, UsageError: see `ragcli.ingest.ingest`.
+            IndexMismatch, UsageError: see `ragcli.ingest.pipeline.ingest`.
         """
-        from ragcli.ingest import chunking_override, ingest, known_roots
-        from ragcli.walk import FileFilter
+        from ragcli.ingest.pipeline import chunking_override, ingest, known_roots
+        from ragcli.ingest.walk import FileFilter
 
         group = group or self.settings.get("group") or DEFAULT_GROUP
         chunking = chunking_override(self.path, group, _plain(split_by), chunk_size, chunk_overlap)
         embedder = self._fresh_embedder() if rebuild else self.embedder()
         self.close()  # open readers would keep serving the index as it was
-        report = ingest(self.path, paths or known_roots(self.path), embedder=embedder, group=group,
-                        chunking=chunking, file_filter=FileFilter(tuple(include), tuple(exclude)),
-                        prune=prune, rebuild=rebuild, batch_chunks=batch_chunks, progress=progress)
+        report = ingest(
+            self.path,
+            paths or known_roots(self.path),
+            embedder=embedder,
+            group=group,
+            chunking=chunking,
+            file_filter=FileFilter(tuple(include), tuple(exclude)),
+            prune=prune,
+            rebuild=rebuild,
+            batch_chunks=batch_chunks,
+            progress=progress,
+        )
         self._embedder = embedder
         return report
 
@@ -254,7 +286,7 @@ class Index:
         return self.searcher().search(query, self._query(options, given))
 
     def ask(self, question: str, options: "AskOptions | None" = None, **given: Any) -> "Answer":
-        """Answer a question from the index, citing sources (`ragcli.ask.Asker.ask`).
+        """Answer a question from the index, citing sources (`ragcli.answer.ask.Asker.ask`).
 
         Args:
             question: the question.
@@ -269,28 +301,34 @@ class Index:
 
     # -- maintenance ----------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
-        """Counts, groups, model, sizes and the last ingest (`ragcli.status.index_status`)."""
-        from ragcli.status import index_status
+        """Counts, groups, model, sizes and the last ingest (`ragcli.store.status.index_status`)."""
+        from ragcli.store.status import index_status
 
         return index_status(self.path)
 
     def documents(self) -> list[dict[str, Any]]:
-        """Every indexed document with its chunk counts per group (`ragcli.status.list_documents`)."""
-        from ragcli.status import list_documents
+        """Every indexed document with its chunk counts per group (`ragcli.store.status.list_documents`)."""
+        from ragcli.store.status import list_documents
 
         return list_documents(self.path)
 
     def remove(self, paths: Sequence[str | Path]) -> int:
         """Remove documents (a folder: everything under it); returns how many (`remove_paths`)."""
-        from ragcli.ingest import remove_paths
+        from ragcli.ingest.pipeline import remove_paths
 
         self.close()
         return remove_paths(self.path, [str(path) for path in paths])
 
     # -- evaluation -----------------------------------------------------------------------
-    def evaluate_retrieval(self, source: str | Path, configs: "Sequence[Configuration] | None" = None, *,
-                           index: Path | None = None, limit: int | None = None,
-                           progress: Callable[[str], Any] | None = None) -> "RetrievalReport":
+    def evaluate_retrieval(
+        self,
+        source: str | Path,
+        configs: "Sequence[Configuration] | None" = None,
+        *,
+        index: Path | None = None,
+        limit: int | None = None,
+        progress: Callable[[str], Any] | None = None,
+    ) -> "RetrievalReport":
         """Score retrieval on a labelled set (`ragcli.evaluation.evaluate_retrieval`).
 
         Args:
@@ -307,24 +345,39 @@ class Index:
             base = self.query_options(top_k=DEFAULT_TOP_K)
             configs = configurations([self.settings.get("mode")], base=base)
         group = configs[0].options.group if configs else None
-        return evaluate_retrieval(Path(source), settings=self.settings, configs=configs, index=index,
-                                  group=group, limit=limit, progress=progress,
-                                  generator_factory=self.generator)
+        return evaluate_retrieval(
+            Path(source),
+            settings=self.settings,
+            configs=configs,
+            index=index,
+            group=group,
+            limit=limit,
+            progress=progress,
+            generator_factory=self.generator,
+        )
 
-    def evaluate_answers(self, source: str | Path, configs: "Sequence[AnswerConfiguration] | None" = None,
-                         *, index: Path | None = None, limit: int | None = None,
-                         progress: Callable[[str], Any] | None = None) -> "AnswerReport":
+    def evaluate_answers(
+        self,
+        source: str | Path,
+        configs: "Sequence[AnswerConfiguration] | None" = None,
+        *,
+        index: Path | None = None,
+        limit: int | None = None,
+        progress: Callable[[str], Any] | None = None,
+    ) -> "AnswerReport":
         """Score answers on a QA set (`evaluate_answers`); the arguments are `evaluate_retrieval`'s."""
         from ragcli.evaluation import answer_configurations, evaluate_answers
 
         if configs is None:
             base = self.ask_options(use_cache=False)
             configs = answer_configurations([self.settings.get("mode")], base=base)
-        return evaluate_answers(Path(source), settings=self.settings, configs=configs, index=index,
-                                limit=limit, progress=progress)
+        return evaluate_answers(
+            Path(source), settings=self.settings, configs=configs, index=index, limit=limit, progress=progress
+        )
 
-    def generate_qa(self, folder: str | Path, *, n: int = 50, seed: int = 0,
-                    progress: "Progress | None" = None) -> Iterator[dict[str, Any]]:
+    def generate_qa(
+        self, folder: str | Path, *, n: int = 50, seed: int = 0, progress: "Progress | None" = None
+    ) -> Iterator[dict[str, Any]]:
         """Synthetic QA records from a folder, made with the GGUF model (`generate_qa`)."""
         from ragcli.evaluation import generate_qa
         from ragcli.models import generator_for

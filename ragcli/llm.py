@@ -32,13 +32,27 @@ class Generator(Protocol):
     model_id: str
     n_ctx: int
 
-    def stream(self, messages: Sequence[Message], *, max_tokens: int = 256, temperature: float = 0.0,
-               stop: Sequence[str] = (), grammar: str | None = None) -> Iterator[str]:
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        stop: Sequence[str] = (),
+        grammar: str | None = None,
+    ) -> Iterator[str]:
         """Yield the answer's text pieces as they are generated."""
         ...
 
-    def complete(self, messages: Sequence[Message], *, max_tokens: int = 256, temperature: float = 0.0,
-                 stop: Sequence[str] = (), grammar: str | None = None) -> str:
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        stop: Sequence[str] = (),
+        grammar: str | None = None,
+    ) -> str:
         """The whole answer text."""
         ...
 
@@ -74,8 +88,9 @@ class LlamaCppGenerator:
         ModelNotFound: the file is missing, not GGUF, or llama.cpp cannot load it.
     """
 
-    def __init__(self, path: str | Path, *, n_ctx: int = 2048, threads: int | None = None,
-                 seed: int = 0) -> None:
+    def __init__(
+        self, path: str | Path, *, n_ctx: int = 2048, threads: int | None = None, seed: int = 0
+    ) -> None:
         self.path = check_gguf(Path(path))
         self.model_id = self.path.name
         self.n_ctx = n_ctx
@@ -86,12 +101,25 @@ class LlamaCppGenerator:
         self._llama = _load_llama(self.path, n_ctx=n_ctx, threads=threads or os.cpu_count() or 1, seed=seed)
         self._grammars: dict[str, Any] = {}
 
-    def stream(self, messages: Sequence[Message], *, max_tokens: int = 256, temperature: float = 0.0,
-               stop: Sequence[str] = (), grammar: str | None = None) -> Iterator[str]:
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        stop: Sequence[str] = (),
+        grammar: str | None = None,
+    ) -> Iterator[str]:
         """Yield the answer's text pieces as llama.cpp generates them."""
         chunks = self._llama.create_chat_completion(
-            list(messages), max_tokens=max_tokens, temperature=temperature, stop=list(stop) or None,
-            grammar=self._grammar(grammar), seed=self.seed, stream=True)
+            list(messages),
+            max_tokens=max_tokens,
+            temperature=temperature,
+            stop=list(stop) or None,
+            grammar=self._grammar(grammar),
+            seed=self.seed,
+            stream=True,
+        )
         prompt, finish = 0, None
         for chunk in chunks:
             choice = chunk["choices"][0]
@@ -106,15 +134,29 @@ class LlamaCppGenerator:
         completion = self._llama.n_tokens - prompt + (1 if finish == "length" else 0)
         self.last_usage = {"prompt": prompt, "completion": max(completion, 0)}
 
-    def complete(self, messages: Sequence[Message], *, max_tokens: int = 256, temperature: float = 0.0,
-                 stop: Sequence[str] = (), grammar: str | None = None) -> str:
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        stop: Sequence[str] = (),
+        grammar: str | None = None,
+    ) -> str:
         """The whole answer text (one non-streaming call)."""
         result = self._llama.create_chat_completion(
-            list(messages), max_tokens=max_tokens, temperature=temperature, stop=list(stop) or None,
-            grammar=self._grammar(grammar), seed=self.seed)
+            list(messages),
+            max_tokens=max_tokens,
+            temperature=temperature,
+            stop=list(stop) or None,
+            grammar=self._grammar(grammar),
+            seed=self.seed,
+        )
         usage = result.get("usage") or {}
-        self.last_usage = {"prompt": usage.get("prompt_tokens", 0),
-                           "completion": usage.get("completion_tokens", 0)}
+        self.last_usage = {
+            "prompt": usage.get("prompt_tokens", 0),
+            "completion": usage.get("completion_tokens", 0),
+        }
         return result["choices"][0]["message"].get("content") or ""
 
     def count_tokens(self, text: str) -> int:
@@ -146,11 +188,14 @@ def check_gguf(path: Path) -> Path:
         with path.open("rb") as handle:
             magic = handle.read(4)
     except OSError as error:
-        raise ModelNotFound(f"GGUF model {path} cannot be read ({error.strerror}): "
-                            "check its permissions") from error
+        raise ModelNotFound(
+            f"GGUF model {path} cannot be read ({error.strerror}): check its permissions"
+        ) from error
     if magic != GGUF_MAGIC:
-        raise ModelNotFound(f"{path} is not a GGUF model file: pass --model PATH to a .gguf file "
-                            "(convert other formats with llama.cpp's convert scripts)")
+        raise ModelNotFound(
+            f"{path} is not a GGUF model file: pass --model PATH to a .gguf file "
+            "(convert other formats with llama.cpp's convert scripts)"
+        )
     return path
 
 
@@ -215,8 +260,9 @@ def stdout_to_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def load_generator(model: str | None, settings: "Settings", *, n_ctx: int = 2048,
-                   threads: int | None = None, seed: int = 0) -> LlamaCppGenerator:
+def load_generator(
+    model: str | None, settings: "Settings", *, n_ctx: int = 2048, threads: int | None = None, seed: int = 0
+) -> LlamaCppGenerator:
     """Load the chat model: `model` (a GGUF path or a `rag models` name), else `settings.gguf_model`,
     else the packaged SmolLM2.
 

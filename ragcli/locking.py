@@ -33,8 +33,9 @@ def exclusive(lock_file: Path) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def index_writer(index: Path, *, timeout: float = DEFAULT_TIMEOUT,
-                 on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+def index_writer(
+    index: Path, *, timeout: float = DEFAULT_TIMEOUT, on_wait: Callable[[str], None] | None = None
+) -> Iterator[None]:
     """Hold the index's write lock; wait (telling `on_wait` once) up to `timeout` seconds.
 
     The lock file lives inside the index folder. `--rebuild` swaps folders, so after taking
@@ -59,8 +60,10 @@ def index_writer(index: Path, *, timeout: float = DEFAULT_TIMEOUT,
             raise
         os.close(fd)
         if time.monotonic() >= deadline:
-            raise IndexBusy(f"index busy: another rag process has been writing to {index} for over "
-                            f"{timeout:g} s; wait for it to finish (or raise --lock-timeout) and retry")
+            raise IndexBusy(
+                f"index busy: another rag process has been writing to {index} for over "
+                f"{timeout:g} s; wait for it to finish (or raise --lock-timeout) and retry"
+            )
         if not told and on_wait:
             on_wait(f"index busy: another rag process is writing to {index}; waiting (up to {timeout:g} s)…")
             told = True

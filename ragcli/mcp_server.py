@@ -44,11 +44,12 @@ FILTERS_HELP = (
     "Metadata filters, key -> value or list of values (values of one key OR-ed, keys AND-ed). Keys: "
     "file_type (pdf, md, txt, docx, html), file_name, path (a glob, e.g. '*/notes/*'), title, "
     "modified / created (a comparison, e.g. '>=2024-01-01'), or any stored metadata key. "
-    "Example: {\"file_type\": [\"pdf\", \"md\"], \"modified\": \">=2024-01-01\"}."
+    'Example: {"file_type": ["pdf", "md"], "modified": ">=2024-01-01"}.'
 )
 
-READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
-                            open_world_hint=False)
+READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
 
 
 def _result(data: dict[str, Any]) -> CallToolResult:
@@ -104,22 +105,37 @@ async def _run_plain(call: Callable[..., dict[str, Any]], **kwargs: Any) -> Call
 def build_server(settings: Settings, tools: Optional[IndexTools] = None) -> tuple[MCPServer, IndexTools]:
     """The MCP server for the index `settings` names, and the tools object it keeps open."""
     tools = tools or IndexTools(settings)
-    server = RagServer(name="ragcli", title="ragcli: search your local documents", version=__version__,
-                       instructions=INSTRUCTIONS)
+    server = RagServer(
+        name="ragcli",
+        title="ragcli: search your local documents",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+    )
 
     @server.tool(annotations=READ_ONLY)
     async def search(
         ctx: Context,
         query: Annotated[str, Field(min_length=1, description="What to look for: keywords or a question.")],
-        mode: Annotated[Optional[Mode], Field(
-            description="bm25: exact words (names, codes, rare terms); dense: meaning (paraphrases); hybrid: "
-            "both fused (the default, good for most queries); llm: a local model picks among hybrid "
-            "candidates (slow).")] = None,
-        top_k: Annotated[Optional[int], Field(ge=1, le=100, description="Hits to return (default 10).")]
-        = None,
-        group: Annotated[Optional[str], Field(
-            description="Chunk group (granularity) to search, e.g. fine, medium, coarse; default: medium. "
-            "`status` lists the index's groups.")] = None,
+        mode: Annotated[
+            Optional[Mode],
+            Field(
+                description="bm25: exact words (names, codes, rare terms); dense: meaning "
+                "(paraphrases); hybrid: "
+                "both fused (the default, good for most queries); llm: a local model picks among hybrid "
+                "candidates (slow)."
+            ),
+        ] = None,
+        top_k: Annotated[
+            Optional[int], Field(ge=1, le=100, description="Hits to return (default 10).")
+        ] = None,
+        group: Annotated[
+            Optional[str],
+            Field(
+                description="Chunk group (granularity) to search, e.g. fine, medium, coarse; "
+                "default: medium. "
+                "`status` lists the index's groups."
+            ),
+        ] = None,
         filters: Annotated[Filters, Field(description=FILTERS_HELP)] = None,
     ) -> CallToolResult:
         """Search the indexed documents; returns the best matching passages, best first.
@@ -128,8 +144,9 @@ def build_server(settings: Settings, tools: Optional[IndexTools] = None) -> tupl
         (null for unpaged formats), chunk_id (pass it to `get` for that exact passage), group
         and text. Use `get` with the path to read the whole document.
         """
-        return await _run(ctx, tools.search, query=query, mode=mode, top_k=top_k, group=group,
-                          filters=filters)
+        return await _run(
+            ctx, tools.search, query=query, mode=mode, top_k=top_k, group=group, filters=filters
+        )
 
     @server.tool(annotations=READ_ONLY)
     async def ask(
@@ -138,13 +155,22 @@ def build_server(settings: Settings, tools: Optional[IndexTools] = None) -> tupl
         mode: Annotated[Mode, Field(description="Retrieval mode, as for `search`.")] = "hybrid",
         top_k: Annotated[int, Field(ge=1, le=50, description="Passages read for the answer.")] = 5,
         filters: Annotated[Filters, Field(description=FILTERS_HELP)] = None,
-        answer_style: Annotated[Literal["extractive", "sentence", "choice", "generative"], Field(
-            description="extractive (default): the few words of a retrieved sentence that answer, no "
-            "language model; sentence: that whole sentence; choice: a small local model picks among the "
-            "best short answers; generative: the local model writes the answer (slow, may be wrong).",
-        )] = "extractive",
-        max_tokens: Annotated[Optional[int], Field(ge=1, le=4096, description="Longest generated answer, "
-                                                  "in tokens (generative and choice styles).")] = None,
+        answer_style: Annotated[
+            Literal["extractive", "sentence", "choice", "generative"],
+            Field(
+                description="extractive (default): the few words of a retrieved sentence that answer, no "
+                "language model; sentence: that whole sentence; choice: a small local model picks among the "
+                "best short answers; generative: the local model writes the answer (slow, may be wrong).",
+            ),
+        ] = "extractive",
+        max_tokens: Annotated[
+            Optional[int],
+            Field(
+                ge=1,
+                le=4096,
+                description="Longest generated answer, in tokens (generative and choice styles).",
+            ),
+        ] = None,
     ) -> CallToolResult:
         """Answer a question from the indexed documents, with numbered citations.
 
@@ -153,16 +179,27 @@ def build_server(settings: Settings, tools: Optional[IndexTools] = None) -> tupl
         passages read, numbered) and support (per answer sentence: the source that backs it and
         a label: supported, partial or unsupported).
         """
-        return await _run(ctx, tools.ask, question=question, mode=mode, top_k=top_k, filters=filters,
-                          answer_style=answer_style, max_tokens=max_tokens)
+        return await _run(
+            ctx,
+            tools.ask,
+            question=question,
+            mode=mode,
+            top_k=top_k,
+            filters=filters,
+            answer_style=answer_style,
+            max_tokens=max_tokens,
+        )
 
     @server.tool(annotations=READ_ONLY)
     async def get(
-        path: Annotated[Optional[str], Field(
-            description="An indexed file's path as hits show it. Give path or chunk_id, not both.")] = None,
+        path: Annotated[
+            Optional[str],
+            Field(description="An indexed file's path as hits show it. Give path or chunk_id, not both."),
+        ] = None,
         page: Annotated[Optional[int], Field(ge=1, description="With path: only this page (from 1).")] = None,
-        chunk_id: Annotated[Optional[int], Field(ge=1, description="A hit's chunk_id: just that passage.")]
-        = None,
+        chunk_id: Annotated[
+            Optional[int], Field(ge=1, description="A hit's chunk_id: just that passage.")
+        ] = None,
     ) -> CallToolResult:
         """Read what the index stores: a whole document, one page of it, or one chunk.
 

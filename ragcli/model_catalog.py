@@ -45,12 +45,17 @@ class ModelEntry:
 
     def to_dict(self) -> dict:
         info = self.info
-        return {"name": self.name, "origin": self.origin, "path": str(self.path) if self.path else None,
-                "size": info.size if info else None, "architecture": info.architecture if info else None,
-                "parameters": info.parameters if info else None,
-                "quantisation": info.quantisation if info else None,
-                "context_length": info.context_length if info else None,
-                "chat_template": info.chat_template if info else None}
+        return {
+            "name": self.name,
+            "origin": self.origin,
+            "path": str(self.path) if self.path else None,
+            "size": info.size if info else None,
+            "architecture": info.architecture if info else None,
+            "parameters": info.parameters if info else None,
+            "quantisation": info.quantisation if info else None,
+            "context_length": info.context_length if info else None,
+            "chat_template": info.chat_template if info else None,
+        }
 
 
 def is_capable(info: GGUFInfo | None) -> bool:
@@ -111,8 +116,14 @@ def ollama() -> Iterator[ModelEntry]:
             layers = json.loads(manifest.read_text()).get("layers", [])
         except (OSError, ValueError, AttributeError):
             continue
-        digest = next((layer.get("digest") for layer in layers
-                       if isinstance(layer, dict) and layer.get("mediaType") == OLLAMA_MODEL_LAYER), None)
+        digest = next(
+            (
+                layer.get("digest")
+                for layer in layers
+                if isinstance(layer, dict) and layer.get("mediaType") == OLLAMA_MODEL_LAYER
+            ),
+            None,
+        )
         if not digest:
             continue
         blob = root / "blobs" / digest.replace(":", "-")
@@ -124,12 +135,17 @@ def ollama() -> Iterator[ModelEntry]:
 
 def gguf_folders() -> list[tuple[str, Path]]:
     home = Path.home()
-    hub = os.environ.get("HF_HUB_CACHE") or (Path(os.environ["HF_HOME"]) / "hub" if os.environ.get("HF_HOME")
-                                             else home / ".cache" / "huggingface" / "hub")
-    return [("lm-studio", home / ".lmstudio" / "models"),
-            ("lm-studio", home / ".cache" / "lm-studio" / "models"),
-            ("huggingface", Path(hub)),
-            ("llama.cpp", Path(os.environ.get("LLAMA_CACHE") or home / ".cache" / "llama.cpp"))]
+    hub = os.environ.get("HF_HUB_CACHE") or (
+        Path(os.environ["HF_HOME"]) / "hub"
+        if os.environ.get("HF_HOME")
+        else home / ".cache" / "huggingface" / "hub"
+    )
+    return [
+        ("lm-studio", home / ".lmstudio" / "models"),
+        ("lm-studio", home / ".cache" / "lm-studio" / "models"),
+        ("huggingface", Path(hub)),
+        ("llama.cpp", Path(os.environ.get("LLAMA_CACHE") or home / ".cache" / "llama.cpp")),
+    ]
 
 
 def folder_models() -> Iterator[ModelEntry]:
@@ -191,8 +207,9 @@ def resolve_model(model: str | None, settings: Settings) -> Path:
         if entry.name == chosen.lower() and entry.path is not None:
             return entry.path
     names = ", ".join(entry.name for entry in entries) or "none found"
-    raise ModelNotFound(f"no model named {chosen!r}: pass a .gguf path or one of the names `rag models` "
-                        f"lists ({names})")
+    raise ModelNotFound(
+        f"no model named {chosen!r}: pass a .gguf path or one of the names `rag models` lists ({names})"
+    )
 
 
 def model_info(path: Path) -> GGUFInfo | None:

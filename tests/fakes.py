@@ -98,14 +98,17 @@ class EchoGenerator:
         return f"{first} [{match.group(1)}]."
 
     def complete(self, messages, *, max_tokens=256, temperature=0.0, stop=(), grammar=None) -> str:
-        return "".join(self.stream(messages, max_tokens=max_tokens, temperature=temperature, stop=stop,
-                                   grammar=grammar))
+        return "".join(
+            self.stream(messages, max_tokens=max_tokens, temperature=temperature, stop=stop, grammar=grammar)
+        )
 
     def stream(self, messages, *, max_tokens=256, temperature=0.0, stop=(), grammar=None):
         self.calls.append((list(messages), {"max_tokens": max_tokens, "temperature": temperature}))
         pieces = re.findall(r"\S+\s*", self._answer(messages))[:max_tokens]
-        self.last_usage = {"prompt": sum(self.count_tokens(m["content"]) for m in messages),
-                           "completion": len(pieces)}
+        self.last_usage = {
+            "prompt": sum(self.count_tokens(m["content"]) for m in messages),
+            "completion": len(pieces),
+        }
         yield from pieces
 
     def count_tokens(self, text: str) -> int:
@@ -118,9 +121,24 @@ def hits_for(texts) -> list:
 
     hits = []
     for index, text in enumerate(texts):
-        chunk = Chunk(id=100 + index, doc_id=index, group="medium", order=0, text=text, start=0,
-                      end=len(text), page=None, path=f"doc{index}.txt")
+        chunk = Chunk(
+            id=100 + index,
+            doc_id=index,
+            group="medium",
+            order=0,
+            text=text,
+            start=0,
+            end=len(text),
+            page=None,
+            path=f"doc{index}.txt",
+        )
         score = 10.0 - index
-        hits.append(Hit(chunk=chunk, score=score, rank=index + 1,
-                        sources={"bm25": {"rank": index + 1, "score": score}}))
+        hits.append(
+            Hit(
+                chunk=chunk,
+                score=score,
+                rank=index + 1,
+                sources={"bm25": {"rank": index + 1, "score": score}},
+            )
+        )
     return hits

@@ -13,7 +13,7 @@ NAME = re.compile(r"`(ragcli(?:\.\w+)*)`")
 
 def layer_rows(text: str) -> list[tuple[str, list[str]]]:
     """The rows of the layer table, bottom layer first: (layer, module names)."""
-    table = text[text.index("| layer | modules |"):].split("\n\n")[0]
+    table = text[text.index("| layer | modules |") :].split("\n\n")[0]
     rows = []
     for line in table.splitlines()[2:]:
         cells = [cell.strip() for cell in line.strip("|").split("|")]

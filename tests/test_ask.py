@@ -8,20 +8,22 @@ from pathlib import Path
 import pytest
 
 from fakes import EchoGenerator, HashEmbedder
-from ragcli.ask import Answer, Asker, AskOptions, Pipeline, relevant_hits
+from ragcli.answer.ask import Answer, Asker, AskOptions, Pipeline, relevant_hits
 from ragcli.config import load_settings
-from ragcli.context import ContextTooSmall
+from ragcli.answer.context import ContextTooSmall
 from ragcli.errors import ModelNotFound
-from ragcli.ingest import ingest
+from ragcli.ingest.pipeline import ingest
 from ragcli.llm import TEMPLATE_MARGIN
-from ragcli.prompting import NOT_FOUND
-from ragcli.query import QueryOptions
-from ragcli.rewrite import parse_queries
+from ragcli.answer.prompting import NOT_FOUND
+from ragcli.retrieval.search import QueryOptions
+from ragcli.retrieval.rewrite import parse_queries
 from ragcli.types import Chunk, ChunkSettings, Hit
 
 WORDS = ChunkSettings("word", 12, 3)
-BREAD = ("Sourdough bread needs flour, water, salt and a lively starter. The dough rests overnight "
-         "in a cool place. Bake it at a high heat in a covered pot for forty minutes.")
+BREAD = (
+    "Sourdough bread needs flour, water, salt and a lively starter. The dough rests overnight "
+    "in a cool place. Bake it at a high heat in a covered pot for forty minutes."
+)
 TEA = "Green tea is steamed or pan fired soon after picking, which stops oxidation of the leaves."
 CAFE = "Les cafés de Vienne servent le café avec un verre d'eau. Müller's café is in Wien."
 
@@ -158,8 +160,9 @@ def test_missing_model_fails_before_retrieval(corpus, isolated_home, tmp_path):
 def test_multi_rewrite_fuses_the_alternative_queries(corpus, isolated_home):
     def reply(messages):
         if "different search queries" in messages[-1]["content"]:
-            return "1. leaves oxidation\n2. \"pan fired leaves\"\n3. green tea"
+            return '1. leaves oxidation\n2. "pan fired leaves"\n3. green tea'
         return "Green tea is steamed [1]."
+
     with make_asker(isolated_home, EchoGenerator(reply=reply)) as asker:
         answer = asker.ask("green tea", replace(BM25, rewrite="multi"))
     assert answer.retrieved[0].chunk.path.endswith("tea.txt")
@@ -177,8 +180,7 @@ def test_hyde_searches_the_dense_side_with_a_hypothetical_passage(corpus, isolat
 
 
 def test_parse_queries_strips_markers_and_repeats():
-    text = ("Here:\n1. bread baking time\n- \"bread baking time\"\n* Query 3: oven heat\n"
-            "how long to bake bread?")
+    text = 'Here:\n1. bread baking time\n- "bread baking time"\n* Query 3: oven heat\nhow long to bake bread?'
     assert parse_queries(text, "How long to bake bread?", 5) == ["Here:", "bread baking time", "oven heat"]
 
 
@@ -186,6 +188,7 @@ def test_relevance_gate_uses_content_words_and_dense_score():
     def make(text, dense=None):
         sources = {"dense": {"rank": 1, "score": dense}} if dense is not None else {}
         return Hit(Chunk(1, 1, "medium", 0, text, 0, len(text), None, "a.md"), 1.0, 1, sources)
+
     hits = [make("What is this about?"), make("Bread rises.", 0.1), make("Unrelated words", 0.5)]
     kept = relevant_hits(["What is bread about?"], hits)
     assert [h.chunk.text for h in kept] == ["Bread rises.", "Unrelated words"]
@@ -193,6 +196,7 @@ def test_relevance_gate_uses_content_words_and_dense_score():
 
 def test_generate_stage_is_replaceable_and_cached_apart(corpus, isolated_home):
     """An extractive stage (no model text at all) plugs in where generation was."""
+
     def extractive(generator, messages, options):
         yield "Green tea is steamed or pan fired [1]."
 

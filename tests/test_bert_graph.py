@@ -88,11 +88,13 @@ def test_graph_has_external_weights_and_standard_ops(tmp_path: Path) -> None:
 
 def test_export_without_torch_in_a_child_process(tmp_path: Path) -> None:
     """The default model is prepared and matches the reference with torch unimportable."""
-    code = HIDE + f"""
+    code = (
+        HIDE
+        + f"""
 import json, numpy as np
 from pathlib import Path
 from ragcli.embedding import load_embedder, OnnxEmbedder
-reference = json.loads(Path({str(FIXTURES / 'embedding-reference.json')!r}).read_text())
+reference = json.loads(Path({str(FIXTURES / "embedding-reference.json")!r}).read_text())
 embedder = load_embedder(None, cache_dir=Path({str(tmp_path)!r}))
 assert isinstance(embedder, OnnxEmbedder)
 vectors = embedder.embed(reference["texts"])
@@ -101,6 +103,7 @@ print(float(((vectors * expected).sum(1) / np.linalg.norm(expected, axis=1)).min
 leaked = [name for name in sys.modules if name.split(".")[0] in {HIDDEN!r} and sys.modules[name]]
 assert not leaked, leaked
 """
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert float(done.stdout.strip()) >= 0.9999
@@ -123,12 +126,19 @@ def test_non_bert_model_without_torch_names_the_extra(tmp_path: Path) -> None:
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(HIDE)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
-               RAG_CACHE_DIR=str(tmp_path / "cache"))
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+        RAG_CACHE_DIR=str(tmp_path / "cache"),
+    )
     rag = shutil.which("rag") or "rag"
-    done = subprocess.run([rag, "ingest", str(docs), "--index", str(tmp_path / "index"),
-                           "--embed-model", str(folder)],
-                          capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run(
+        [rag, "ingest", str(docs), "--index", str(tmp_path / "index"), "--embed-model", str(folder)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode != 0
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert "pip install 'ragcli[torch]'" in done.stderr, done.stderr
@@ -136,12 +146,15 @@ def test_non_bert_model_without_torch_names_the_extra(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr and len(lines) <= 3, done.stderr
 
 
-@pytest.mark.parametrize("change, reason", [
-    ({"model_type": "roberta"}, "model_type 'roberta' is not BERT"),
-    ({"architectures": ["DistilBertModel"]}, "architecture DistilBertModel is not a BERT encoder"),
-    ({"position_embedding_type": "relative_key"}, "is not absolute"),
-    ({"hidden_act": "swish"}, "activation 'swish'"),
-])
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        ({"model_type": "roberta"}, "model_type 'roberta' is not BERT"),
+        ({"architectures": ["DistilBertModel"]}, "architecture DistilBertModel is not a BERT encoder"),
+        ({"position_embedding_type": "relative_key"}, "is not absolute"),
+        ({"hidden_act": "swish"}, "activation 'swish'"),
+    ],
+)
 def test_uncovered_architectures_are_refused_with_the_reason(tmp_path: Path, change, reason) -> None:
     config = json.loads((Path(default_model_path()) / "config.json").read_text())
     (tmp_path / "config.json").write_text(json.dumps({**config, **change}))
@@ -169,6 +182,7 @@ def test_cached_graph_is_reused_and_announced_once(tmp_path: Path) -> None:
 
 # -- small random BERTs through transformers (torch needed to make and run them) ------------
 
+
 @pytest.mark.parametrize("variant", ["gelu", "relu", "gelu_new", "prefixed", "fp16"])
 def test_random_bert_matches_transformers(tmp_path: Path, variant: str) -> None:
     torch = pytest.importorskip("torch")
@@ -177,8 +191,13 @@ def test_random_bert_matches_transformers(tmp_path: Path, variant: str) -> None:
 
     torch.manual_seed(0)
     config = transformers.BertConfig(
-        vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48,
-        max_position_embeddings=64, type_vocab_size=2,
+        vocab_size=120,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=48,
+        max_position_embeddings=64,
+        type_vocab_size=2,
         hidden_act=variant if variant in ("relu", "gelu_new") else "gelu",
     )
     model = (transformers.BertForMaskedLM if variant == "prefixed" else transformers.BertModel)(config)
@@ -200,8 +219,9 @@ def test_random_bert_matches_transformers(tmp_path: Path, variant: str) -> None:
     with torch.no_grad():
         expected = encoder(input_ids=ids, attention_mask=mask, token_type_ids=types).last_hidden_state.numpy()
     session = ort.InferenceSession(str(graph), providers=["CPUExecutionProvider"])
-    (actual,) = session.run(None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy(),
-                                   "token_type_ids": types.numpy()})
+    (actual,) = session.run(
+        None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy(), "token_type_ids": types.numpy()}
+    )
     real = mask.numpy().astype(bool)
     np.testing.assert_allclose(actual[real], expected[real], atol=2e-4)
 
@@ -213,14 +233,22 @@ def test_non_bert_model_is_exported_with_torch_when_the_extra_is_installed(tmp_p
     st = pytest.importorskip("sentence_transformers")
 
     # The exporter's self-check feeds token ids up to 2,000: the vocabulary must reach that far.
-    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *"the lamp of a lighthouse warns ships".split(),
-             *(f"filler{n}" for n in range(2000))]
+    words = [
+        "[PAD]",
+        "[UNK]",
+        "[CLS]",
+        "[SEP]",
+        "[MASK]",
+        *"the lamp of a lighthouse warns ships".split(),
+        *(f"filler{n}" for n in range(2000)),
+    ]
     raw = tmp_path / "raw"
     raw.mkdir()
     (raw / "vocab.txt").write_text("\n".join(words) + "\n")
     torch.manual_seed(0)
-    config = transformers.DistilBertConfig(vocab_size=len(words), dim=32, n_layers=2, n_heads=4,
-                                           hidden_dim=48, max_position_embeddings=64)
+    config = transformers.DistilBertConfig(
+        vocab_size=len(words), dim=32, n_layers=2, n_heads=4, hidden_dim=48, max_position_embeddings=64
+    )
     transformers.DistilBertModel(config).save_pretrained(raw, safe_serialization=True)
     transformers.BertTokenizerFast(vocab_file=str(raw / "vocab.txt")).save_pretrained(raw)
     with warnings.catch_warnings():  # sentence-transformers 6 moved these; the old path still works

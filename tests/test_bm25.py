@@ -8,8 +8,8 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from fakes import HashEmbedder
-from ragcli.ingest import ingest_documents
-from ragcli.retrieval.analysis import analyze, term_string
+from ragcli.ingest.pipeline import ingest_documents
+from ragcli.analysis import analyze, term_string
 from ragcli.retrieval.base import ChunkFilter
 from ragcli.retrieval.bm25 import BM25Retriever
 from ragcli.retrieval.filters import filters_sql
@@ -21,53 +21,61 @@ WHOLE = ChunkSettings("word", 2000, 0)
 
 ENGLISH = {
     "bread": "Sourdough bread is leavened by a starter, a living culture of wild yeast and lactic acid "
-             "bacteria, instead of commercial baker's yeast. The bacteria give the loaf a tangy flavour.",
+    "bacteria, instead of commercial baker's yeast. The bacteria give the loaf a tangy flavour.",
     "starter": "A starter is fed with equal weights of flour and water. Kept in the refrigerator it can "
-               "wait about a week between feedings; a healthy starter doubles within eight hours.",
+    "wait about a week between feedings; a healthy starter doubles within eight hours.",
     "lighthouse": "The lighthouse keeper climbed the spiral stairs every evening to light the lamp, "
-                  "whose beam warned ships away from the rocks of the northern coast.",
+    "whose beam warned ships away from the rocks of the northern coast.",
     "fresnel": "Augustin Fresnel designed a lens of concentric glass prisms that bent the light of a "
-               "single lamp into a beam visible more than twenty miles out at sea.",
+    "single lamp into a beam visible more than twenty miles out at sea.",
     "octopus": "An octopus has three hearts and blue blood; two hearts pump blood through the gills "
-               "while the third pumps it through the rest of the body.",
+    "while the third pumps it through the rest of the body.",
     "camouflage": "Octopuses change colour and skin texture in a fraction of a second, using "
-                  "chromatophores controlled directly by their nervous system.",
+    "chromatophores controlled directly by their nervous system.",
     "everest": "Mount Everest, at 8,849 metres, is the highest mountain above sea level; climbers "
-               "need bottled oxygen above the so-called death zone near 8,000 metres.",
+    "need bottled oxygen above the so-called death zone near 8,000 metres.",
     "k2": "K2 is the second highest mountain on Earth and is considered far more dangerous to climb "
-          "than Everest, with steep rock, ice and sudden storms.",
+    "than Everest, with steep rock, ice and sudden storms.",
     "tea": "Green tea leaves are steamed or pan fired soon after picking, which stops oxidation and "
-           "keeps the leaves green and the taste fresh and grassy.",
+    "keeps the leaves green and the taste fresh and grassy.",
     "coffee": "Espresso is brewed by forcing hot water through finely ground coffee at high pressure, "
-              "producing a small, concentrated cup topped with crema.",
+    "producing a small, concentrated cup topped with crema.",
     "danube": "The Danube flows through ten countries, more than any other river in the world, "
-              "before emptying into the Black Sea through a wide delta.",
+    "before emptying into the Black Sea through a wide delta.",
     "rhine": "The Rhine rises in the Swiss Alps and flows north through Germany and the Netherlands "
-             "into the North Sea; barges carry coal and grain along it.",
+    "into the North Sea; barges carry coal and grain along it.",
     "router": "To reset the router, hold the small button on the back for ten seconds until the "
-              "lights blink, then wait two minutes for it to restart.",
+    "lights blink, then wait two minutes for it to restart.",
     "wifi": "If the wireless network is slow, move the router away from walls and microwaves, "
-            "or switch it to the less crowded five gigahertz band.",
+    "or switch it to the less crowded five gigahertz band.",
 }
 
 CHINESE = {
-    "zh-tea": "中国是茶的故乡，饮茶的历史已有数千年。"
-              "唐代的陆羽写成了世界上第一部茶学专著《茶经》。",
-    "zh-wall": "长城是中国古代规模最大的军事防御工程。"
-               "它东起河北的山海关，西到甘肃的嘉峪关。",
-    "zh-panda": "大熊猫生活在四川的竹林里，"
-                "每天要吃十几个小时的竹子，是中国的国宝。",
+    "zh-tea": "中国是茶的故乡，饮茶的历史已有数千年。唐代的陆羽写成了世界上第一部茶学专著《茶经》。",
+    "zh-wall": "长城是中国古代规模最大的军事防御工程。它东起河北的山海关，西到甘肃的嘉峪关。",
+    "zh-panda": "大熊猫生活在四川的竹林里，每天要吃十几个小时的竹子，是中国的国宝。",
 }
 
-QUERIES = ["sourdough starter yeast", "lighthouse lamp beam", "octopus hearts blood", "highest mountain",
-           "reset the router", "river flows into the sea", "green tea leaves", "climbing Everest oxygen",
-           "coffee brewed with hot water"]
+QUERIES = [
+    "sourdough starter yeast",
+    "lighthouse lamp beam",
+    "octopus hearts blood",
+    "highest mountain",
+    "reset the router",
+    "river flows into the sea",
+    "green tea leaves",
+    "climbing Everest oxygen",
+    "coffee brewed with hot water",
+]
 
 
 def build(index, docs: dict[str, str]) -> Store:
-    documents = [Document(path=name, text=text, file_type="txt",
-                          metadata={"lang": "zh" if name.startswith("zh") else "en"})
-                 for name, text in docs.items()]
+    documents = [
+        Document(
+            path=name, text=text, file_type="txt", metadata={"lang": "zh" if name.startswith("zh") else "en"}
+        )
+        for name, text in docs.items()
+    ]
     ingest_documents(index, documents, embedder=HashEmbedder(), group="medium", chunking=WHOLE)
     return Store.open(index)
 
@@ -80,8 +88,9 @@ def english(isolated_home):
 
 
 def reference(store: Store) -> tuple[BM25Okapi, list[str]]:
-    rows = store.db.execute("SELECT c.id, d.path, c.text FROM chunks c JOIN documents d ON d.id = c.doc_id "
-                            "ORDER BY c.id").fetchall()
+    rows = store.db.execute(
+        "SELECT c.id, d.path, c.text FROM chunks c JOIN documents d ON d.id = c.doc_id ORDER BY c.id"
+    ).fetchall()
     return BM25Okapi([analyze(text) for _, _, text in rows], k1=1.2, b=0.75), [path for _, path, _ in rows]
 
 
@@ -125,8 +134,15 @@ def test_query_of_only_stop_words_or_punctuation_finds_nothing(english):
 
 def test_query_syntax_is_taken_literally(english):
     retriever = BM25Retriever(english, "medium")
-    for query in ['router" OR "tea', "router AND NOT tea", "NEAR(router tea)", "router*", 'a "quoted" word',
-                  "col:router", "(router"]:
+    for query in [
+        'router" OR "tea',
+        "router AND NOT tea",
+        "NEAR(router tea)",
+        "router*",
+        'a "quoted" word',
+        "col:router",
+        "(router",
+    ]:
         hits = retriever.search(query, 3)  # operators are words like any other, never syntax
         assert all(h.score > 0 for h in hits)
 
@@ -181,30 +197,38 @@ def test_many_small_writes_merges_and_deletions_score_like_a_fresh_build(isolate
     texts = {f"{name}-{i}": f"{text} Copy {i}." for i in range(6) for name, text in ENGLISH.items()}
     documents = [Document(path=name, text=text, file_type="txt") for name, text in texts.items()]
     for count in range(1, len(documents) + 1):  # each run adds one document: one tiny segment
-        ingest_documents(isolated_home, documents[:count], embedder=HashEmbedder(), group="medium",
-                         chunking=WHOLE)
+        ingest_documents(
+            isolated_home, documents[:count], embedder=HashEmbedder(), group="medium", chunking=WHOLE
+        )
     store = Store.open(isolated_home)
     segments = store.db.execute("SELECT count(*) FROM bm25_segments").fetchone()[0]
     assert segments < len(texts) // 4  # merged as they came
     with store.transaction():
-        gone = [doc_id for (doc_id,) in store.db.execute(
-            "SELECT id FROM documents WHERE path LIKE 'router-%'")]
+        gone = [
+            doc_id for (doc_id,) in store.db.execute("SELECT id FROM documents WHERE path LIKE 'router-%'")
+        ]
         store.delete_documents(gone)
     fresh_index = tmp_path / "fresh"
-    kept = [Document(path=name, text=text, file_type="txt") for name, text in texts.items()
-            if not name.startswith("router-")]
+    kept = [
+        Document(path=name, text=text, file_type="txt")
+        for name, text in texts.items()
+        if not name.startswith("router-")
+    ]
     ingest_documents(fresh_index, kept, embedder=HashEmbedder(), group="medium", chunking=WHOLE)
     fresh = Store.open(fresh_index)
     try:
         for query in QUERIES + ["router reset button", "copy"]:
-            got = [(h.chunk.path, round(h.score, 9))
-                   for h in BM25Retriever(store, "medium").search(query, 999)]
-            want = [(h.chunk.path, round(h.score, 9))
-                    for h in BM25Retriever(fresh, "medium").search(query, 999)]
+            got = [
+                (h.chunk.path, round(h.score, 9)) for h in BM25Retriever(store, "medium").search(query, 999)
+            ]
+            want = [
+                (h.chunk.path, round(h.score, 9)) for h in BM25Retriever(fresh, "medium").search(query, 999)
+            ]
             assert sorted(got) == sorted(want), query
             assert all(not path.startswith("router-") for path, _ in got)
-        assert store.db.execute("SELECT max(c) FROM (SELECT count(*) AS c FROM bm25_segments "
-                                "GROUP BY group_name)").fetchone()[0] <= 3 * (MERGE_FANOUT - 1)
+        assert store.db.execute(
+            "SELECT max(c) FROM (SELECT count(*) AS c FROM bm25_segments GROUP BY group_name)"
+        ).fetchone()[0] <= 3 * (MERGE_FANOUT - 1)
     finally:
         store.close()
         fresh.close()
@@ -237,8 +261,11 @@ def make_fts5_index(index, docs: dict[str, str], *, without_fts_row: str | None 
     conn.execute("CREATE VIRTUAL TABLE fts_medium USING fts5(tokens)")
     for i, (name, text) in enumerate(docs.items(), start=1):
         conn.execute("INSERT INTO documents (id, path, content_hash) VALUES (?, ?, '')", [i, name])
-        conn.execute('INSERT INTO chunks (id, doc_id, group_name, ord, text, start, "end", hash) '
-                     "VALUES (?, ?, 'medium', 0, ?, 0, ?, '')", [i, i, text, len(text)])
+        conn.execute(
+            'INSERT INTO chunks (id, doc_id, group_name, ord, text, start, "end", hash) '
+            "VALUES (?, ?, 'medium', 0, ?, 0, ?, '')",
+            [i, i, text, len(text)],
+        )
         if name != without_fts_row:
             conn.execute("INSERT INTO fts_medium (rowid, tokens) VALUES (?, ?)", [i, term_string(text)])
     conn.execute("COMMIT")
@@ -269,11 +296,20 @@ def test_processes_opening_an_old_index_together_all_succeed(isolated_home):
 
     docs = {f"{name}-{i}": text for i in range(1500) for name, text in ENGLISH.items()}
     make_fts5_index(isolated_home, docs)
-    code = ("import sys; from pathlib import Path; from ragcli.store import Store; "
-            "s = Store.open(Path(sys.argv[1])); print(s.db.execute('SELECT sum(docs) FROM bm25_segments')"
-            ".fetchone()[0]); s.close()")
-    openers = [subprocess.Popen([sys.executable, "-c", code, str(isolated_home)], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    code = (
+        "import sys; from pathlib import Path; from ragcli.store import Store; "
+        "s = Store.open(Path(sys.argv[1])); print(s.db.execute('SELECT sum(docs) FROM bm25_segments')"
+        ".fetchone()[0]); s.close()"
+    )
+    openers = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(isolated_home)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
     results = [opener.communicate(timeout=120) for opener in openers]
     assert [opener.returncode for opener in openers] == [0, 0, 0], [err for _, err in results]
     assert [out.strip() for out, _ in results] == [str(1500 * len(ENGLISH))] * 3

@@ -11,21 +11,38 @@ from typer.testing import CliRunner
 
 from fakes import EchoGenerator, HashEmbedder
 from ragcli.cli import app
-from ragcli.ingest import ingest_documents
-from ragcli.prompting import NOT_FOUND
+from ragcli.ingest.pipeline import ingest_documents
+from ragcli.answer.prompting import NOT_FOUND
 from ragcli.types import ChunkSettings, Document
 
 WORDS = ChunkSettings("word", 40, 5)
 DOCS = [
-    Document("/notes/router.md", "To reset the router, hold the button on the back for ten seconds until "
-             "the lights blink.", "md"),
-    Document("/papers/lighthouse.pdf", "The lighthouse lamp was lit every evening.\fThe keeper wrote the "
-             "log of passing ships by candle light.", "pdf"),
+    Document(
+        "/notes/router.md",
+        "To reset the router, hold the button on the back for ten seconds until the lights blink.",
+        "md",
+    ),
+    Document(
+        "/papers/lighthouse.pdf",
+        "The lighthouse lamp was lit every evening.\fThe keeper wrote the "
+        "log of passing ships by candle light.",
+        "pdf",
+    ),
     Document("/notes/茶.md", "中国是茶的故乡，唐代的陆羽写成了世界上第一部茶学专著《茶经》。", "md"),
 ]
 # The generative path (a fake or the real model writes the answer); the extractive default has its own tests.
-FAST = ["--mode", "bm25", "--ctx", "512", "--max-tokens", "24", "--threads", "2",
-        "--answer-style", "generative"]
+FAST = [
+    "--mode",
+    "bm25",
+    "--ctx",
+    "512",
+    "--max-tokens",
+    "24",
+    "--threads",
+    "2",
+    "--answer-style",
+    "generative",
+]
 
 
 @pytest.fixture
@@ -39,7 +56,7 @@ def index(isolated_home, monkeypatch):
 def echo(monkeypatch):
     """The model is the deterministic fake (the packaged GGUF is still checked to exist)."""
     generator = EchoGenerator()
-    monkeypatch.setattr("ragcli.ask.load_generator", lambda *args, **kwargs: generator)
+    monkeypatch.setattr("ragcli.answer.ask.load_generator", lambda *args, **kwargs: generator)
     return generator
 
 
@@ -115,12 +132,14 @@ def test_not_gguf_is_one_line_exit_1(index, tmp_path):
 
 
 def test_context_too_small_is_one_line_exit_1(index, echo):
-    result = invoke("router", "--mode", "bm25", "--ctx", "128", "--max-tokens", "100",
-                    "--answer-style", "generative")
+    result = invoke(
+        "router", "--mode", "bm25", "--ctx", "128", "--max-tokens", "100", "--answer-style", "generative"
+    )
     assert result.exit_code == 1 and "context too small for any chunk" in result.stderr
 
 
 # -- the real packaged GGUF (SmolLM2-135M: loads in ~0.3 s; answers kept to 24 tokens) ----
+
 
 def test_real_model_answers_end_to_end(index):
     result = invoke("How do I reset the router?", *FAST, "--json", "--top-k", "1")
@@ -177,16 +196,28 @@ def test_terminal_view_colours_support_by_label(capsys, monkeypatch):
     """On a terminal the support list is coloured: green supported, yellow partial, red unsupported."""
     from rich.console import Console
 
-    from ragcli.ask import Answer
+    from ragcli.answer.ask import Answer
     from ragcli.cli import ask as ask_cli
-    from ragcli.context import Source
-    from ragcli.support import SentenceSupport
+    from ragcli.answer.context import Source
+    from ragcli.answer.support import SentenceSupport
 
-    monkeypatch.setattr(ask_cli, "stdout_console",
-                        lambda: Console(file=sys.stdout, force_terminal=True, color_system="standard"))
-    answer = Answer("q", "A [1]. B. C.", False, (Source(1, "a.pdf", 2, 1.0, "A", (1,)),), (1,),
-                    (SentenceSupport("A [1].", "supported", 1.0, 1), SentenceSupport("B.", "partial", 0.4, 1),
-                     SentenceSupport("C.", "unsupported", 0.0, None)))
+    monkeypatch.setattr(
+        ask_cli,
+        "stdout_console",
+        lambda: Console(file=sys.stdout, force_terminal=True, color_system="standard"),
+    )
+    answer = Answer(
+        "q",
+        "A [1]. B. C.",
+        False,
+        (Source(1, "a.pdf", 2, 1.0, "A", (1,)),),
+        (1,),
+        (
+            SentenceSupport("A [1].", "supported", 1.0, 1),
+            SentenceSupport("B.", "partial", 0.4, 1),
+            SentenceSupport("C.", "unsupported", 0.0, None),
+        ),
+    )
     ask_cli._print_sources(answer)
     out = capsys.readouterr().out
     assert "[1] a.pdf:2" in out

@@ -24,8 +24,19 @@ COMMANDS = sorted(command_paths(app))
 
 def test_the_expected_commands_exist():
     names = {" ".join(path) for path in COMMANDS}
-    assert {"ingest", "status", "ls", "rm", "query", "ask", "doctor", "completions", "config show",
-            "config set", "config path"} <= names
+    assert {
+        "ingest",
+        "status",
+        "ls",
+        "rm",
+        "query",
+        "ask",
+        "doctor",
+        "completions",
+        "config show",
+        "config set",
+        "config path",
+    } <= names
 
 
 @pytest.mark.parametrize("path", COMMANDS, ids=" ".join)

@@ -138,7 +138,7 @@ def test_missing_dataset_is_a_one_line_error(runner, tmp_path):
 def test_answers_on_qa_file_over_current_index(runner, fixtures_dir, fake_models):
     from ragcli.config import load_settings
     from ragcli.evaluation.datasets import read_corpus
-    from ragcli.ingest import ingest_documents
+    from ragcli.ingest.pipeline import ingest_documents
 
     ingest_documents(
         load_settings().index, read_corpus(fixtures_dir / "beir-mini" / "corpus.jsonl"), embedder=fake_models

@@ -11,29 +11,35 @@ import time
 import pytest
 
 from fakes import HashEmbedder
-from ragcli.documents import parse_target, stitch
-from ragcli.ingest import ingest_documents
-from ragcli.opener import open_command
+from ragcli.retrieval.documents import parse_target, stitch
+from ragcli.ingest.pipeline import ingest_documents
+from ragcli.cli.opener import open_command
 from ragcli.types import ChunkSettings, Document
 
 RAG = shutil.which("rag") or "rag"
-PDF_TEXT = ("The lighthouse lamp was lit every evening; its beam warned ships.\f"
-            "The keeper wrote the log of passing ships by candle light.\f"
-            "Storms broke the glass twice in one winter.")
-DOCS = [Document("/papers/lighthouse.pdf", PDF_TEXT, "pdf", {"author": "ann", "title": "Lights"}),
-        Document("/notes/茶.md", "中国是茶的故乡，唐代的陆羽写成了《茶经》。 " * 30, "md", {})]
+PDF_TEXT = (
+    "The lighthouse lamp was lit every evening; its beam warned ships.\f"
+    "The keeper wrote the log of passing ships by candle light.\f"
+    "Storms broke the glass twice in one winter."
+)
+DOCS = [
+    Document("/papers/lighthouse.pdf", PDF_TEXT, "pdf", {"author": "ann", "title": "Lights"}),
+    Document("/notes/茶.md", "中国是茶的故乡，唐代的陆羽写成了《茶经》。 " * 30, "md", {}),
+]
 
 
 @pytest.fixture
 def index(isolated_home):
-    ingest_documents(isolated_home, DOCS, embedder=HashEmbedder(), group="medium",
-                     chunking=ChunkSettings("word", 12, 4))
+    ingest_documents(
+        isolated_home, DOCS, embedder=HashEmbedder(), group="medium", chunking=ChunkSettings("word", 12, 4)
+    )
     return isolated_home
 
 
 def rag(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([RAG, *args], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [RAG, *args], capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})}
+    )
 
 
 def test_get_prints_the_stored_document_rebuilt_from_overlapping_chunks(index):
@@ -63,12 +69,15 @@ def test_query_hits_carry_chunk_ids_that_get_reads(index):
     assert line["chunk_id"] == top["chunk_id"]
 
 
-@pytest.mark.parametrize("args, code, message", [
-    (["/nowhere.md"], 1, "/nowhere.md is not in the index"),
-    (["/papers/lighthouse.pdf:9"], 1, "has 3 page(s), not 9"),
-    (["--chunk", "424242"], 1, "no chunk 424242"),
-    ([], 2, "give PATH[:PAGE] or --chunk ID"),
-])
+@pytest.mark.parametrize(
+    "args, code, message",
+    [
+        (["/nowhere.md"], 1, "/nowhere.md is not in the index"),
+        (["/papers/lighthouse.pdf:9"], 1, "has 3 page(s), not 9"),
+        (["--chunk", "424242"], 1, "no chunk 424242"),
+        ([], 2, "give PATH[:PAGE] or --chunk ID"),
+    ],
+)
 def test_get_errors(index, args, code, message):
     done = rag("get", *args)
     assert done.returncode == code and message in done.stderr and done.stdout == ""
@@ -81,8 +90,9 @@ def test_get_without_an_index(isolated_home):
 
 def test_open_without_a_display_prints_the_path_and_page(index):
     env = {key: value for key, value in os.environ.items() if key not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    done = subprocess.run([RAG, "open", "/papers/lighthouse.pdf:2"], capture_output=True, text=True, env=env,
-                          timeout=120)
+    done = subprocess.run(
+        [RAG, "open", "/papers/lighthouse.pdf:2"], capture_output=True, text=True, env=env, timeout=120
+    )
     assert done.returncode == 0 and done.stdout == "/papers/lighthouse.pdf:2\n"
 
 
@@ -92,7 +102,7 @@ def test_open_starts_a_page_aware_viewer_when_there_is_one(index, tmp_path):
     bin_dir.mkdir()
     record = tmp_path / "args.txt"
     viewer = bin_dir / "zathura"
-    viewer.write_text(f"#!/bin/sh\necho \"$@\" > {record}\n")
+    viewer.write_text(f'#!/bin/sh\necho "$@" > {record}\n')
     viewer.chmod(0o755)
     path = f"{bin_dir}:{os.environ['PATH']}"
     done = rag("open", "/papers/lighthouse.pdf:3", env={"DISPLAY": ":0", "PATH": path})
@@ -105,10 +115,16 @@ def test_open_starts_a_page_aware_viewer_when_there_is_one(index, tmp_path):
 
 def test_open_command_choices():
     found = {"xdg-open": "/usr/bin/xdg-open", "evince": "/usr/bin/evince", "open": "/usr/bin/open"}.get
-    assert open_command("/a.pdf", 4, platform="linux", has_display=True, which=found) == \
-        ["evince", "--page-label", "4", "/a.pdf"]
-    assert open_command("/a.md", None, platform="linux", has_display=True, which=found) == \
-        ["xdg-open", "/a.md"]
+    assert open_command("/a.pdf", 4, platform="linux", has_display=True, which=found) == [
+        "evince",
+        "--page-label",
+        "4",
+        "/a.pdf",
+    ]
+    assert open_command("/a.md", None, platform="linux", has_display=True, which=found) == [
+        "xdg-open",
+        "/a.md",
+    ]
     assert open_command("/a.pdf", 4, platform="linux", has_display=False, which=found) is None
     assert open_command("/a.pdf", 4, platform="darwin", has_display=False, which=found) == ["open", "/a.pdf"]
     assert open_command("/a.pdf", 4, platform="linux", has_display=True, which=lambda name: None) is None

@@ -80,8 +80,9 @@ def test_human_output_goes_to_stderr_and_tables_to_stdout(runner, docs):
 
 
 def test_bad_overlap_exits_2_with_one_line(runner, docs):
-    result = runner.invoke(app, ["ingest", str(docs), "--split-by", "word", "--chunk-size", "10",
-                                 "--chunk-overlap", "10"])
+    result = runner.invoke(
+        app, ["ingest", str(docs), "--split-by", "word", "--chunk-size", "10", "--chunk-overlap", "10"]
+    )
     assert result.exit_code == 2
     assert "--chunk-overlap" in result.stderr
 

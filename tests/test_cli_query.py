@@ -13,20 +13,32 @@ from typer.testing import CliRunner
 from fakes import HashEmbedder
 from ragcli.cli import app
 from ragcli.cli.query import explain_line, highlighted_snippet
-from ragcli.ingest import ingest_documents
+from ragcli.ingest.pipeline import ingest_documents
 from ragcli.store import Store
 from ragcli.types import ChunkSettings, Document
 
 WHOLE = ChunkSettings("word", 2000, 0)
 DOCS = [
-    Document("/notes/router.md", "To reset the router, hold the button on the back for ten seconds until "
-             "the lights blink.", "md", {"author": "ann"}),
-    Document("/notes/wifi.txt", "If the wireless network is slow, move the router away from walls.", "txt",
-             {"author": "bob"}),
-    Document("/papers/lighthouse.pdf", "The lighthouse lamp was lit every evening; its beam warned ships.\f"
-             "The keeper wrote the log of passing ships by candle light.", "pdf", {"author": "ann"}),
-    Document("/notes/茶.md", "中国是茶的故乡，唐代的陆羽写成了"
-             "世界上第一部茶学专著《茶经》。", "md", {}),
+    Document(
+        "/notes/router.md",
+        "To reset the router, hold the button on the back for ten seconds until the lights blink.",
+        "md",
+        {"author": "ann"},
+    ),
+    Document(
+        "/notes/wifi.txt",
+        "If the wireless network is slow, move the router away from walls.",
+        "txt",
+        {"author": "bob"},
+    ),
+    Document(
+        "/papers/lighthouse.pdf",
+        "The lighthouse lamp was lit every evening; its beam warned ships.\f"
+        "The keeper wrote the log of passing ships by candle light.",
+        "pdf",
+        {"author": "ann"},
+    ),
+    Document("/notes/茶.md", "中国是茶的故乡，唐代的陆羽写成了世界上第一部茶学专著《茶经》。", "md", {}),
 ]
 
 
@@ -44,8 +56,9 @@ def loads(monkeypatch):
 
 @pytest.fixture
 def index(isolated_home, loads):
-    ingest_documents(isolated_home, DOCS, embedder=HashEmbedder(), group="medium",
-                     chunking=ChunkSettings("page", 1, 0))
+    ingest_documents(
+        isolated_home, DOCS, embedder=HashEmbedder(), group="medium", chunking=ChunkSettings("page", 1, 0)
+    )
     return isolated_home
 
 
@@ -113,8 +126,10 @@ def test_queries_from_stdin_stream_json_lines_and_load_the_model_once(index, loa
     assert result.exit_code == 0, result.output
     records = [json.loads(line) for line in result.stdout.splitlines()]
     assert [(r["query"], r["path"]) for r in records] == [
-        ("reset the router", "/notes/router.md"), ("lighthouse lamp", "/papers/lighthouse.pdf"),
-        ("陆羽 茶经", "/notes/茶.md")]
+        ("reset the router", "/notes/router.md"),
+        ("lighthouse lamp", "/papers/lighthouse.pdf"),
+        ("陆羽 茶经", "/notes/茶.md"),
+    ]
     assert len(loads) == 1
 
 
@@ -125,10 +140,13 @@ def test_filters_and_min_score(index):
     assert json.loads(result.stdout)["hits"] == []
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["router", "--group", "fine"], "unknown group 'fine'"),
-    (["router", "--filter", "colour=red"], "unknown filter key 'colour'"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["router", "--group", "fine"], "unknown group 'fine'"),
+        (["router", "--filter", "colour=red"], "unknown filter key 'colour'"),
+    ],
+)
 def test_runtime_errors_are_one_line_and_exit_1(index, args, message):
     result = rag(*args)
     assert result.exit_code == 1
@@ -149,10 +167,18 @@ def test_model_mismatch_exits_1(index, monkeypatch):
     assert result.exit_code == 1 and "rebuild" in result.stderr
 
 
-@pytest.mark.parametrize("args", [["router", "--mode", "fuzzy"], ["router", "--format", "xml"],
-                                  ["router", "--rerank", "magic"], ["router", "--weights", "1"],
-                                  ["router", "--weights", "a,b"], ["router", "--top-k", "0"],
-                                  ["router", "--filter", "novalue"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["router", "--mode", "fuzzy"],
+        ["router", "--format", "xml"],
+        ["router", "--rerank", "magic"],
+        ["router", "--weights", "1"],
+        ["router", "--weights", "a,b"],
+        ["router", "--top-k", "0"],
+        ["router", "--filter", "novalue"],
+    ],
+)
 def test_bad_flags_exit_2(index, args):
     assert rag(*args).exit_code == 2
 
@@ -165,7 +191,7 @@ def test_every_help_has_an_example():
 
 def test_snippet_highlights_query_terms_in_bold():
     text = highlighted_snippet("Resetting the router: press reset.", "reset router")
-    bold = [text.plain[span.start:span.end] for span in text.spans if "bold" in str(span.style)]
+    bold = [text.plain[span.start : span.end] for span in text.spans if "bold" in str(span.style)]
     assert bold == ["Resetting", "router", "reset"]
 
 
@@ -178,8 +204,14 @@ def test_explain_line_marks_a_missing_retriever():
 
 # -- the real entry point ------------------------------------------------------------------------
 def run_rag(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ragcli", *args], input=stdin, capture_output=True,
-                          text=True, env={**os.environ, "COLUMNS": "120"}, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "ragcli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "120"},
+        timeout=60,
+    )
 
 
 def test_entry_point_bm25_json_and_stdin(index):
@@ -203,7 +235,9 @@ def test_config_mode_and_top_k_apply_when_flags_are_absent(tmp_path, monkeypatch
     docs.mkdir()
     for name in ("a", "b", "c"):
         (docs / f"{name}.txt").write_text(f"honey bees {name} forage on clover")
-    monkeypatch.setattr("ragcli.models.embedder_for", lambda *args, **kwargs: __import__("fakes").HashEmbedder())
+    monkeypatch.setattr(
+        "ragcli.models.embedder_for", lambda *args, **kwargs: __import__("fakes").HashEmbedder()
+    )
     runner = CliRunner()
     assert runner.invoke(app, ["ingest", str(docs)]).exit_code == 0
     set_config_value(default_config_path(), "mode", "bm25")

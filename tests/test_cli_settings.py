@@ -21,8 +21,14 @@ import pytest
 from conftest import FIXTURES
 
 QUESTION = "How long does the autolyse rest last?"
-FLAGS = {"group": "--group", "mode": "--mode", "top_k": "--top-k", "ctx": "--ctx",
-         "max_tokens": "--max-tokens", "threads": "--threads"}
+FLAGS = {
+    "group": "--group",
+    "mode": "--mode",
+    "top_k": "--top-k",
+    "ctx": "--ctx",
+    "max_tokens": "--max-tokens",
+    "threads": "--threads",
+}
 LAYERS = ("flag", "env", "config")
 
 # The real CLI in a fresh interpreter, recording the threads handed to llama.cpp.
@@ -46,8 +52,13 @@ def built_index(tmp_path_factory, model_cache_dir) -> Path:
     root = tmp_path_factory.mktemp("settings-index")
     shutil.copytree(FIXTURES / "docs", root / "docs", ignore=shutil.ignore_patterns("broken"))
     env = {**os.environ, "RAG_CACHE_DIR": str(model_cache_dir), "RAG_CONFIG": str(root / "none.toml")}
-    done = subprocess.run(["rag", "ingest", "--index", str(root / "idx"), str(root / "docs")], env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        ["rag", "ingest", "--index", str(root / "idx"), str(root / "docs")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     return root / "idx"
 
@@ -57,8 +68,12 @@ def rag(built_index, model_cache_dir, tmp_path):
     """Run `rag COMMAND ...` with settings given at one layer; returns the finished process."""
 
     def run(command: str, layer: str, settings: dict, *args: str, probe: bool = False):
-        env = {**os.environ, "RAG_INDEX": str(built_index), "RAG_CACHE_DIR": str(model_cache_dir),
-               "RAG_CONFIG": str(tmp_path / "config.toml")}
+        env = {
+            **os.environ,
+            "RAG_INDEX": str(built_index),
+            "RAG_CACHE_DIR": str(model_cache_dir),
+            "RAG_CONFIG": str(tmp_path / "config.toml"),
+        }
         argv = [command, *args]
         if layer == "flag":
             argv += [part for name, value in settings.items() for part in (FLAGS[name], str(value))]
@@ -67,7 +82,7 @@ def rag(built_index, model_cache_dir, tmp_path):
         else:
             lines = [f"{name} = {json.dumps(value)}" for name, value in settings.items()]
             (tmp_path / "config.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
-        command_line = ([sys.executable, "-c", THREADS_PROBE, json.dumps(argv)] if probe else ["rag", *argv])
+        command_line = [sys.executable, "-c", THREADS_PROBE, json.dumps(argv)] if probe else ["rag", *argv]
         return subprocess.run(command_line, env=env, capture_output=True, text=True, timeout=600)
 
     return run
@@ -112,8 +127,19 @@ def test_ctx(rag, layer):
 
 @pytest.mark.parametrize("layer", LAYERS)
 def test_max_tokens_and_threads(rag, layer):
-    done = rag("ask", layer, {"max_tokens": 2, "threads": 1}, QUESTION, "--answer-style", "generative",
-               "--top-k", "1", "--no-cache", "--json", probe=True)
+    done = rag(
+        "ask",
+        layer,
+        {"max_tokens": 2, "threads": 1},
+        QUESTION,
+        "--answer-style",
+        "generative",
+        "--top-k",
+        "1",
+        "--no-cache",
+        "--json",
+        probe=True,
+    )
     assert done.returncode == 0, done.stderr
     assert "THREADS=1" in done.stderr.splitlines()
     assert 1 <= json.loads(done.stdout)["tokens"]["completion"] <= 2

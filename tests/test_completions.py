@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from fakes import HashEmbedder
 from ragcli.cli import app
 from ragcli.cli.completions import FILE_NAMES, script
-from ragcli.ingest import ingest
+from ragcli.ingest.pipeline import ingest
 
 COMPLETIONS = Path(__file__).resolve().parent.parent / "completions"
 
@@ -27,7 +27,9 @@ def test_committed_completions_are_current(shell):
 
 def complete(words: str, cword: int) -> list[str]:
     env = {**os.environ, "_RAG_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(cword)}
-    result = subprocess.run([sys.executable, "-m", "ragcli"], env=env, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "ragcli"], env=env, capture_output=True, text=True, timeout=60
+    )
     return result.stdout.split()
 
 

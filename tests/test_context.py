@@ -4,17 +4,26 @@ from __future__ import annotations
 
 import pytest
 
-from ragcli.context import ContextTooSmall, Source, build_context, context_budget, dedupe, merge_texts
+from ragcli.answer.context import ContextTooSmall, Source, build_context, context_budget, dedupe, merge_texts
 from ragcli.llm import TEMPLATE_MARGIN
-from ragcli.prompting import (cited_prompt, parse_citations, says_not_found, strip_invalid_citations)
+from ragcli.answer.prompting import cited_prompt, parse_citations, says_not_found, strip_invalid_citations
 from ragcli.types import Chunk, Hit
 
 DOC = "Alpha beta gamma. Delta epsilon zeta. Eta theta iota. Kappa lambda mu. Nu xi omicron."
 
 
 def hit(chunk_id, start, end, score, *, doc_id=1, order=None, path="a.md", page=None, text=None):
-    chunk = Chunk(chunk_id, doc_id, "medium", chunk_id if order is None else order,
-                  text if text is not None else DOC[start:end], start, end, page, path)
+    chunk = Chunk(
+        chunk_id,
+        doc_id,
+        "medium",
+        chunk_id if order is None else order,
+        text if text is not None else DOC[start:end],
+        start,
+        end,
+        page,
+        path,
+    )
     return Hit(chunk, score)
 
 
@@ -37,8 +46,11 @@ def test_consecutive_orders_merge_even_with_a_gap_between_offsets():
 
 
 def test_chunks_of_other_documents_or_far_apart_stay_separate_and_numbered_by_score():
-    hits = [hit(1, 0, 17, 0.2), hit(5, 55, 71, 0.8, order=5), hit(9, 0, 17, 0.5, doc_id=2, path="b.md",
-                                                                   text="Other text here.")]
+    hits = [
+        hit(1, 0, 17, 0.2),
+        hit(5, 55, 71, 0.8, order=5),
+        hit(9, 0, 17, 0.5, doc_id=2, path="b.md", text="Other text here."),
+    ]
     sources = build_context(hits, budget=1000, count_tokens=words)
     assert [(s.number, s.chunk_ids) for s in sources] == [(1, (5,)), (2, (9,)), (3, (1,))]
 
@@ -97,12 +109,15 @@ def test_citations_parse_and_invalid_ones_are_dropped():
     assert strip_invalid_citations(text, 3) == "Paris [1]. Lyon [2]. Again [1]. Nope ."
 
 
-@pytest.mark.parametrize("text, declined", [
-    ("I could not find this in your documents.", True),
-    ("The sources do not contain information about Mars.", True),
-    ("", True),
-    ("Sourdough needs flour [1]. The sources do not mention rye.", False),
-    ("Not found.", True),
-])
+@pytest.mark.parametrize(
+    "text, declined",
+    [
+        ("I could not find this in your documents.", True),
+        ("The sources do not contain information about Mars.", True),
+        ("", True),
+        ("Sourdough needs flour [1]. The sources do not mention rye.", False),
+        ("Not found.", True),
+    ],
+)
 def test_declined_answers_are_detected(text, declined):
     assert says_not_found(text) is declined

@@ -12,21 +12,35 @@ import sys
 import time
 from pathlib import Path
 
-TOPICS = ["lighthouse keepers", "sourdough starters", "alpine glaciers", "river deltas", "honey bees",
-          "tidal power", "paper making", "violin varnish", "desert lichens", "coral spawning"]
+TOPICS = [
+    "lighthouse keepers",
+    "sourdough starters",
+    "alpine glaciers",
+    "river deltas",
+    "honey bees",
+    "tidal power",
+    "paper making",
+    "violin varnish",
+    "desert lichens",
+    "coral spawning",
+]
 
 
 def rag(*args: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ragcli", *args], env=env, capture_output=True,
-                          text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "ragcli", *args], env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def write_docs(folder: Path, count: int, start: int = 0) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for number in range(start, start + count):
         topic = TOPICS[number % len(TOPICS)]
-        body = " ".join(f"Note {number} on {topic}: observation {line} recorded carefully in the field "
-                        f"journal with date, place and weather." for line in range(4))
+        body = " ".join(
+            f"Note {number} on {topic}: observation {line} recorded carefully in the field "
+            f"journal with date, place and weather."
+            for line in range(4)
+        )
         (folder / f"note-{number:04d}.txt").write_text(body, encoding="utf-8")
 
 
@@ -45,8 +59,12 @@ def test_kill_9_mid_ingest_keeps_the_index_usable_and_resumable(tmp_path, isolat
     assert rag("ingest", str(docs), env=env).returncode == 0
     write_docs(docs, 195, start=5)
 
-    process = subprocess.Popen([sys.executable, "-m", "ragcli", "ingest", str(docs), "--batch-size", "8"], env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ragcli", "ingest", str(docs), "--batch-size", "8"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 300
     while committed_documents(isolated_home) <= 5 and process.poll() is None and time.time() < deadline:
         time.sleep(0.05)
@@ -70,6 +88,8 @@ def test_kill_9_mid_ingest_keeps_the_index_usable_and_resumable(tmp_path, isolat
     group = final["groups"]["medium"]
     assert group["vectors_current"] and group["vectors"] == final["embeddings"]
     with sqlite3.connect(isolated_home / "index.db") as conn:
-        duplicates = conn.execute("SELECT count(*) FROM (SELECT doc_id, group_name, ord, count(*) AS n "
-                                  "FROM chunks GROUP BY doc_id, group_name, ord HAVING n > 1)").fetchone()[0]
+        duplicates = conn.execute(
+            "SELECT count(*) FROM (SELECT doc_id, group_name, ord, count(*) AS n "
+            "FROM chunks GROUP BY doc_id, group_name, ord HAVING n > 1)"
+        ).fetchone()[0]
     assert duplicates == 0

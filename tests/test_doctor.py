@@ -11,8 +11,13 @@ import pytest
 
 
 def rag(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ragcli", *args], env={**os.environ}, capture_output=True,
-                          text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "ragcli", *args],
+        env={**os.environ},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 @pytest.fixture
@@ -30,8 +35,15 @@ def test_doctor_passes_on_a_healthy_index(healthy_index):
     report = json.loads(result.stdout)
     assert result.returncode == 0, report
     assert report["ok"] and {c["name"] for c in report["checks"]} >= {
-        "embedding model", "llama.cpp", "GGUF model", "disk space", "index opens", "sqlite integrity",
-        "vectors (medium)", "model fingerprint"}
+        "embedding model",
+        "llama.cpp",
+        "GGUF model",
+        "disk space",
+        "index opens",
+        "sqlite integrity",
+        "vectors (medium)",
+        "model fingerprint",
+    }
 
 
 def test_doctor_flags_a_missing_vector_file_and_ingest_repairs_it(healthy_index, tmp_path):

@@ -33,8 +33,7 @@ from ragcli.embedding.pooling import l2_normalise, pool
 from ragcli.errors import ModelNotFound
 
 LONG_TEXT = " ".join(
-    f"Paragraph {i}: retrieval-augmented generation combines a retriever and a generator."
-    for i in range(80)
+    f"Paragraph {i}: retrieval-augmented generation combines a retriever and a generator." for i in range(80)
 )
 TEXTS = [
     "What is retrieval-augmented generation?",
@@ -160,8 +159,9 @@ def test_export_keeps_weights_beside_the_graph(onnx_embedder, onnx_cache_dir: Pa
     assert weights.stat().st_size > 50_000_000 > 5_000_000 > graph.stat().st_size
 
 
-def test_single_file_export_is_converted_with_the_same_vectors(onnx_embedder, onnx_cache_dir: Path,
-                                                             tmp_path: Path) -> None:
+def test_single_file_export_is_converted_with_the_same_vectors(
+    onnx_embedder, onnx_cache_dir: Path, tmp_path: Path
+) -> None:
     """An export made by an earlier version (weights inside the graph) is rewritten once."""
     import onnx
 
@@ -189,9 +189,7 @@ def test_folder_that_is_not_a_model_is_refused(tmp_path: Path) -> None:
         load_embedder(str(tmp_path), cache_dir=tmp_path)
 
 
-def test_failed_export_falls_back_with_a_warning(
-    monkeypatch, reference_embedder, tmp_path: Path
-) -> None:
+def test_failed_export_falls_back_with_a_warning(monkeypatch, reference_embedder, tmp_path: Path) -> None:
     def broken_export(*args, **kwargs):
         raise ExportFailed("torch is not installed")
 
@@ -236,8 +234,7 @@ def _tiny_model_folder(root: Path, pooling: str = "mean") -> Path:
     (root / "1_Pooling").mkdir(parents=True)
     modules = [
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling",
-         "type": "sentence_transformers.models.Pooling"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
     ]
     (root / "modules.json").write_text(json.dumps(modules))
     (root / "1_Pooling" / "config.json").write_text(

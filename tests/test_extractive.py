@@ -9,20 +9,30 @@ from pathlib import Path
 import pytest
 
 from fakes import EchoGenerator, HashEmbedder, ScriptedGenerator
-from ragcli.ask import Asker, AskOptions, Pipeline
+from ragcli.answer.ask import Asker, AskOptions, Pipeline
 from ragcli.config import load_settings
 from ragcli.errors import UsageError
-from ragcli.extractive import (Extraction, answer_extractively, candidates, choice_grammar, choose_with_model,
-                               extract_answer, is_answerable, question_type)
-from ragcli.ingest import ingest
-from ragcli.prompting import NOT_FOUND
-from ragcli.query import QueryOptions
-from ragcli.sentences import Sentence, lexical_scores, select_sentences, sentences_of, split_passage
+from ragcli.answer.extractive import (
+    Extraction,
+    answer_extractively,
+    candidates,
+    choice_grammar,
+    choose_with_model,
+    extract_answer,
+    is_answerable,
+    question_type,
+)
+from ragcli.ingest.pipeline import ingest
+from ragcli.answer.prompting import NOT_FOUND
+from ragcli.retrieval.search import QueryOptions
+from ragcli.answer.sentences import Sentence, lexical_scores, select_sentences, sentences_of, split_passage
 from ragcli.types import Chunk, ChunkSettings, Hit
 
-BOWL = ("The Broncos defeated the Pittsburgh Steelers in the divisional round. Peyton Manning was 39 years "
-        "old when he played in Super Bowl 50. The game was played on February 7, 2016, at Levi's Stadium "
-        "in Santa Clara.")
+BOWL = (
+    "The Broncos defeated the Pittsburgh Steelers in the divisional round. Peyton Manning was 39 years "
+    "old when he played in Super Bowl 50. The game was played on February 7, 2016, at Levi's Stadium "
+    "in Santa Clara."
+)
 
 
 def sentence(text: str, score: float = 1.0) -> Sentence:
@@ -64,39 +74,52 @@ def test_embeddings_add_to_the_lexical_score():
 
 
 # -- question types and candidates -------------------------------------------------------------
-@pytest.mark.parametrize("question, kind", [
-    ("How many points did the Panthers surrender?", "number"),
-    ("How old was Peyton Manning?", "number"),
-    ("When was the game played?", "date"),
-    ("In what year did the war end?", "date"),
-    ("Who lost to the Broncos?", "person"),
-    ("Whose army invaded?", "person"),
-    ("Where was the game played?", "place"),
-    ("In which city is the stadium?", "place"),
-    ("What is a problem instance?", "thing"),
-])
+@pytest.mark.parametrize(
+    "question, kind",
+    [
+        ("How many points did the Panthers surrender?", "number"),
+        ("How old was Peyton Manning?", "number"),
+        ("When was the game played?", "date"),
+        ("In what year did the war end?", "date"),
+        ("Who lost to the Broncos?", "person"),
+        ("Whose army invaded?", "person"),
+        ("Where was the game played?", "place"),
+        ("In which city is the stadium?", "place"),
+        ("What is a problem instance?", "thing"),
+    ],
+)
 def test_question_type(question, kind):
     assert question_type(question) == kind
 
 
 def test_number_answer_leaves_out_the_unit_the_question_names():
-    assert best("How many points did the Panthers defense surrender?",
-                "The Panthers defense gave up just 308 points, ranking sixth in the league.") == "308"
+    assert (
+        best(
+            "How many points did the Panthers defense surrender?",
+            "The Panthers defense gave up just 308 points, ranking sixth in the league.",
+        )
+        == "308"
+    )
 
 
 def test_number_answer_takes_its_unit():
     assert best("How much did the bridge cost?", "The bridge cost 5 million dollars in 1990.") == (
-        "5 million dollars")
+        "5 million dollars"
+    )
 
 
 def test_age_answer_is_the_number():
-    assert best("How old was Peyton Manning when he played in Super Bowl 50?",
-                "Peyton Manning was 39 years old when he played in Super Bowl 50.").startswith("39")
+    assert best(
+        "How old was Peyton Manning when he played in Super Bowl 50?",
+        "Peyton Manning was 39 years old when he played in Super Bowl 50.",
+    ).startswith("39")
 
 
 def test_date_answer():
-    assert best("When was the game played?",
-                "The game was played on February 7, 2016, at Levi's Stadium.") == "February 7, 2016"
+    assert (
+        best("When was the game played?", "The game was played on February 7, 2016, at Levi's Stadium.")
+        == "February 7, 2016"
+    )
 
 
 def test_person_answer_is_a_name_not_in_the_question():
@@ -106,12 +129,18 @@ def test_person_answer_is_a_name_not_in_the_question():
 
 def test_place_answer_is_a_capitalised_place():
     assert best("Where is Levi's Stadium?", "Levi's Stadium is in Santa Clara, California.").startswith(
-        "Santa Clara")
+        "Santa Clara"
+    )
 
 
 def test_thing_answer_follows_the_question_words():
-    assert best("What is the name of the spiritual teacher in Hinduism?",
-                "In Hinduism the spiritual teacher is known as a guru.") == "guru"
+    assert (
+        best(
+            "What is the name of the spiritual teacher in Hinduism?",
+            "In Hinduism the spiritual teacher is known as a guru.",
+        )
+        == "guru"
+    )
 
 
 def test_candidates_never_repeat_the_question():
@@ -134,8 +163,18 @@ def test_is_answerable_by_lexical_or_dense_evidence():
 
 
 def hit(text: str, number: int = 1, path: str = "a.txt") -> Hit:
-    chunk = Chunk(id=number, doc_id=number, group="medium", order=0, text=text, start=0, end=len(text),
-                  page=None, path=path, metadata={})
+    chunk = Chunk(
+        id=number,
+        doc_id=number,
+        group="medium",
+        order=0,
+        text=text,
+        start=0,
+        end=len(text),
+        page=None,
+        path=path,
+        metadata={},
+    )
     return Hit(chunk, 1.0 / number, rank=number)
 
 
@@ -212,8 +251,12 @@ def test_extract_stage_is_replaceable(bowl_index):
     def fixed(question, hits, **kwargs):
         return replace(answer_extractively(question, hits, **kwargs), text="forty [1]", abstained=False)
 
-    with Asker(bowl_index, settings=load_settings(), generator=EchoGenerator(),
-               pipeline=replace(Pipeline(), extract=fixed)) as asker:
+    with Asker(
+        bowl_index,
+        settings=load_settings(),
+        generator=EchoGenerator(),
+        pipeline=replace(Pipeline(), extract=fixed),
+    ) as asker:
         assert asker.ask("Who lost to the Broncos?", BM25).text == "forty [1]"
 
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from ragcli.retrieval.fusion import (
-    FUSIONS, PRIORS, adaptive_fusion, adaptive_weights, floor_normalise, fuse_hits, spread,
+    FUSIONS,
+    PRIORS,
+    adaptive_fusion,
+    adaptive_weights,
+    floor_normalise,
+    fuse_hits,
+    spread,
 )
 from ragcli.types import Chunk, Hit
 
@@ -89,7 +95,10 @@ def test_fuse_hits_records_the_weights_and_user_weights_scale_the_priors():
     results = {"bm25": [Hit(chunk(1), 6.0), Hit(chunk(2), 2.0)], "dense": [Hit(chunk(3), 0.7)]}
     fused = fuse_hits(results)
     assert {h.chunk.id: {n: p["weight"] for n, p in h.sources.items()} for h in fused} == {
-        1: {"bm25": 0.2}, 2: {"bm25": 0.2}, 3: {"dense": 0.8}}
+        1: {"bm25": 0.2},
+        2: {"bm25": 0.2},
+        3: {"dense": 0.8},
+    }
     only_bm25 = fuse_hits(results, weights={"bm25": 1.0, "dense": 0.0})
     assert [h.chunk.id for h in only_bm25][:2] == [1, 2] and only_bm25[0].sources["bm25"]["weight"] == 1.0
     assert "adaptive" in FUSIONS and [h.chunk.id for h in fuse_hits(results, fusion="rrf")][0] in {1, 3}

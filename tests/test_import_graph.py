@@ -35,8 +35,9 @@ def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
             if node.level:
                 parent = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(parent + ([base] if base else []))
-            found.update(f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
-                         for alias in node.names)
+            found.update(
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names
+            )
     return {module for module in found if module in known and module != name}
 
 
@@ -47,6 +48,7 @@ def import_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
 
 def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     """The graph between ragcli's top-level modules and packages (`ragcli.store`, `ragcli.cli`, ...)."""
+
     def top(module: str) -> str:
         return ".".join(module.split(".")[:2])
 
@@ -109,8 +111,9 @@ def test_the_checker_sees_lazy_and_type_checking_imports(tmp_path):
     (package / "sub").mkdir(parents=True)
     (package / "__init__.py").write_text("")
     (package / "sub" / "__init__.py").write_text("def load():\n    from ragcli.sub import b\n")
-    (package / "sub" / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                                          "    from . import c\n")
+    (package / "sub" / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import c\n"
+    )
     (package / "sub" / "c.py").write_text("from ragcli import sub\n")
     (package / "a.py").write_text("import ragcli.sub.c\n")
     graph = import_graph(package)

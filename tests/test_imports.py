@@ -15,11 +15,19 @@ from pathlib import Path
 import pytest
 
 from fakes import HashEmbedder
-from ragcli.ingest import ingest_documents
+from ragcli.ingest.pipeline import ingest_documents
 from ragcli.types import ChunkSettings, Document
 
-HEAVY = ("torch", "sentence_transformers", "transformers", "faiss", "llama_cpp", "onnxruntime",
-         "mcp", "watchfiles")
+HEAVY = (
+    "torch",
+    "sentence_transformers",
+    "transformers",
+    "faiss",
+    "llama_cpp",
+    "onnxruntime",
+    "mcp",
+    "watchfiles",
+)
 TESTS = Path(__file__).resolve().parent
 
 PROBE = """
@@ -43,19 +51,27 @@ sys.stderr.write("HEAVY=" + json.dumps(heavy) + "\\n")
 
 def loaded_heavy_modules(args: list[str], *, fake_embedder: bool = False) -> set[str]:
     code = PROBE.format(fake=fake_embedder, tests=str(TESTS), heavy=HEAVY)
-    done = subprocess.run([sys.executable, "-c", code, json.dumps(args)], capture_output=True, text=True,
-                          env=os.environ.copy(), timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(args)],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     line = [text for text in done.stderr.splitlines() if text.startswith("HEAVY=")][-1]
-    return {name.split(".")[0] for name in json.loads(line[len("HEAVY="):])}
+    return {name.split(".")[0] for name in json.loads(line[len("HEAVY=") :])}
 
 
 @pytest.fixture
 def index(isolated_home):
-    docs = [Document("/a.txt", "The lighthouse lamp warned ships away from the rocks.", "txt"),
-            Document("/b.txt", "Reset the router by holding its button for ten seconds.", "txt")]
-    ingest_documents(isolated_home, docs, embedder=HashEmbedder(), group="medium",
-                     chunking=ChunkSettings("word", 100, 0))
+    docs = [
+        Document("/a.txt", "The lighthouse lamp warned ships away from the rocks.", "txt"),
+        Document("/b.txt", "Reset the router by holding its button for ten seconds.", "txt"),
+    ]
+    ingest_documents(
+        isolated_home, docs, embedder=HashEmbedder(), group="medium", chunking=ChunkSettings("word", 100, 0)
+    )
     return isolated_home
 
 
@@ -86,7 +102,11 @@ def test_dense_query_with_the_real_model_does_not_import_torch(tmp_path, monkeyp
 
     embedder = embedder_for(load_settings())
     index = tmp_path / "real-index"
-    ingest_documents(index, [Document("/a.txt", "The lighthouse lamp warned ships.", "txt")],
-                     embedder=embedder, group="medium")
+    ingest_documents(
+        index,
+        [Document("/a.txt", "The lighthouse lamp warned ships.", "txt")],
+        embedder=embedder,
+        group="medium",
+    )
     monkeypatch.setenv("RAG_INDEX", str(index))
     assert loaded_heavy_modules(["query", "a lamp by the sea", "--mode", "dense"]) <= {"faiss", "onnxruntime"}

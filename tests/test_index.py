@@ -21,15 +21,16 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 def readme_python_example() -> str:
     """The first ```python block of the README's "## Python" section."""
     text = README.read_text(encoding="utf-8")
-    section = text[text.index("\n## Python\n"):]
+    section = text[text.index("\n## Python\n") :]
     return re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
 
 
 @pytest.fixture
 def docs(tmp_path, fixtures_dir, monkeypatch) -> Path:
     """A working directory with docs/ holding the fixture documents (the broken ones left out)."""
-    shutil.copytree(fixtures_dir / "docs", tmp_path / "work" / "docs",
-                    ignore=shutil.ignore_patterns("broken"))
+    shutil.copytree(
+        fixtures_dir / "docs", tmp_path / "work" / "docs", ignore=shutil.ignore_patterns("broken")
+    )
     monkeypatch.chdir(tmp_path / "work")
     return tmp_path / "work" / "docs"
 
@@ -60,10 +61,11 @@ def check_example_output(out: str, docs: Path) -> None:
     hits = [line for line in lines[1:4] if re.match(r"\d+ [\d.]+ /", line)]
     assert [line.split()[0] for line in hits] == [str(rank) for rank in range(1, len(hits) + 1)]
     assert hits and all("lighthouses.pdf" in line for line in hits)  # the only document on Fresnel lenses
-    answer = lines[1 + len(hits)]
-    assert "1698" in answer and "lighthouses.pdf" in answer
-    assert "30 minutes" in lines[2 + len(hits)]
-    assert lines[3 + len(hits):] == [f"{added} documents"]
+    sources = next(n for n, line in enumerate(lines) if line.startswith("sources: "))
+    answer = "\n".join(lines[1 + len(hits) : sources])
+    assert "1698" in answer and "lighthouses.pdf" in lines[sources]
+    assert "30 minutes" in "\n".join(lines[sources + 1 : -1])
+    assert lines[-1] == f"{added} documents"
 
 
 def test_settings_layers_flag_env_config_default(tmp_path):
@@ -74,8 +76,13 @@ def test_settings_layers_flag_env_config_default(tmp_path):
     query = index.query_options()
     assert (query.mode, query.top_k, query.group) == ("bm25", 7, "fine")  # env > config; flag
     ask = index.ask_options()
-    assert (ask.query.mode, ask.query.top_k, ask.n_ctx, ask.max_tokens, ask.threads) == \
-        ("bm25", 7, 512, 99, 3)
+    assert (ask.query.mode, ask.query.top_k, ask.n_ctx, ask.max_tokens, ask.threads) == (
+        "bm25",
+        7,
+        512,
+        99,
+        3,
+    )
     assert index.ask_options(top_k=2, max_tokens=5).query.top_k == 2
     flagged = ragcli.open_index(tmp_path / "idx", environ=environ, mode="hybrid")
     assert flagged.query_options().mode == "hybrid"
@@ -136,16 +143,19 @@ def test_evaluate_retrieval_entry_point(fixtures_dir, loads):
 
 
 def test_import_ragcli_stays_light():
-    code = ("import sys, ragcli; assert 'ragcli.index' not in sys.modules; ragcli.open_index; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('ragcli', 'typer', 'numpy', 'faiss', 'llama_cpp', 'torch', 'sqlite_utils')))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ.copy(),
-                          timeout=60)
+    code = (
+        "import sys, ragcli; assert 'ragcli.index' not in sys.modules; ragcli.open_index; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('ragcli', 'typer', 'numpy', 'faiss', 'llama_cpp', 'torch', 'sqlite_utils')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=os.environ.copy(), timeout=60
+    )
     assert done.returncode == 0, done.stderr
     loaded = eval(done.stdout)
     assert "ragcli.index" in loaded
     assert not [name for name in loaded if not name.startswith("ragcli")], loaded
-    assert not {"ragcli.query", "ragcli.ask", "ragcli.store"} & set(loaded)
+    assert not {"ragcli.retrieval.search", "ragcli.answer.ask", "ragcli.store"} & set(loaded)
 
 
 def test_readme_python_example_with_the_real_embedder(docs, capsys):

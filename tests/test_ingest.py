@@ -9,19 +9,21 @@ import pytest
 
 from fakes import HashEmbedder
 from ragcli.errors import IndexMismatch, UsageError
-from ragcli.ingest import ingest, remove_paths
+from ragcli.ingest.pipeline import ingest, remove_paths
 from ragcli.retrieval.dense import DenseRetriever
-from ragcli.status import index_status, list_documents
+from ragcli.store.status import index_status, list_documents
 from ragcli.store import Store
 from ragcli.types import ChunkSettings
-from ragcli.walk import FileFilter
+from ragcli.ingest.walk import FileFilter
 
 WORDS = ChunkSettings("word", 20, 5)
 
 
 def write_corpus(root: Path) -> Path:
     (root / "sub").mkdir(parents=True)
-    (root / "bread.md").write_text("# Bread\n\n" + "Sourdough bread needs flour water salt and patience. " * 8)
+    (root / "bread.md").write_text(
+        "# Bread\n\n" + "Sourdough bread needs flour water salt and patience. " * 8
+    )
     (root / "tea.txt").write_text("Green tea is steamed or pan fired to stop oxidation. " * 6)
     (root / "sub" / "river.txt").write_text("The Danube flows through ten countries to the Black Sea. " * 5)
     (root / ".hidden.txt").write_text("secret notes that must never be indexed")
@@ -130,7 +132,9 @@ def test_bad_overlap_is_a_usage_error(tmp_path, isolated_home):
 
 def test_include_and_exclude_globs(tmp_path, isolated_home):
     root = write_corpus(tmp_path / "docs")
-    report = run(isolated_home, root, HashEmbedder(), file_filter=FileFilter(include=("*.txt",), exclude=("sub/*",)))
+    report = run(
+        isolated_home, root, HashEmbedder(), file_filter=FileFilter(include=("*.txt",), exclude=("sub/*",))
+    )
     assert report.added == 1
     assert [Path(d["path"]).name for d in list_documents(isolated_home)] == ["tea.txt"]
 
@@ -196,10 +200,33 @@ def test_last_ingest_and_roots_are_recorded(tmp_path, isolated_home):
 
 
 EXPECTED_COLUMNS = {
-    "documents": ["id", "path", "file_name", "file_type", "size", "modified", "created", "title",
-                  "content_hash", "metadata", "ingested_at"],
-    "chunks": ["id", "doc_id", "group_name", "ord", "text", "start", "end", "page", "hash", "embedding_id",
-               "tokens", "bm25_segment"],
+    "documents": [
+        "id",
+        "path",
+        "file_name",
+        "file_type",
+        "size",
+        "modified",
+        "created",
+        "title",
+        "content_hash",
+        "metadata",
+        "ingested_at",
+    ],
+    "chunks": [
+        "id",
+        "doc_id",
+        "group_name",
+        "ord",
+        "text",
+        "start",
+        "end",
+        "page",
+        "hash",
+        "embedding_id",
+        "tokens",
+        "bm25_segment",
+    ],
     "bm25_segments": ["id", "group_name", "docs", "length"],
     "bm25_postings": ["group_name", "term", "segment", "chunk_ids", "tfs", "lengths"],
     "embeddings": ["id", "hash", "vector"],
@@ -229,6 +256,10 @@ def test_opening_a_current_index_does_not_import_sqlite_utils(tmp_path, isolated
     import sys
 
     Store.create(isolated_home).close()
-    code = ("import sys; from pathlib import Path; from ragcli.store import Store; "
-            f"Store.open(Path({str(isolated_home)!r})).close(); print('sqlite_utils' in sys.modules)")
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+    code = (
+        "import sys; from pathlib import Path; from ragcli.store import Store; "
+        f"Store.open(Path({str(isolated_home)!r})).close(); print('sqlite_utils' in sys.modules)"
+    )
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+    )

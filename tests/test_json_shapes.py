@@ -48,10 +48,20 @@ def values_at(document, path: str) -> list:
 
 def test_the_document_covers_every_command_that_prints_json():
     commands = set(documented())
-    for expected in ("rag status --json", "rag ls --json", "rag ingest --json", "rag rm --json",
-                     "rag config show --json", "rag doctor --json", "rag query --json", "rag query --jsonl",
-                     "rag ask --json", "rag eval retrieval --json", "rag eval answers --json",
-                     "rag eval generate"):
+    for expected in (
+        "rag status --json",
+        "rag ls --json",
+        "rag ingest --json",
+        "rag rm --json",
+        "rag config show --json",
+        "rag doctor --json",
+        "rag query --json",
+        "rag query --jsonl",
+        "rag ask --json",
+        "rag eval retrieval --json",
+        "rag eval answers --json",
+        "rag eval generate",
+    ):
         assert expected in commands
 
 
@@ -97,8 +107,11 @@ def test_documented_keys_are_what_the_commands_print(tmp_path, isolated_home):
 def test_eval_shapes_match_the_code(command):
     """The two model-bound shapes, checked against the code that builds them."""
     shape = documented()["rag eval answers --json" if command == "answers" else "rag eval generate"]
-    source = Path(sys.modules["ragcli"].__file__).parent / "evaluation" / (
-        "answer_eval.py" if command == "answers" else "generate.py")
+    source = (
+        Path(sys.modules["ragcli"].__file__).parent
+        / "evaluation"
+        / ("answer_eval.py" if command == "answers" else "generate.py")
+    )
     text = source.read_text()
     for keys in shape.values():
         for key in keys:

@@ -42,8 +42,10 @@ def test_the_models_chat_template_is_used(generator):
     """SmolLM2's template wraps turns in <|im_start|>; the prompt count proves it was applied."""
     text = QUESTION[0]["content"]
     generator.complete(QUESTION, max_tokens=1)
-    template_tokens = generator.count_tokens("<|im_start|>system\nYou are a helpful AI assistant named "
-                                             "SmolLM, trained by Hugging Face<|im_end|>\n<|im_start|>user\n")
+    template_tokens = generator.count_tokens(
+        "<|im_start|>system\nYou are a helpful AI assistant named "
+        "SmolLM, trained by Hugging Face<|im_end|>\n<|im_start|>user\n"
+    )
     assert generator.last_usage["prompt"] > generator.count_tokens(text) + template_tokens // 2
     assert "im_start" in generator._llama.metadata["tokenizer.chat_template"]
 
@@ -80,9 +82,11 @@ def test_settings_model_is_used_when_no_flag(tmp_path):
 
 
 def test_no_llama_cpp_noise_on_stdout():
-    code = ("from ragcli.llm import load_generator; from ragcli.config import load_settings\n"
-            "g = load_generator(None, load_settings(), n_ctx=256, threads=1)\n"
-            "''.join(g.stream([{'role': 'user', 'content': 'hi'}], max_tokens=3))\n")
+    code = (
+        "from ragcli.llm import load_generator; from ragcli.config import load_settings\n"
+        "g = load_generator(None, load_settings(), n_ctx=256, threads=1)\n"
+        "''.join(g.stream([{'role': 'user', 'content': 'hi'}], max_tokens=3))\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""

@@ -28,37 +28,43 @@ def make_hits(texts=TEXTS) -> list[Hit]:
     return hits_for(texts)
 
 
-@pytest.mark.parametrize("reply, count, expected", [
-    ("3, 1", 5, [2, 0]),
-    ("[1, 4]", 5, [0, 3]),
-    ("Passages 2 and 3", 5, [1, 2]),
-    ("The relevant passages are: 2-4.", 5, [1, 2, 3]),
-    ("2 to 3", 5, [1, 2]),
-    ("4-2", 5, [3, 2, 1]),
-    ("1-1000", 3, [0, 1, 2]),
-    ("1, 1, 2, 1", 5, [0, 1]),
-    ("0, 6, 2, 99", 5, [1]),
-    ("Passage 2 (from 2019)", 5, [1]),
-    ("7, 9", 5, []),
-    ("", 5, []),
-    ("I think none of them, sorry!", 5, []),
-    ("\u00bfQu\u00e9? \U0001f914", 5, []),
-])
+@pytest.mark.parametrize(
+    "reply, count, expected",
+    [
+        ("3, 1", 5, [2, 0]),
+        ("[1, 4]", 5, [0, 3]),
+        ("Passages 2 and 3", 5, [1, 2]),
+        ("The relevant passages are: 2-4.", 5, [1, 2, 3]),
+        ("2 to 3", 5, [1, 2]),
+        ("4-2", 5, [3, 2, 1]),
+        ("1-1000", 3, [0, 1, 2]),
+        ("1, 1, 2, 1", 5, [0, 1]),
+        ("0, 6, 2, 99", 5, [1]),
+        ("Passage 2 (from 2019)", 5, [1]),
+        ("7, 9", 5, []),
+        ("", 5, []),
+        ("I think none of them, sorry!", 5, []),
+        ("\u00bfQu\u00e9? \U0001f914", 5, []),
+    ],
+)
 def test_parse_selection_is_lenient(reply, count, expected):
     assert parse_selection(reply, count) == expected
 
 
-@pytest.mark.parametrize("reply, expected_ids, used_model", [
-    ("3, 1", [102, 100], True),
-    ("[1, 4]", [100, 103], True),
-    ("Passages 2 and 3", [101, 102], True),
-    ("5, 5, 5, 2", [104, 101], True),
-    ("1, 2, 3, 4, 5, 6", [100, 101, 102], True),  # cut to top_k in the model's order
-    ("garbage", [100, 101, 102], False),
-    ("", [100, 101, 102], False),
-    ("7, 12, 40", [100, 101, 102], False),
-    ("0", [100, 101, 102], False),
-])
+@pytest.mark.parametrize(
+    "reply, expected_ids, used_model",
+    [
+        ("3, 1", [102, 100], True),
+        ("[1, 4]", [100, 103], True),
+        ("Passages 2 and 3", [101, 102], True),
+        ("5, 5, 5, 2", [104, 101], True),
+        ("1, 2, 3, 4, 5, 6", [100, 101, 102], True),  # cut to top_k in the model's order
+        ("garbage", [100, 101, 102], False),
+        ("", [100, 101, 102], False),
+        ("7, 12, 40", [100, 101, 102], False),
+        ("0", [100, 101, 102], False),
+    ],
+)
 def test_select_follows_the_model_or_falls_back(reply, expected_ids, used_model):
     hits = make_hits()
     chosen = select("Where is Paris?", hits, ScriptedGenerator([reply]), top_k=3)
@@ -117,7 +123,7 @@ def test_truncate_to_tokens_cuts_at_a_word_boundary():
 
     assert truncate_to_tokens(text, 100, count) is text
     cut = truncate_to_tokens(text, 3, count)
-    assert count(cut) <= 3 and text.startswith(cut) and cut.split() == text.split()[:len(cut.split())]
+    assert count(cut) <= 3 and text.startswith(cut) and cut.split() == text.split()[: len(cut.split())]
     assert truncate_to_tokens(text, 0, count) == ""
 
 
@@ -139,5 +145,5 @@ def test_select_with_the_real_gguf_model():
     assert 1 <= len(chosen) <= 2
     ids = [hit.chunk.id for hit in chosen]
     assert len(set(ids)) == len(ids) and set(ids) <= {hit.chunk.id for hit in hits}
-    assert [hit.rank for hit in chosen] == [1, 2][:len(chosen)]
+    assert [hit.rank for hit in chosen] == [1, 2][: len(chosen)]
     assert all(hit.sources.get("llm", {"rank": hit.rank})["rank"] == hit.rank for hit in chosen)

@@ -23,9 +23,21 @@ def test_man_page_covers_every_command_and_option():
     from ragcli.cli import app
 
     text = render()
-    for command in ("rag ingest", "rag status", "rag ls", "rag rm", "rag config show", "rag config set",
-                    "rag doctor", "rag completions", "rag query", "rag ask", "rag eval retrieval",
-                    "rag eval answers", "rag eval generate"):
+    for command in (
+        "rag ingest",
+        "rag status",
+        "rag ls",
+        "rag rm",
+        "rag config show",
+        "rag config set",
+        "rag doctor",
+        "rag completions",
+        "rag query",
+        "rag ask",
+        "rag eval retrieval",
+        "rag eval answers",
+        "rag eval generate",
+    ):
         assert f'.SS "{command}"' in text
     help_text = CliRunner().invoke(app, ["query", "--help"], terminal_width=1000).stdout
     for option in ("--format", "--min-score", "--explain", "--top-k"):
@@ -35,9 +47,13 @@ def test_man_page_covers_every_command_and_option():
 
 @pytest.mark.skipif(shutil.which("man") is None, reason="man(1) is not installed")
 def test_man_renders_the_page_without_warnings():
-    result = subprocess.run(["man", "--warnings", "-l", str(PAGE)], capture_output=True, text=True,
-                            timeout=60,
-                            env={"MANWIDTH": "100", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
+    result = subprocess.run(
+        ["man", "--warnings", "-l", str(PAGE)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"MANWIDTH": "100", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+    )
     assert result.returncode == 0 and "RAG(1)" in result.stdout
     assert "rag query" in result.stdout
     assert result.stderr == "", result.stderr

@@ -22,9 +22,12 @@ RAG = shutil.which("rag") or "rag"
 def env(tmp_path_factory, model_cache_dir) -> dict[str, str]:
     home = tmp_path_factory.mktemp("mcp-home")
     environ = {key: value for key, value in os.environ.items() if not key.startswith("RAG_")}
-    environ.update(RAG_CACHE_DIR=str(shared_model_files(home / "cache", model_cache_dir)),
-                   XDG_CONFIG_HOME=str(home / "config"), XDG_DATA_HOME=str(home / "data"),
-                   HF_HUB_OFFLINE="1")
+    environ.update(
+        RAG_CACHE_DIR=str(shared_model_files(home / "cache", model_cache_dir)),
+        XDG_CONFIG_HOME=str(home / "config"),
+        XDG_DATA_HOME=str(home / "data"),
+        HF_HUB_OFFLINE="1",
+    )
     return environ
 
 
@@ -34,8 +37,9 @@ def index(tmp_path_factory, env) -> Path:
     docs = tmp_path_factory.mktemp("mcp-docs")
     for name in ("lighthouses.pdf", "bread_baking.md", "chinese_tea.txt"):
         shutil.copy(FIXTURES / "docs" / name, docs / name)
-    done = subprocess.run([RAG, "ingest", str(docs), "--index", str(path)], env=env, capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run(
+        [RAG, "ingest", str(docs), "--index", str(path)], env=env, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr
     return path
 
@@ -81,8 +85,9 @@ def test_calls_each_tool_with_progress(index, env):
         hit = search.structured_content["hits"][0]
         chunk = await session.call_tool("get", {"chunk_id": hit["chunk_id"]})
         page = await session.call_tool("get", {"path": hit["path"], "page": 2})
-        ask = await session.call_tool("ask", {"question": "When was the Eddystone Lighthouse first lit?"},
-                                      progress_callback=record)
+        ask = await session.call_tool(
+            "ask", {"question": "When was the Eddystone Lighthouse first lit?"}, progress_callback=record
+        )
         status = await session.call_tool("status", {})
         return search, searched, chunk, page, ask, status
 
@@ -135,9 +140,14 @@ def test_missing_index_is_a_tool_error_not_a_crash(tmp_path, env):
         return search, status
 
     search, status = session_run(missing, env, body)
-    expected = (f"rag: error: no index at {missing}: run `rag ingest DIR` first (or pass --index PATH)")
-    cli = subprocess.run([RAG, "query", "anything", "--index", str(missing)], env=env, capture_output=True,
-                         text=True, timeout=120)
+    expected = f"rag: error: no index at {missing}: run `rag ingest DIR` first (or pass --index PATH)"
+    cli = subprocess.run(
+        [RAG, "query", "anything", "--index", str(missing)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert search.is_error and status.is_error
     assert search.content[0].text == expected == cli.stderr.strip()  # the CLI's own line
 
@@ -145,17 +155,40 @@ def test_missing_index_is_a_tool_error_not_a_crash(tmp_path, env):
 def test_stdout_carries_only_protocol_messages_even_when_a_model_loads(index, env, tmp_path):
     """Raw JSON-RPC over pipes: every stdout line must parse, also after llama.cpp loaded."""
     requests = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "raw-test", "version": "0"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw-test", "version": "0"},
+            },
+        },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-            "name": "ask", "arguments": {"question": "How long should bread dough rise?",
-                                         "answer_style": "generative", "max_tokens": 16}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {
+                "name": "ask",
+                "arguments": {
+                    "question": "How long should bread dough rise?",
+                    "answer_style": "generative",
+                    "max_tokens": 16,
+                },
+            },
+        },
     ]
     stdin = "".join(json.dumps(request) + "\n" for request in requests)
-    process = subprocess.Popen([RAG, "mcp", "--index", str(index)], env=env, stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [RAG, "mcp", "--index", str(index)],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     process.stdin.write(stdin)
     process.stdin.flush()
     lines = []

@@ -15,16 +15,25 @@ from ragcli.errors import ModelNotFound
 from ragcli.gguf_info import NotGGUF, read_gguf, write_tiny_gguf
 from ragcli.model_catalog import list_models, resolve_model
 
-TINY_META = {"general.architecture": "llama", "general.name": "Tiny Test", "general.file_type": 15,
-             "llama.context_length": 4096, "tokenizer.chat_template": "{{ messages }}"}
+TINY_META = {
+    "general.architecture": "llama",
+    "general.name": "Tiny Test",
+    "general.file_type": 15,
+    "llama.context_length": 4096,
+    "tokenizer.chat_template": "{{ messages }}",
+}
 TINY_TENSORS = {"token_embd.weight": (16, 8), "output.weight": (8, 16), "norm": (8,)}
 
 
 def test_header_reader_reads_what_the_file_says(tmp_path):
     path = write_tiny_gguf(tmp_path / "tiny.gguf", TINY_META, TINY_TENSORS)
     info = read_gguf(path)
-    assert (info.architecture, info.name, info.quantisation, info.context_length) == \
-        ("llama", "Tiny Test", "Q4_K_M", 4096)
+    assert (info.architecture, info.name, info.quantisation, info.context_length) == (
+        "llama",
+        "Tiny Test",
+        "Q4_K_M",
+        4096,
+    )
     assert info.parameters == 16 * 8 * 2 + 8 and info.chat_template and info.size == path.stat().st_size
 
 
@@ -53,9 +62,21 @@ def ollama_folder(home) -> tuple:
     blob.write_bytes(blob_data)
     manifest = root / "manifests" / "registry.ollama.ai" / "library" / "tinyllm" / "latest"
     manifest.parent.mkdir(parents=True)
-    manifest.write_text(json.dumps({"schemaVersion": 2, "layers": [
-        {"mediaType": "application/vnd.ollama.image.model", "digest": digest, "size": len(blob_data)},
-        {"mediaType": "application/vnd.ollama.image.template", "digest": "sha256:00", "size": 2}]}))
+    manifest.write_text(
+        json.dumps(
+            {
+                "schemaVersion": 2,
+                "layers": [
+                    {
+                        "mediaType": "application/vnd.ollama.image.model",
+                        "digest": digest,
+                        "size": len(blob_data),
+                    },
+                    {"mediaType": "application/vnd.ollama.image.template", "digest": "sha256:00", "size": 2},
+                ],
+            }
+        )
+    )
     hub = home / ".cache" / "huggingface" / "hub" / "models--x--y" / "snapshots" / "abc"
     hub.mkdir(parents=True)
     shutil.copy(blob, hub / "Other-Model.Q4_K_M.gguf")
@@ -112,10 +133,18 @@ def test_rag_eval_answers_accepts_a_model_name(tmp_path, isolated_home):
     docs.mkdir()
     (docs / "a.txt").write_text("Somebody wrote this page about bees.")
     assert subprocess.run(["rag", "ingest", str(docs)], capture_output=True, timeout=300).returncode == 0
-    bad = subprocess.run(["rag", "eval", "answers", str(qa), "--model", "no-such-model"],
-                         capture_output=True, text=True, timeout=300)
+    bad = subprocess.run(
+        ["rag", "eval", "answers", str(qa), "--model", "no-such-model"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert bad.returncode == 1 and "smollm2-135m" in bad.stderr and bad.stderr.count("\n") == 1
-    good = subprocess.run(["rag", "eval", "answers", str(qa), "--model", "smollm2-135m", "--json"],
-                          capture_output=True, text=True, timeout=300)
+    good = subprocess.run(
+        ["rag", "eval", "answers", str(qa), "--model", "smollm2-135m", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert good.returncode == 0, good.stderr
     assert json.loads(good.stdout)["configurations"][0]["metrics"]["abstained"] is not None

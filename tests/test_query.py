@@ -11,8 +11,8 @@ from conftest import FIXTURES
 from fakes import HashEmbedder
 from ragcli.config import load_settings
 from ragcli.errors import IndexMismatch, NotIndexed, UnknownFilter, UnknownGroup, UsageError
-from ragcli.ingest import ingest, ingest_documents
-from ragcli.query import QueryOptions, Searcher, snippet, term_spans
+from ragcli.ingest.pipeline import ingest, ingest_documents
+from ragcli.retrieval.search import QueryOptions, Searcher
 from ragcli.retrieval.filters import filters_sql, matches, parse_condition, parse_filters
 from ragcli.retrieval.fusion import fuse_hits, normalise, rrf, score_fusion
 from ragcli.store import Store
@@ -21,22 +21,48 @@ from ragcli.types import Chunk, ChunkSettings, Document, Hit
 WHOLE = ChunkSettings("word", 2000, 0)
 
 DOCS = [
-    Document("/notes/router.md", "To reset the router, hold the button on the back for ten seconds until the "
-             "lights blink.", "md",
-             {"modified": "2024-03-05T10:00:00+00:00", "author": "ann", "tags": ["net", "home"]}),
-    Document("/notes/wifi.txt", "If the wireless network is slow, move the router away from walls and "
-             "microwaves.", "txt",
-             {"modified": "2024-11-20T08:00:00+00:00", "author": "bob", "tags": ["net"]}),
-    Document("/papers/lighthouse.pdf", "The lighthouse lamp was lit every evening; its beam warned ships "
-             "away from the rocks.", "pdf", {"modified": "2023-06-01T00:00:00+00:00", "author": "ann",
-                                             "title": "Lighthouses", "reviewed": True, "year": 1999}),
-    Document("/papers/fresnel.pdf", "Fresnel designed a lens of glass prisms that bent the lamp light into "
-             "a beam seen far out at sea.", "pdf", {"modified": "2025-01-01T00:00:00+00:00", "author": "cy",
-                                                     "title": "Lens design", "year": 2001}),
-    Document("/notes/tea.md", "Green tea leaves are steamed soon after picking, which stops oxidation.", "md",
-             {"modified": "2024-12-31T23:00:00+00:00"}),
-    Document("/notes/tea-copy.md", "Green tea leaves are steamed soon after picking, which stops oxidation.",
-             "md", {"modified": "2022-01-01T00:00:00+00:00", "author": "bob"}),
+    Document(
+        "/notes/router.md",
+        "To reset the router, hold the button on the back for ten seconds until the lights blink.",
+        "md",
+        {"modified": "2024-03-05T10:00:00+00:00", "author": "ann", "tags": ["net", "home"]},
+    ),
+    Document(
+        "/notes/wifi.txt",
+        "If the wireless network is slow, move the router away from walls and microwaves.",
+        "txt",
+        {"modified": "2024-11-20T08:00:00+00:00", "author": "bob", "tags": ["net"]},
+    ),
+    Document(
+        "/papers/lighthouse.pdf",
+        "The lighthouse lamp was lit every evening; its beam warned ships away from the rocks.",
+        "pdf",
+        {
+            "modified": "2023-06-01T00:00:00+00:00",
+            "author": "ann",
+            "title": "Lighthouses",
+            "reviewed": True,
+            "year": 1999,
+        },
+    ),
+    Document(
+        "/papers/fresnel.pdf",
+        "Fresnel designed a lens of glass prisms that bent the lamp light into a beam seen far out at sea.",
+        "pdf",
+        {"modified": "2025-01-01T00:00:00+00:00", "author": "cy", "title": "Lens design", "year": 2001},
+    ),
+    Document(
+        "/notes/tea.md",
+        "Green tea leaves are steamed soon after picking, which stops oxidation.",
+        "md",
+        {"modified": "2024-12-31T23:00:00+00:00"},
+    ),
+    Document(
+        "/notes/tea-copy.md",
+        "Green tea leaves are steamed soon after picking, which stops oxidation.",
+        "md",
+        {"modified": "2022-01-01T00:00:00+00:00", "author": "bob"},
+    ),
 ]
 
 
@@ -83,8 +109,12 @@ def test_score_fusion_normalises_and_combines():
     assert normalise([2.0, 4.0, 3.0]) == [0.0, 1.0, 0.5]
     assert normalise([5.0, 5.0]) == [1.0, 1.0]
     assert normalise([1.0, 3.0], "zscore") == [-1.0, 1.0]
-    fused = dict(score_fusion({"bm25": [("x", 10.0), ("y", 5.0)], "dense": [("y", 0.9), ("z", 0.1)]},
-                              weights={"bm25": 1.0, "dense": 3.0}))
+    fused = dict(
+        score_fusion(
+            {"bm25": [("x", 10.0), ("y", 5.0)], "dense": [("y", 0.9), ("z", 0.1)]},
+            weights={"bm25": 1.0, "dense": 3.0},
+        )
+    )
     assert fused == {"x": pytest.approx(0.25), "y": pytest.approx(0.75), "z": pytest.approx(0.0)}
 
 
@@ -93,8 +123,10 @@ def test_fuse_hits_keeps_each_retrievers_rank_and_score():
     results = {"bm25": [Hit(chunk(1), 7.5), Hit(chunk(2), 3.0)], "dense": [Hit(chunk(2), 0.8)]}
     fused = fuse_hits(results, fusion="rrf")
     assert [(h.chunk.id, h.rank) for h in fused] == [(2, 1), (1, 2)]
-    assert fused[0].sources == {"bm25": {"rank": 2, "score": 3.0, "weight": 0.5},
-                                "dense": {"rank": 1, "score": 0.8, "weight": 0.5}}
+    assert fused[0].sources == {
+        "bm25": {"rank": 2, "score": 3.0, "weight": 0.5},
+        "dense": {"rank": 1, "score": 0.8, "weight": 0.5},
+    }
     assert fused[0].score == pytest.approx(1 / 62 + 1 / 61)
     assert fused[1].sources == {"bm25": {"rank": 1, "score": 7.5, "weight": 0.5}}
     adaptive = fuse_hits(results)  # the default: both lists have full spread, so the priors decide
@@ -106,8 +138,10 @@ def test_fuse_hits_keeps_each_retrievers_rank_and_score():
 
 # -- filters (pure and SQL agree) ----------------------------------------------------------------
 def test_parse_filters_and_conditions():
-    assert parse_filters(["file_type=pdf", "file_type=md", "author = ann"]) == \
-        {"file_type": ("pdf", "md"), "author": ("ann",)}
+    assert parse_filters(["file_type=pdf", "file_type=md", "author = ann"]) == {
+        "file_type": ("pdf", "md"),
+        "author": ("ann",),
+    }
     assert parse_condition(">=2024-01-01") == parse_condition(">= 2024-01-01")
     assert parse_condition("<2025").op == "<" and parse_condition("a=b").op == "="
     with pytest.raises(UsageError, match="key=value"):
@@ -137,8 +171,11 @@ def test_filters_in_sql_and_python_agree(searcher, filters, expected):
     where, params = filters_sql(filters)
     rows = searcher.store.db.execute(f"SELECT d.path FROM documents d WHERE {where}", params).fetchall()
     assert {Path(p).name for (p,) in rows} == expected
-    in_python = {Path(c.path).name for c in searcher.store.chunks(list(range(1, 20))).values()
-                 if matches(filters, {**c.metadata, "path": c.path})}
+    in_python = {
+        Path(c.path).name
+        for c in searcher.store.chunks(list(range(1, 20))).values()
+        if matches(filters, {**c.metadata, "path": c.path})
+    }
     assert in_python == expected
 
 
@@ -170,7 +207,7 @@ def test_unknown_filter_key_names_it_and_lists_known_keys(searcher):
 def test_modes_find_the_right_passage(searcher, mode):
     hits = searcher.search("reset the router button", QueryOptions(mode=mode, top_k=3))
     assert paths(hits)[0] == "/notes/router.md"
-    assert [h.rank for h in hits] == [1, 2, 3][:len(hits)]
+    assert [h.rank for h in hits] == [1, 2, 3][: len(hits)]
     assert all(a.score >= b.score for a, b in zip(hits, hits[1:]))
 
 
@@ -184,8 +221,9 @@ def test_hybrid_hits_explain_their_sources(searcher):
     assert set(top.sources) == {"bm25", "dense"}
     expected = sum(1 / (60 + part["rank"]) for part in top.sources.values())
     assert top.score == pytest.approx(expected)
-    weighted = searcher.search("lighthouse lamp", QueryOptions(mode="hybrid", weights=(2.0, 0.0), rrf_k=10,
-                                                                  fusion="rrf"))
+    weighted = searcher.search(
+        "lighthouse lamp", QueryOptions(mode="hybrid", weights=(2.0, 0.0), rrf_k=10, fusion="rrf")
+    )
     assert weighted[0].score == pytest.approx(2 / (10 + weighted[0].sources["bm25"]["rank"]))
     scored = searcher.search("lighthouse lamp", QueryOptions(mode="hybrid", fusion="score"))
     assert 0 < scored[0].score <= 1
@@ -217,7 +255,11 @@ def test_top_k_min_score_require_exclude(searcher):
     kept = searcher.search("lamp router tea", QueryOptions(mode="bm25", min_score=cut))
     assert kept and all(h.score >= cut for h in kept) and len(kept) < len(everything)
 
-@pytest.mark.skipif(importlib.util.find_spec("ragcli.rerank") is None, reason="ragcli.rerank not written yet")
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("ragcli.retrieval.rerank") is None,
+    reason="ragcli.retrieval.rerank not written yet",
+)
 def test_require_and_exclude_filter_hits(searcher):
     required = searcher.search("lamp router", QueryOptions(mode="hybrid", require=("BEAM",)))
     assert required and all("beam" in h.chunk.text.lower() for h in required)
@@ -273,37 +315,32 @@ def test_model_mismatch(isolated_home, monkeypatch):
             searcher.search("router", QueryOptions(mode="dense"))
 
 
-@pytest.mark.parametrize("options", [QueryOptions(mode="fuzzy"), QueryOptions(top_k=0),
-                                     QueryOptions(weights=(0.0, 0.0)), QueryOptions(fusion="max"),
-                                     QueryOptions(rerank="magic")])
+@pytest.mark.parametrize(
+    "options",
+    [
+        QueryOptions(mode="fuzzy"),
+        QueryOptions(top_k=0),
+        QueryOptions(weights=(0.0, 0.0)),
+        QueryOptions(fusion="max"),
+        QueryOptions(rerank="magic"),
+    ],
+)
 def test_bad_options_are_usage_errors(searcher, options):
     with pytest.raises(UsageError):
         searcher.search("router", options)
 
 
 # -- hooks owned by the llm/rerank module ------------------------------------------------------------
-@pytest.mark.skipif(importlib.util.find_spec("ragcli.rerank") is None, reason="ragcli.rerank not written yet")
+@pytest.mark.skipif(
+    importlib.util.find_spec("ragcli.retrieval.rerank") is None,
+    reason="ragcli.retrieval.rerank not written yet",
+)
 def test_keyword_rerank_hook_returns_ranked_hits(searcher):
-    hits = searcher.search("lamp router", QueryOptions(mode="hybrid", rerank="keyword", require=("lamp",),
-                                                       top_k=3))
+    hits = searcher.search(
+        "lamp router", QueryOptions(mode="hybrid", rerank="keyword", require=("lamp",), top_k=3)
+    )
     assert hits and [h.rank for h in hits] == list(range(1, len(hits) + 1))
     assert all("lamp" in h.chunk.text for h in hits)
-
-
-# -- snippets ------------------------------------------------------------------------------------------
-def test_term_spans_follow_stems_and_cjk_bigrams():
-    text = "Resetting routers: reset the Router."
-    spans = term_spans(text, "router reset")
-    assert [text[s:e] for s, e in spans] == ["Resetting", "routers", "reset", "Router"]
-    chinese = "唐代的陆羽写成了《茶经》。"
-    assert [chinese[s:e] for s, e in term_spans(chinese, "陆羽的茶经")] == ["陆羽", "茶经"]
-
-
-def test_snippet_centres_on_the_first_term():
-    text = "filler words here. " * 40 + "The lighthouse lamp was lit."
-    window, spans = snippet(text, "lighthouse", width=80)
-    assert window.startswith("…") and "lighthouse" in window and len(window) <= 82
-    assert [window[s:e] for s, e in spans] == ["lighthouse"]
 
 
 # -- the real default embedding model (ONNX) -------------------------------------------------------

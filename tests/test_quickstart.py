@@ -38,12 +38,16 @@ def run_rag(tmp_path: Path, *args: str, hide: bool) -> subprocess.CompletedProce
     site = tmp_path / "site"
     site.mkdir(exist_ok=True)
     (site / "sitecustomize.py").write_text(SITE.format(names=TORCH_FAMILY))
-    env = dict(os.environ, IMPORT_LOG=str(tmp_path / "imports.jsonl"),
-               PYTHONPATH=os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
+    env = dict(
+        os.environ,
+        IMPORT_LOG=str(tmp_path / "imports.jsonl"),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
+    )
     if hide:
         env["HIDE_TORCH"] = "1"
-    return subprocess.run([shutil.which("rag") or "rag", *args], capture_output=True, text=True,
-                          env=env, timeout=600)
+    return subprocess.run(
+        [shutil.which("rag") or "rag", *args], capture_output=True, text=True, env=env, timeout=600
+    )
 
 
 def imported(tmp_path: Path) -> dict[str, list[str]]:
@@ -79,8 +83,13 @@ def test_first_ingest_on_a_terminal_says_it_prepares_the_model(tmp_path: Path) -
     import pexpect
 
     env = dict(os.environ, RAG_CACHE_DIR=str(tmp_path / "fresh-cache"), COLUMNS="120")
-    child = pexpect.spawn(shutil.which("rag") or "rag", ["ingest", str(FIXTURES / "sample")], env=env,
-                          encoding="utf-8", timeout=300)
+    child = pexpect.spawn(
+        shutil.which("rag") or "rag",
+        ["ingest", str(FIXTURES / "sample")],
+        env=env,
+        encoding="utf-8",
+        timeout=300,
+    )
     child.expect("preparing the embedding model for onnxruntime")
     child.expect(r"preparing the embedding model for onnxruntime: done in \d+\.\d s")
     child.expect("7 added")
@@ -88,8 +97,13 @@ def test_first_ingest_on_a_terminal_says_it_prepares_the_model(tmp_path: Path) -
     child.close()
     assert child.exitstatus == 0
     # Once prepared, the next ingest says nothing about it.
-    again = pexpect.spawn(shutil.which("rag") or "rag", ["ingest", str(FIXTURES / "sample")], env=env,
-                          encoding="utf-8", timeout=300)
+    again = pexpect.spawn(
+        shutil.which("rag") or "rag",
+        ["ingest", str(FIXTURES / "sample")],
+        env=env,
+        encoding="utf-8",
+        timeout=300,
+    )
     output = again.read()
     again.close()
     assert again.exitstatus == 0 and "7 unchanged" in output

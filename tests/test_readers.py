@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ragcli.errors import RagError, ReaderError
-from ragcli.readers import (
+from ragcli.ingest.readers import (
     READERS,
     SUPPORTED_SUFFIXES,
     Reader,
@@ -116,10 +116,7 @@ def test_modified_is_the_file_mtime_in_utc(tmp_path):
     path.write_text("dated", encoding="utf-8")
     os.utime(path, (0, 1_700_000_000))
     assert read_document(path).metadata["modified"] == "2023-11-14T22:13:20+00:00"
-    assert (
-        datetime(2023, 11, 14, 22, 13, 20, tzinfo=timezone.utc).timestamp()
-        == 1_700_000_000
-    )
+    assert datetime(2023, 11, 14, 22, 13, 20, tzinfo=timezone.utc).timestamp() == 1_700_000_000
 
 
 # --- plain text -----------------------------------------------------------------------
@@ -193,9 +190,7 @@ def test_chinese_markdown_front_matter_title_wins_and_is_removed():
 
 def test_markdown_heading_inside_code_fence_is_not_the_title(tmp_path):
     path = tmp_path / "notes.markdown"
-    path.write_text(
-        "```bash\n# install it\n```\n\n# Real Title #\n\nBody.\n", encoding="utf-8"
-    )
+    path.write_text("```bash\n# install it\n```\n\n# Real Title #\n\nBody.\n", encoding="utf-8")
     assert read_document(path).metadata["title"] == "Real Title"
 
 

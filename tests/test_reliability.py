@@ -24,8 +24,13 @@ RAG = shutil.which("rag")
 
 def rag(*args: str, stdin: bytes | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
     command = [RAG, *args] if RAG else [sys.executable, "-m", "ragcli", *args]
-    return subprocess.run([os.fsencode(a) if isinstance(a, str) else a for a in command], input=stdin,
-                          capture_output=True, timeout=timeout, env=os.environ.copy())
+    return subprocess.run(
+        [os.fsencode(a) if isinstance(a, str) else a for a in command],
+        input=stdin,
+        capture_output=True,
+        timeout=timeout,
+        env=os.environ.copy(),
+    )
 
 
 def err(result: subprocess.CompletedProcess) -> str:
@@ -55,8 +60,13 @@ def documents(index: Path) -> list[str]:
 
 def no_duplicate_chunks(index: Path) -> bool:
     with sqlite3.connect(index / "index.db") as conn:
-        return conn.execute("SELECT count(*) FROM (SELECT doc_id, group_name, ord, count(*) AS n FROM chunks "
-                            "GROUP BY 1, 2, 3 HAVING n > 1)").fetchone()[0] == 0
+        return (
+            conn.execute(
+                "SELECT count(*) FROM (SELECT doc_id, group_name, ord, count(*) AS n FROM chunks "
+                "GROUP BY 1, 2, 3 HAVING n > 1)"
+            ).fetchone()[0]
+            == 0
+        )
 
 
 # -- data loss ----------------------------------------------------------------------------------
@@ -167,8 +177,9 @@ def tiny_disk(tmp_path):
     """A 12 MB tmpfs: SQLite then meets a real ENOSPC (SQLITE_FULL)."""
     mount = tmp_path / "disk"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs", str(mount)],
-                          capture_output=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs", str(mount)], capture_output=True
+    )
     if done.returncode != 0:
         pytest.skip("cannot mount a tmpfs here (needs root): " + done.stderr.decode().strip())
     yield mount
@@ -206,8 +217,10 @@ def test_a_corrupt_database_page_is_detected_and_the_fix_named(small_index):
     with sqlite3.connect(index / "index.db") as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         page_size = conn.execute("PRAGMA page_size").fetchone()[0]
-        pages = [row[0] for row in conn.execute("SELECT pageno FROM dbstat WHERE name = 'chunks' "
-                                                "AND pagetype = 'leaf'")]
+        pages = [
+            row[0]
+            for row in conn.execute("SELECT pageno FROM dbstat WHERE name = 'chunks' AND pagetype = 'leaf'")
+        ]
     with open(index / "index.db", "r+b") as handle:
         handle.seek((pages[len(pages) // 2] - 1) * page_size)
         handle.write(b"\xff" * 64)
@@ -247,11 +260,29 @@ def test_filter_values_that_do_not_parse_are_usage_errors(small_index):
     for bad in ("modified=>=2024-13-45", "modified=>=yesterday"):
         result = rag("query", "--index", str(index), "keeper", "--filter", bad)
         assert result.returncode == 2 and bad in one_line_error(result)
-    natural = rag("query", "--index", str(index), "keeper", "--mode", "bm25",
-                  "--filter", "modified>=2024-01-01", "--json")
+    natural = rag(
+        "query",
+        "--index",
+        str(index),
+        "keeper",
+        "--mode",
+        "bm25",
+        "--filter",
+        "modified>=2024-01-01",
+        "--json",
+    )
     assert natural.returncode == 0 and json.loads(natural.stdout)["hits"]
-    future = rag("query", "--index", str(index), "keeper", "--mode", "bm25",
-                 "--filter", "modified>=2999-01-01", "--json")
+    future = rag(
+        "query",
+        "--index",
+        str(index),
+        "keeper",
+        "--mode",
+        "bm25",
+        "--filter",
+        "modified>=2999-01-01",
+        "--json",
+    )
     assert future.returncode == 0 and not json.loads(future.stdout)["hits"]
 
 
@@ -262,8 +293,11 @@ def test_an_ingest_commits_within_its_first_batch(tmp_path):
     docs, index = tmp_path / "docs", tmp_path / "idx"
     write_notes(docs, 100, words=10)
     args = ["ingest", "--index", str(index), str(docs)]
-    process = subprocess.Popen([RAG, *args] if RAG else [sys.executable, "-m", "ragcli", *args],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [RAG, *args] if RAG else [sys.executable, "-m", "ragcli", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     committed = 0
     deadline = time.time() + 300
     while process.poll() is None and time.time() < deadline:
@@ -331,12 +365,15 @@ def test_a_file_swapped_for_a_named_pipe_after_the_walk_never_blocks(tmp_path):
     """The walk lists zz-last.txt as a regular file; once the first batch is committed (the
     walk is long over) it becomes a FIFO with no writer. The old code blocked forever in open()."""
     docs, index = tmp_path / "docs", tmp_path / "idx"
-    write_notes(docs, 80, words=10)
+    write_notes(docs, 400, words=10)  # long enough after the first commit to swap the last file
     last = docs / "zz-last.txt"
     last.write_text("soon a pipe", encoding="utf-8")
     args = ["ingest", "--index", str(index), str(docs), "--json"]
-    process = subprocess.Popen([RAG, *args] if RAG else [sys.executable, "-m", "ragcli", *args],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [RAG, *args] if RAG else [sys.executable, "-m", "ragcli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.time() + 300
     while process.poll() is None and time.time() < deadline:
         try:
@@ -357,7 +394,7 @@ def test_a_file_swapped_for_a_named_pipe_after_the_walk_never_blocks(tmp_path):
         pytest.fail("rag ingest blocked on a named pipe")
     assert process.returncode == 0, error.decode()
     report = json.loads(out)
-    assert report["added"] == 80 and len(report["failed"]) == 1
+    assert report["added"] == 400 and len(report["failed"]) == 1
     assert "not a regular file" in report["failed"][0]["reason"]
 
 
@@ -384,6 +421,11 @@ def test_a_streamed_vector_file_is_byte_for_byte_what_faiss_writes(tmp_path):
     reference = FaissIndex(16)
     reference.add(ids, vectors)
     faiss.write_index(reference._index, str(tmp_path / "reference.faiss"))
-    assert write_streamed(tmp_path / "streamed.faiss", 16, [(ids[:2], vectors[:2]), (ids[2:], vectors[2:])],
-                          5, {"generation": 1})
+    assert write_streamed(
+        tmp_path / "streamed.faiss",
+        16,
+        [(ids[:2], vectors[:2]), (ids[2:], vectors[2:])],
+        5,
+        {"generation": 1},
+    )
     assert (tmp_path / "streamed.faiss").read_bytes() == (tmp_path / "reference.faiss").read_bytes()

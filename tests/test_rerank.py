@@ -10,8 +10,8 @@ import pytest
 from fakes import ScriptedGenerator, hits_for
 
 from ragcli.errors import ModelNotFound, UsageError
-from ragcli.query import QueryOptions
-from ragcli.rerank import (
+from ragcli.retrieval.search import QueryOptions
+from ragcli.retrieval.rerank import (
     DIGIT_GRAMMAR,
     RERANKERS,
     CrossEncoderReranker,
@@ -39,13 +39,16 @@ def make_hits(texts=PARIS_TEXTS):
 # --- ordering -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("scores, expected", [
-    ([1.0, 3.0, 2.0], [1, 2, 0]),
-    ([2.0, 2.0, 5.0, 2.0], [2, 0, 1, 3]),        # ties keep the first-stage order
-    ([None, 3.0, None, 9.0], [0, 3, 2, 1]),      # unscored items stay where they were
-    ([None, None], [0, 1]),
-    ([], []),
-])
+@pytest.mark.parametrize(
+    "scores, expected",
+    [
+        ([1.0, 3.0, 2.0], [1, 2, 0]),
+        ([2.0, 2.0, 5.0, 2.0], [2, 0, 1, 3]),  # ties keep the first-stage order
+        ([None, 3.0, None, 9.0], [0, 3, 2, 1]),  # unscored items stay where they were
+        ([None, None], [0, 1]),
+        ([], []),
+    ],
+)
 def test_order_by_scores(scores, expected):
     assert order_by_scores(scores) == expected
 
@@ -61,18 +64,21 @@ KEYWORD_TEXTS = [
 ]
 
 
-@pytest.mark.parametrize("require, exclude, expected", [
-    (("paris",), (), [0, 1]),                       # case-insensitive
-    (("cafe",), (), [1, 4]),                        # accent-insensitive: cafe finds café
-    (("café", "eglise"), (), [1]),                  # ... both ways; all required words must occur
-    (("cat",), (), []),                             # whole words: "cat" is not "category"/"cats"
-    (("machine learning",), (), [4]),               # a phrase, whatever the spacing
-    (("学习",), (), [3]),                            # CJK: substring
-    (("人工智能", "机器"), (), [3]),
-    ((), ("paris",), [2, 3, 4]),                    # exclude alone
-    (("paris",), ("CAFÉ",), [0]),                   # exclude wins over require
-    ((), ("分支",), [0, 1, 2, 4]),
-])
+@pytest.mark.parametrize(
+    "require, exclude, expected",
+    [
+        (("paris",), (), [0, 1]),  # case-insensitive
+        (("cafe",), (), [1, 4]),  # accent-insensitive: cafe finds café
+        (("café", "eglise"), (), [1]),  # ... both ways; all required words must occur
+        (("cat",), (), []),  # whole words: "cat" is not "category"/"cats"
+        (("machine learning",), (), [4]),  # a phrase, whatever the spacing
+        (("学习",), (), [3]),  # CJK: substring
+        (("人工智能", "机器"), (), [3]),
+        ((), ("paris",), [2, 3, 4]),  # exclude alone
+        (("paris",), ("CAFÉ",), [0]),  # exclude wins over require
+        ((), ("分支",), [0, 1, 2, 4]),
+    ],
+)
 def test_keyword_filter(require, exclude, expected):
     hits = make_hits(KEYWORD_TEXTS)
     kept = KeywordFilter(require, exclude).rerank("ignored", hits, top_k=10)
@@ -88,18 +94,24 @@ def test_keyword_filter_never_reorders():
 
 # --- LLM reranker ---------------------------------------------------------------------------
 
+
 def _scorer(table):
     """A fake model answering from the passage it is shown: `table` maps a word to a reply."""
+
     def reply(prompt: str) -> str:
         passage = prompt.split("Passage: ", 1)[1]
         return next((answer for word, answer in table.items() if word in passage), "5")
+
     return reply
 
 
 def test_llm_reranker_orders_by_digit_with_stable_ties():
     hits = make_hits()
-    generator = ScriptedGenerator(_scorer({"Eiffel": "3", "Octopuses": "9", "capital": "9",
-                                           "Photosynthesis": "0", "café": "3", "巴黎": "7"}))
+    generator = ScriptedGenerator(
+        _scorer(
+            {"Eiffel": "3", "Octopuses": "9", "capital": "9", "Photosynthesis": "0", "café": "3", "巴黎": "7"}
+        )
+    )
     ranked = LLMReranker(generator).rerank("Where is Paris?", hits, top_k=10)
 
     assert [hit.chunk.id for hit in ranked] == [101, 102, 105, 100, 104, 103]
@@ -111,18 +123,28 @@ def test_llm_reranker_orders_by_digit_with_stable_ties():
     assert len(generator.calls) == len(hits)
 
 
-@pytest.mark.parametrize("reply, expected", [
-    ("7", 7.0), (" 0\n", 0.0), ("Score: 8/10", 8.0), ("10", 10.0),
-    ("", None), ("high", None), ("42", None), ("-", None),
-])
+@pytest.mark.parametrize(
+    "reply, expected",
+    [
+        ("7", 7.0),
+        (" 0\n", 0.0),
+        ("Score: 8/10", 8.0),
+        ("10", 10.0),
+        ("", None),
+        ("high", None),
+        ("42", None),
+        ("-", None),
+    ],
+)
 def test_parse_relevance(reply, expected):
     assert parse_relevance(reply) == expected
 
 
 def test_llm_reranker_keeps_an_unreadable_item_in_place():
     hits = make_hits()[:4]
-    generator = ScriptedGenerator(_scorer({"Eiffel": "2", "Octopuses": "no idea", "capital": "8",
-                                           "Photosynthesis": ""}))
+    generator = ScriptedGenerator(
+        _scorer({"Eiffel": "2", "Octopuses": "no idea", "capital": "8", "Photosynthesis": ""})
+    )
     ranked = LLMReranker(generator).rerank("q", hits, top_k=10)
 
     # Items 2 and 4 could not be read: they keep positions 2 and 4 and their first-stage scores.
@@ -156,15 +178,19 @@ def test_llm_reranker_with_the_real_gguf_model():
 
 # --- the pipeline hook and the registry -----------------------------------------------------
 
+
 def test_registry_names_match_the_cli_choices():
     assert set(RERANKERS) == {"cross-encoder", "llm", "keyword"}
 
 
-@pytest.mark.parametrize("options, message", [
-    (QueryOptions(rerank="colbert"), "choose one of cross-encoder, keyword, llm"),
-    (QueryOptions(rerank="keyword"), "--require"),
-    (QueryOptions(rerank="llm"), "GGUF"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (QueryOptions(rerank="colbert"), "choose one of cross-encoder, keyword, llm"),
+        (QueryOptions(rerank="keyword"), "--require"),
+        (QueryOptions(rerank="llm"), "GGUF"),
+    ],
+)
 def test_rerank_usage_errors(options, message):
     with pytest.raises(UsageError, match=message):
         rerank("q", make_hits(), options, generator_factory=None)
@@ -188,6 +214,7 @@ def test_rerank_keyword_only_renumbers_ranks():
 
 # --- cross-encoder --------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("model", [None, "", "/no/such/folder", "./missing", "no-such-org/no-such-model"])
 def test_cross_encoder_without_a_usable_model_fails_fast(model):
     started = time.monotonic()
@@ -198,13 +225,15 @@ def test_cross_encoder_without_a_usable_model_fails_fast(model):
 
 
 def test_cross_encoder_error_path_imports_no_torch():
-    code = ("import sys\nfrom ragcli.rerank import load_cross_encoder\n"
-            "from ragcli.errors import ModelNotFound\n"
-            "for name in (None, '/nope', 'no-such-org/no-such-model'):\n"
-            "    try: load_cross_encoder(name)\n"
-            "    except ModelNotFound: pass\n"
-            "heavy = ('torch', 'sentence_transformers', 'transformers')\n"
-            "print(sorted(m for m in heavy if m in sys.modules))")
+    code = (
+        "import sys\nfrom ragcli.retrieval.rerank import load_cross_encoder\n"
+        "from ragcli.errors import ModelNotFound\n"
+        "for name in (None, '/nope', 'no-such-org/no-such-model'):\n"
+        "    try: load_cross_encoder(name)\n"
+        "    except ModelNotFound: pass\n"
+        "heavy = ('torch', 'sentence_transformers', 'transformers')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "[]", result.stderr
 
@@ -233,12 +262,20 @@ def tiny_cross_encoder(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("tiny-cross-encoder")
     words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "where", "paris"] + sorted(
-        {word.strip(".,").lower() for hit in make_hits() for word in hit.chunk.text.split()} - {"paris"})
+        {word.strip(".,").lower() for hit in make_hits() for word in hit.chunk.text.split()} - {"paris"}
+    )
     torch.manual_seed(0)
     # A wide initialisation spreads the random scores, so the expected order has no near-ties.
-    config = BertConfig(vocab_size=len(words), hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=128,
-                        num_labels=1, initializer_range=0.5)
+    config = BertConfig(
+        vocab_size=len(words),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        num_labels=1,
+        initializer_range=0.5,
+    )
     BertForSequenceClassification(config).save_pretrained(folder)
     BertTokenizer(vocab={word: index for index, word in enumerate(words)}).save_pretrained(folder)
     return folder
@@ -250,7 +287,8 @@ def test_cross_encoder_orders_by_the_model_scores(tiny_cross_encoder):
     hits = make_hits()
     query = "where is paris"
     expected = CrossEncoder(str(tiny_cross_encoder), device="cpu").predict(
-        [(query, hit.chunk.text) for hit in hits], show_progress_bar=False)
+        [(query, hit.chunk.text) for hit in hits], show_progress_bar=False
+    )
 
     options = QueryOptions(rerank="cross-encoder", rerank_model=str(tiny_cross_encoder), top_k=4)
     ranked = rerank(query, hits, options)

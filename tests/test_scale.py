@@ -13,8 +13,8 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from fakes import HashEmbedder
-from ragcli.ingest import ingest_documents, vector_params
-from ragcli.retrieval.analysis import analyze
+from ragcli.ingest.pipeline import ingest_documents, vector_params
+from ragcli.analysis import analyze
 from ragcli.retrieval.bm25 import BM25Retriever
 from ragcli.retrieval.dense import DenseRetriever
 from ragcli.store import Store
@@ -25,8 +25,9 @@ from ragcli.types import ChunkSettings, Document
 from test_bm25 import ENGLISH, QUERIES
 
 WHOLE = ChunkSettings("word", 2000, 0)
-TEXTS = {f"{name}-{i}": f"{text} Copy {i} {'extra ' * i}."
-         for i in range(4) for name, text in ENGLISH.items()}
+TEXTS = {
+    f"{name}-{i}": f"{text} Copy {i} {'extra ' * i}." for i in range(4) for name, text in ENGLISH.items()
+}
 
 
 def ingest(index, texts: dict[str, str]) -> None:
@@ -36,8 +37,9 @@ def ingest(index, texts: dict[str, str]) -> None:
 
 def assert_equals_rank_bm25(store: Store, retriever: BM25Retriever, queries=QUERIES) -> None:
     """Every hit's score is rank-bm25's over the live chunks, bit for bit; no deleted chunk."""
-    rows = store.db.execute("SELECT d.path, c.tokens FROM chunks c JOIN documents d ON d.id = c.doc_id "
-                            "ORDER BY c.id").fetchall()
+    rows = store.db.execute(
+        "SELECT d.path, c.tokens FROM chunks c JOIN documents d ON d.id = c.doc_id ORDER BY c.id"
+    ).fetchall()
     reference = BM25Okapi([tokens.split() for _, tokens in rows], k1=1.2, b=0.75)
     paths = [path for path, _ in rows]
     for query in queries:
@@ -50,8 +52,14 @@ def assert_equals_rank_bm25(store: Store, retriever: BM25Retriever, queries=QUER
 
 def delete(store: Store, prefix: str) -> None:
     with store.transaction():
-        store.delete_documents([doc_id for (doc_id,) in store.db.execute(
-            "SELECT id FROM documents WHERE path LIKE ?", [prefix + "%"])])
+        store.delete_documents(
+            [
+                doc_id
+                for (doc_id,) in store.db.execute(
+                    "SELECT id FROM documents WHERE path LIKE ?", [prefix + "%"]
+                )
+            ]
+        )
 
 
 def test_deletion_marks_chunks_without_rewriting_postings_and_scores_stay_exact(isolated_home):
@@ -60,13 +68,18 @@ def test_deletion_marks_chunks_without_rewriting_postings_and_scores_stay_exact(
     try:
         retriever = BM25Retriever(store, "medium")
         assert_equals_rank_bm25(store, retriever)  # warms the reader's cache too
-        postings_before = store.db.execute("SELECT group_name, term, segment, chunk_ids FROM bm25_postings "
-                                           "ORDER BY 1, 2, 3").fetchall()
+        postings_before = store.db.execute(
+            "SELECT group_name, term, segment, chunk_ids FROM bm25_postings ORDER BY 1, 2, 3"
+        ).fetchall()
         delete(store, "router-")
         delete(store, "octopus-1")
         assert store.db.execute("SELECT count(*) FROM bm25_deleted").fetchone()[0] == 5
-        assert store.db.execute("SELECT group_name, term, segment, chunk_ids FROM bm25_postings "
-                                "ORDER BY 1, 2, 3").fetchall() == postings_before
+        assert (
+            store.db.execute(
+                "SELECT group_name, term, segment, chunk_ids FROM bm25_postings ORDER BY 1, 2, 3"
+            ).fetchall()
+            == postings_before
+        )
         # The same retriever (its cache from before) sees the deletions: exact N, avgdl and df.
         assert_equals_rank_bm25(store, retriever)
         assert not any(h.chunk.path.startswith("router-") for h in retriever.search("router reset", 50))
@@ -85,7 +98,7 @@ def test_deletion_marks_chunks_without_rewriting_postings_and_scores_stay_exact(
 
 
 def test_a_mostly_deleted_segment_is_compacted_and_an_emptied_one_dropped(isolated_home, monkeypatch):
-    import ragcli.ingest as ingest_module
+    import ragcli.ingest.pipeline as ingest_module
 
     monkeypatch.setattr(ingest_module, "FIRST_BATCH", 1000)  # one batch, so one BM25 segment
     ingest(isolated_home, TEXTS)
@@ -136,8 +149,9 @@ def test_search_many_equals_one_by_one(isolated_home):
         batched = retriever.search_many(queries, 7)
         assert len(batched) == len(queries)
         for query, hits in zip(queries, batched):
-            assert [(h.chunk.id, h.score, h.rank) for h in hits] == \
-                [(h.chunk.id, h.score, h.rank) for h in BM25Retriever(store, "medium").search(query, 7)]
+            assert [(h.chunk.id, h.score, h.rank) for h in hits] == [
+                (h.chunk.id, h.score, h.rank) for h in BM25Retriever(store, "medium").search(query, 7)
+            ]
     finally:
         store.close()
 
@@ -174,15 +188,21 @@ def test_ivf_recall_against_exact_search_on_a_synthetic_set():
 
 
 def rag(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([shutil.which("rag") or sys.executable, *args] if shutil.which("rag")
-                          else [sys.executable, "-m", "ragcli", *args], capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [shutil.which("rag") or sys.executable, *args]
+        if shutil.which("rag")
+        else [sys.executable, "-m", "ragcli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_past_the_threshold_the_index_becomes_approximate_and_status_says_so(isolated_home, monkeypatch):
     monkeypatch.setattr(ann, "APPROXIMATE_ABOVE", 30)
-    texts = {f"{name}-{i}": f"{text} Variant {i} {name}{i}."
-             for i in range(3) for name, text in ENGLISH.items()}
+    texts = {
+        f"{name}-{i}": f"{text} Variant {i} {name}{i}." for i in range(3) for name, text in ENGLISH.items()
+    }
     ingest(isolated_home, texts)  # 42 chunks > 30
     params = read_params(isolated_home / "vectors" / "medium.faiss")
     assert params["index_type"] == ann.INDEX_TYPE and params["count"] == 42
@@ -205,8 +225,9 @@ def test_past_the_threshold_the_index_becomes_approximate_and_status_says_so(iso
     try:
         with store.transaction():
             rows = store.db.execute("SELECT path, id FROM documents").fetchall()
-            store.delete_documents([doc_id for path, doc_id in rows
-                                    if not path.startswith(("tea", "coffee"))])
+            store.delete_documents(
+                [doc_id for path, doc_id in rows if not path.startswith(("tea", "coffee"))]
+            )
         store.sync_vectors("medium", vector_params(store, "medium"))
     finally:
         store.close()
@@ -235,18 +256,22 @@ def test_a_growing_group_is_retrained_when_its_lists_outgrow_the_plan(isolated_h
     assert ann.wants_exact(trained, 4, threshold) and not ann.wants_exact(trained, 6, threshold)
 
 
-
 def test_selecting_on_the_id_range_ranks_exactly_like_the_posting_path():
     """Both ways of picking the k best give the same ids, scores and tie order."""
     from ragcli.store.postings import _best, _best_in_range
 
     rng = np.random.default_rng(4)
     for trial in range(40):
-        ids = np.concatenate([np.sort(rng.choice(np.arange(50, 120), size=rng.integers(1, 60), replace=False))
-                              for _ in range(rng.integers(1, 5))]).astype(np.int64)
+        ids = np.concatenate(
+            [
+                np.sort(rng.choice(np.arange(50, 120), size=rng.integers(1, 60), replace=False))
+                for _ in range(rng.integers(1, 5))
+            ]
+        ).astype(np.int64)
         partial = rng.choice([0.5, 1.25, 2.0], size=len(ids)) if trial % 2 else rng.random(len(ids))
         low = int(ids.min())
         totals = np.bincount(ids - low, weights=partial)
         for k in (1, 3, 10, 1000):
-            assert _best_in_range(totals, low, k) == _best(ids, partial, k, None, repeats=None,
-                                                           bounds=(low, 10**9))
+            assert _best_in_range(totals, low, k) == _best(
+                ids, partial, k, None, repeats=None, bounds=(low, 10**9)
+            )

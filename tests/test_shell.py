@@ -18,7 +18,7 @@ import pexpect
 import pytest
 
 from fakes import HashEmbedder
-from ragcli.ingest import ingest
+from ragcli.ingest.pipeline import ingest
 
 RAG = [sys.executable, "-m", "ragcli"]
 COLOUR = re.compile(r"\x1b\[(?:3[0-7]|9[0-7]|38;)")
@@ -31,19 +31,22 @@ def run(*args: str, **kwargs) -> subprocess.CompletedProcess:
 def write_notes(folder: Path, count: int, lines: int = 3) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for number in range(count):
-        text = " ".join(f"Note {number} line {line} about bees, rivers and lighthouses." for line in range(lines))
+        text = " ".join(
+            f"Note {number} line {line} about bees, rivers and lighthouses." for line in range(lines)
+        )
         (folder / f"note-{number:04d}.txt").write_text(text)
     return folder
 
 
 def spawn(args: list[str], env: dict) -> pexpect.spawn:
-    return pexpect.spawn(RAG[0], [*RAG[1:], *args], env=env, encoding="utf-8", timeout=300,
-                         dimensions=(40, 160))
+    return pexpect.spawn(
+        RAG[0], [*RAG[1:], *args], env=env, encoding="utf-8", timeout=300, dimensions=(40, 160)
+    )
 
 
 def test_exit_codes(tmp_path, isolated_home):
     assert run("--version").returncode == 0
-    assert run("status").returncode == 1                       # runtime error: no index
+    assert run("status").returncode == 1  # runtime error: no index
     assert run("query", "--mode", "telepathy", "x").returncode == 2  # usage error
     assert run("ingest", str(tmp_path / "missing")).returncode == 2
 
@@ -52,7 +55,7 @@ def test_json_in_a_pipe_is_pure(tmp_path, isolated_home):
     docs = write_notes(tmp_path / "docs", 3)
     result = run("ingest", str(docs), "--json")
     assert result.returncode == 0
-    assert json.loads(result.stdout)["added"] == 3            # stdout is exactly one JSON document
+    assert json.loads(result.stdout)["added"] == 3  # stdout is exactly one JSON document
     listing = run("ls", "--json")
     assert len(json.loads(listing.stdout)["documents"]) == 3
     assert listing.stderr == ""
@@ -61,8 +64,13 @@ def test_json_in_a_pipe_is_pure(tmp_path, isolated_home):
 def test_closed_pipe_ends_quietly_with_exit_0(tmp_path, isolated_home):
     docs = write_notes(tmp_path / "docs", 1500, lines=1)
     ingest(isolated_home, [docs], embedder=HashEmbedder())
-    result = subprocess.run(["bash", "-c", "set -o pipefail; \"$@\" ls --color never | head -1", "_", *RAG],
-                            capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
+    result = subprocess.run(
+        ["bash", "-c", 'set -o pipefail; "$@" ls --color never | head -1', "_", *RAG],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr and result.stderr == ""
 
@@ -79,13 +87,17 @@ def test_progress_bar_on_a_terminal_but_not_in_a_pipe(tmp_path, isolated_home):
     assert "ingesting" not in piped.stderr and "added" in piped.stderr
 
 
-@pytest.mark.parametrize(("extra_env", "args", "coloured"), [
-    ({}, [], True),
-    ({"NO_COLOR": "1"}, [], False),
-    ({}, ["--color", "never"], False),
-])
-def test_colour_follows_the_terminal_no_color_and_flag(tmp_path, fixtures_dir, isolated_home, extra_env, args,
-                                                      coloured):
+@pytest.mark.parametrize(
+    ("extra_env", "args", "coloured"),
+    [
+        ({}, [], True),
+        ({"NO_COLOR": "1"}, [], False),
+        ({}, ["--color", "never"], False),
+    ],
+)
+def test_colour_follows_the_terminal_no_color_and_flag(
+    tmp_path, fixtures_dir, isolated_home, extra_env, args, coloured
+):
     env = {**os.environ, **extra_env, "TERM": "xterm-256color"}
     child = spawn([*args, "ingest", str(fixtures_dir / "docs" / "broken")], env)
     output = child.read()
@@ -104,8 +116,12 @@ def test_sigint_during_ingest_exits_130_and_leaves_a_usable_index(tmp_path, isol
     docs = write_notes(tmp_path / "docs", 5)
     assert run("ingest", str(docs)).returncode == 0
     write_notes(tmp_path / "docs", 400, lines=4)
-    process = subprocess.Popen([*RAG, "ingest", str(docs), "--batch-size", "8"], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [*RAG, "ingest", str(docs), "--batch-size", "8"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.time() + 300
     while time.time() < deadline and process.poll() is None:
         with sqlite3.connect(f"file:{isolated_home / 'index.db'}?mode=ro", uri=True, timeout=5) as conn:

@@ -1,4 +1,4 @@
-"""Tests for ragcli.splitting: AdalFlow's documented outputs, CJK sentences, offsets, pages."""
+"""Tests for ragcli.ingest.splitting: AdalFlow's documented outputs, CJK sentences, offsets, pages."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from ragcli.choices import DEFAULT_GROUP
 from ragcli.errors import UsageError
-from ragcli.splitting import (
+from ragcli.ingest.splitting import (
     PRESETS,
     page_at,
     page_of,
@@ -54,6 +54,7 @@ def adalflow_reference(text: str, separator: str, size: int, overlap: int) -> li
 
 
 # --- AdalFlow documentation and test-suite examples, exact strings -------------------------
+
 
 # Source: docs/source/tutorials/text_splitter.rst ("Split by word") and the TextSplitter
 # docstring in adalflow/adalflow/components/data_process/text_splitter.py.
@@ -117,10 +118,7 @@ def test_adalflow_theater_example():
 # Source: docs/source/tutorials/document_splitter.rst (word, split_length 15, overlap 2); the
 # printed output shows the trailing space of the first chunk ("Sentiment: , estimated...").
 def test_adalflow_document_splitter_reviews():
-    loved = (
-        "Review: I absolutely loved the friendly staff and the welcoming atmosphere! "
-        "Sentiment: Positive"
-    )
+    loved = "Review: I absolutely loved the friendly staff and the welcoming atmosphere! Sentiment: Positive"
     movie = "Review: What a fantastic movie! Had a great time and would watch it again! "
     store = "Review: The store is not clean and smells bad. Sentiment: Negative"
     assert texts(loved, "word", 15, 2) == [loved]
@@ -175,6 +173,7 @@ def test_adalflow_unit_tests():
 
 # --- agreement with AdalFlow's algorithm on random text --------------------------------------
 
+
 def random_text(rng: random.Random, alphabet: str, length: int) -> str:
     return "".join(rng.choice(alphabet) for _ in range(length))
 
@@ -194,6 +193,7 @@ def test_matches_adalflow_reference_on_random_text(split_by):
 
 
 # --- invariants ---------------------------------------------------------------------------
+
 
 def check_spans(text: str, spans) -> None:
     assert [s.order for s in spans] == list(range(len(spans)))
@@ -238,6 +238,7 @@ def test_blank_windows_dropped_and_order_renumbered():
 
 # --- sentences: Chinese, mixed, English extension -----------------------------------------
 
+
 def test_chinese_sentences():
     text = "今天天气很好。我们去公园吧！你来吗？好的。"
     assert texts(text, "sentence", 1, 0) == ["今天天气很好。", "我们去公园吧！", "你来吗？", "好的。"]
@@ -272,6 +273,7 @@ def test_english_question_and_exclamation_marks_end_sentences():
 
 # --- tokens ---------------------------------------------------------------------------------
 
+
 def test_token_split_uses_original_substrings():
     text = "Hello, world!  How are   you?"
     spans = split(text, split_by="token", chunk_size=3, chunk_overlap=1, tokenize=words_and_punct)
@@ -298,6 +300,7 @@ def test_token_offsets_out_of_order_are_refused():
 
 
 # --- pages ----------------------------------------------------------------------------------
+
 
 def test_page_split_and_page_numbers():
     text = "Page one text.\fPage two text.\f\fPage four."
@@ -331,6 +334,7 @@ def test_word_chunks_know_their_pages():
 
 
 # --- settings -------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     ("settings", "message"),
@@ -369,6 +373,7 @@ def test_presets():
 
 
 # --- size -----------------------------------------------------------------------------------
+
 
 def test_large_text_splits_completely():
     sentence = "The quick brown fox jumps over the lazy dog. 敏捷的狐狸跳过了懒狗。"

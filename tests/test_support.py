@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from fakes import HashEmbedder
-from ragcli.context import Source
-from ragcli.support import annotate_support, label_for, split_sentences
+from ragcli.answer.context import Source
+from ragcli.answer.support import annotate_support, label_for, split_sentences
 
 SOURCES = [
     Source(1, "bread.md", None, 1.0, "Sourdough bread needs flour, water, salt and a starter.", (1,)),
@@ -14,21 +14,38 @@ SOURCES = [
 
 def test_sentences_split_at_ends_and_keep_citations():
     text = "Bread needs flour [1]. Tea is 3.14 times greener![2]\nMore here? 中文句子。第二句"
-    assert split_sentences(text) == ["Bread needs flour [1].", "Tea is 3.14 times greener![2]",
-                                     "More here?", "中文句子。", "第二句"]
+    assert split_sentences(text) == [
+        "Bread needs flour [1].",
+        "Tea is 3.14 times greener![2]",
+        "More here?",
+        "中文句子。",
+        "第二句",
+    ]
 
 
 def test_labels_follow_documented_thresholds():
     assert [label_for(s) for s in (1.0, 0.6, 0.59, 0.3, 0.29, 0.0)] == [
-        "supported", "supported", "partial", "partial", "unsupported", "unsupported"]
+        "supported",
+        "supported",
+        "partial",
+        "partial",
+        "unsupported",
+        "unsupported",
+    ]
 
 
 def test_each_sentence_gets_its_best_source_and_label():
-    answer = ("Sourdough bread needs flour and a starter [1]. Green tea is steamed [2]. "
-              "Bread needs a hot oven and butter. Jupiter has many moons.")
+    answer = (
+        "Sourdough bread needs flour and a starter [1]. Green tea is steamed [2]. "
+        "Bread needs a hot oven and butter. Jupiter has many moons."
+    )
     support = annotate_support(answer, SOURCES)
     assert [(s.label, s.source) for s in support] == [
-        ("supported", 1), ("supported", 2), ("partial", 1), ("unsupported", None)]
+        ("supported", 1),
+        ("supported", 2),
+        ("partial", 1),
+        ("unsupported", None),
+    ]
     assert support[0].score == 1.0 and support[3].score == 0.0
     assert support[2].sentence == "Bread needs a hot oven and butter."
 

@@ -57,12 +57,14 @@ def watcher(tmp_path, isolated_home):
     (folder / "first.md").write_text("The lighthouse keeper polished the brass lens.", encoding="utf-8")
     err = (tmp_path / "watch.err").open("w")
     out = (tmp_path / "watch.out").open("w")
-    process = subprocess.Popen([RAG, "ingest", str(folder), "--watch", "--index", str(isolated_home)],
-                               stdout=out, stderr=err)
+    process = subprocess.Popen(
+        [RAG, "ingest", str(folder), "--watch", "--index", str(isolated_home)], stdout=out, stderr=err
+    )
     log = tmp_path / "watch.err"
     try:
-        eventually(lambda: "watching" in log.read_text() or process.poll() is not None,
-                   "the watcher to start")
+        eventually(
+            lambda: "watching" in log.read_text() or process.poll() is not None, "the watcher to start"
+        )
         assert process.poll() is None, log.read_text()
         yield folder, isolated_home, process, log
     finally:
@@ -114,7 +116,8 @@ def test_watcher_follows_create_modify_save_rename_delete_burst_and_stops_on_ctr
     burst.mkdir()
     for number in range(1000):
         (burst / f"page-{number:04d}.txt").write_text(
-            f"Checked out page {number}: notes on topic{number} and river deltas.", encoding="utf-8")
+            f"Checked out page {number}: notes on topic{number} and river deltas.", encoding="utf-8"
+        )
     # Queries from other processes keep working while the burst is ingested.
     during = rag("query", "river deltas", "--mode", "bm25", "--index", str(index), "--format", "paths")
     assert during.returncode == 0, during.stderr
@@ -134,13 +137,13 @@ def test_watcher_follows_create_modify_save_rename_delete_burst_and_stops_on_ctr
 
 # -- the library underneath: ingest_changes and watch() with the hashing fake embedder ------------
 def _paths(index: Path) -> set[str]:
-    from ragcli.status import list_documents
+    from ragcli.store.status import list_documents
 
     return {doc["path"] for doc in list_documents(index)}
 
 
 def test_ingest_changes_touches_only_what_changed(tmp_path, fake_embedder):
-    from ragcli.ingest import ingest, ingest_changes
+    from ragcli.ingest.pipeline import ingest, ingest_changes
     from ragcli.types import ChunkSettings
 
     folder, index = tmp_path / "docs", tmp_path / "index"
@@ -157,21 +160,31 @@ def test_ingest_changes_touches_only_what_changed(tmp_path, fake_embedder):
     (folder / "c.md").unlink()
     (folder / "sub").mkdir()
     (folder / "sub" / "d.md").write_text("Note d in a new folder about tides.")
-    changed = [folder / "a.md", folder / "b.md", folder / "b2.md", folder / "c.md", folder / "sub",
-               folder / "vanished.md", folder / ".hidden.md", tmp_path / "elsewhere.md"]
+    changed = [
+        folder / "a.md",
+        folder / "b.md",
+        folder / "b2.md",
+        folder / "c.md",
+        folder / "sub",
+        folder / "vanished.md",
+        folder / ".hidden.md",
+        tmp_path / "elsewhere.md",
+    ]
     report = ingest_changes(index, [folder], changed, **settings)
 
     assert _paths(index) == {str(folder / "a.md"), str(folder / "b2.md"), str(folder / "sub" / "d.md")}
     assert (report.added, report.updated, report.removed, report.failed) == (2, 1, 2, [])
     # Only the new texts were embedded: the renamed file's chunk was reused by its hash.
-    assert sorted(fake_embedder.embedded_texts) == ["Note a rewritten: glaciers and fjords.",
-                                                    "Note d in a new folder about tides."]
+    assert sorted(fake_embedder.embedded_texts) == [
+        "Note a rewritten: glaciers and fjords.",
+        "Note d in a new folder about tides.",
+    ]
 
 
 def test_watch_applies_changes_and_commits_what_it_saw_when_stopped(tmp_path, fake_embedder):
     import threading
 
-    from ragcli.watch import watch
+    from ragcli.ingest.watch import watch
 
     folder, index = tmp_path / "docs", tmp_path / "index"
     folder.mkdir()

@@ -125,7 +125,7 @@ def hoist_global_options(args: list[str]) -> list[str]:
         if arg in _GLOBAL_FLAGS or arg.startswith("--color="):
             moved.append(arg)
         elif arg == "--color" and index + 1 < len(args):
-            moved.extend(args[index:index + 2])
+            moved.extend(args[index : index + 2])
             index += 1
         else:
             rest.append(arg)
@@ -185,15 +185,28 @@ Color = choice_enum("Color", COLORS)
 @app.callback()
 def _root(
     ctx: typer.Context,
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                          help="Show the version and exit.")] = False,
-    color: Annotated[Optional[Color], typer.Option(
-        help="Colour: auto (terminal only, honours NO_COLOR), always or never. Default: $RAG_COLOR or auto.",
-        show_default=False)] = None,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+    color: Annotated[
+        Optional[Color],
+        typer.Option(
+            help="Colour: auto (terminal only, honours NO_COLOR), always or never. "
+            "Default: $RAG_COLOR or auto.",
+            show_default=False,
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only data and errors: no messages.")] = False,
-    verbose: Annotated[int, typer.Option(
-        "--verbose", "-v", count=True, show_default=False,
-        help="Say on stderr what rag does: index, model, mode, time per stage. -vv adds library logs.")] = 0,
+    verbose: Annotated[
+        int,
+        typer.Option(
+            "--verbose",
+            "-v",
+            count=True,
+            show_default=False,
+            help="Say on stderr what rag does: index, model, mode, time per stage. -vv adds library logs.",
+        ),
+    ] = 0,
 ) -> None:
     """Local-first retrieval-augmented generation: ingest folders, query them, ask them.
 
@@ -205,7 +218,6 @@ def _root(
     chosen = color.value if color else os.environ.get("RAG_COLOR", "auto")
     ctx.obj = OutputOptions(color=chosen, quiet=quiet, verbose=verbose)
     configure_logging(verbose)
-
 
 
 def main() -> None:

@@ -9,8 +9,20 @@ from typing import Annotated, Iterable, Iterator, Optional
 import typer
 
 from ragcli.cli.options import (
-    CandidatesOption, EmbedModelOption, ExcludeOption, FiltersOption, Fusion, FusionOption, GroupOption,
-    IndexOption, MinScoreOption, Mode, RequireOption, RerankModelOption, RerankOption, WeightsOption,
+    CandidatesOption,
+    EmbedModelOption,
+    ExcludeOption,
+    FiltersOption,
+    Fusion,
+    FusionOption,
+    GroupOption,
+    IndexOption,
+    MinScoreOption,
+    Mode,
+    RequireOption,
+    RerankModelOption,
+    RerankOption,
+    WeightsOption,
     parse_weights,
 )
 from ragcli.cli.render import SCHEMA_VERSION, emit_json, emit_jsonl, printable, stderr_console, stdout_console
@@ -33,15 +45,36 @@ class Rewrite(str, Enum):
 
 
 def ask(
-    question: Annotated[Optional[str], typer.Argument(
-        metavar="QUESTION", help="The question; '-' (or no QUESTION with a pipe) reads one question per line "
-        "from stdin and answers each as a JSON line.", show_default=False)] = None,
-    mode: Annotated[Optional[Mode], typer.Option(
-        "--mode", "-m", help="Retrieval: bm25, dense, hybrid or llm (as in `rag query`). Default: "
-        "$RAG_MODE / config, else hybrid.", show_default=False)] = None,
-    top_k: Annotated[Optional[int], typer.Option(
-        "--top-k", "-k", min=1, help="Chunks retrieved for the context (before merging and the token "
-        "budget). Default: $RAG_TOP_K / config, else 5.", show_default=False)] = None,
+    question: Annotated[
+        Optional[str],
+        typer.Argument(
+            metavar="QUESTION",
+            help="The question; '-' (or no QUESTION with a pipe) reads one question per line "
+            "from stdin and answers each as a JSON line.",
+            show_default=False,
+        ),
+    ] = None,
+    mode: Annotated[
+        Optional[Mode],
+        typer.Option(
+            "--mode",
+            "-m",
+            help="Retrieval: bm25, dense, hybrid or llm (as in `rag query`). Default: "
+            "$RAG_MODE / config, else hybrid.",
+            show_default=False,
+        ),
+    ] = None,
+    top_k: Annotated[
+        Optional[int],
+        typer.Option(
+            "--top-k",
+            "-k",
+            min=1,
+            help="Chunks retrieved for the context (before merging and the token "
+            "budget). Default: $RAG_TOP_K / config, else 5.",
+            show_default=False,
+        ),
+    ] = None,
     group: GroupOption = None,
     filters: FiltersOption = None,
     min_score: MinScoreOption = None,
@@ -52,36 +85,78 @@ def ask(
     exclude: ExcludeOption = None,
     fusion: FusionOption = Fusion.adaptive,
     weights: WeightsOption = None,
-    answer_style: Annotated[AnswerStyle, typer.Option(
-        "--answer-style", help="auto: generative with a capable model (0.4B+ parameters, see `rag models`), "
-        "else evidence; evidence: the short answer when confident, then the best sentences quoted and cited "
-        "(no model runs); extractive: only the short words; sentence: the best sentence; choice: the model "
-        "picks among the best short answers; generative: the GGUF model writes the answer.")]
-        = AnswerStyle.auto,
-    model: Annotated[Optional[str], typer.Option(
-        help="GGUF model file or a name `rag models` lists (default: $RAG_MODEL, else the packaged "
-        "SmolLM2-135M-Instruct).",
-        show_default=False)] = None,
-    ctx: Annotated[Optional[int], typer.Option(
-        "--ctx", min=128, help="Model context window in tokens; the sources get what the prompt and "
-        "--max-tokens leave. Default: $RAG_CTX / config, else 2048.", show_default=False)] = None,
-    max_tokens: Annotated[Optional[int], typer.Option(
-        min=1, help="Longest answer, in tokens. Default: $RAG_MAX_TOKENS / config, else 256.",
-        show_default=False)] = None,
-    temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature (0: greedy, "
-                                               "reproducible).")] = 0.0,
-    threads: Annotated[Optional[int], typer.Option(min=1, help="CPU threads. Default: $RAG_THREADS / config, "
-                                                   "else all cores.", show_default=False)] = None,
+    answer_style: Annotated[
+        AnswerStyle,
+        typer.Option(
+            "--answer-style",
+            help="auto: generative with a capable model (0.4B+ parameters, see `rag models`), "
+            "else evidence; evidence: the short answer when confident, then the best sentences "
+            "quoted and cited "
+            "(no model runs); extractive: only the short words; sentence: the best sentence; "
+            "choice: the model "
+            "picks among the best short answers; generative: the GGUF model writes the answer.",
+        ),
+    ] = AnswerStyle.auto,
+    model: Annotated[
+        Optional[str],
+        typer.Option(
+            help="GGUF model file or a name `rag models` lists (default: $RAG_MODEL, else the packaged "
+            "SmolLM2-135M-Instruct).",
+            show_default=False,
+        ),
+    ] = None,
+    ctx: Annotated[
+        Optional[int],
+        typer.Option(
+            "--ctx",
+            min=128,
+            help="Model context window in tokens; the sources get what the prompt and "
+            "--max-tokens leave. Default: $RAG_CTX / config, else 2048.",
+            show_default=False,
+        ),
+    ] = None,
+    max_tokens: Annotated[
+        Optional[int],
+        typer.Option(
+            min=1,
+            help="Longest answer, in tokens. Default: $RAG_MAX_TOKENS / config, else 256.",
+            show_default=False,
+        ),
+    ] = None,
+    temperature: Annotated[
+        float, typer.Option(min=0.0, help="Sampling temperature (0: greedy, reproducible).")
+    ] = 0.0,
+    threads: Annotated[
+        Optional[int],
+        typer.Option(
+            min=1, help="CPU threads. Default: $RAG_THREADS / config, else all cores.", show_default=False
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
-    rewrite: Annotated[Optional[Rewrite], typer.Option(
-        help="Rewrite the question first: multi (the model writes alternative queries, results fused) or "
-        "hyde (search with the embedding of a hypothetical answer).", show_default=False)] = None,
-    cache: Annotated[bool, typer.Option(
-        "--cache/--no-cache", help="Reuse and store answers, cached per question, settings and index state "
-        "(--no-cache: always generate).")] = True,
-    json_output: Annotated[bool, typer.Option(
-        "--json", help="One JSON document: answer, abstained, citations, sources, support, timings, "
-        "tokens, cached.")] = False,
+    rewrite: Annotated[
+        Optional[Rewrite],
+        typer.Option(
+            help="Rewrite the question first: multi (the model writes alternative queries, results fused) or "
+            "hyde (search with the embedding of a hypothetical answer).",
+            show_default=False,
+        ),
+    ] = None,
+    cache: Annotated[
+        bool,
+        typer.Option(
+            "--cache/--no-cache",
+            help="Reuse and store answers, cached per question, settings and index state "
+            "(--no-cache: always generate).",
+        ),
+    ] = True,
+    json_output: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="One JSON document: answer, abstained, citations, sources, support, timings, "
+            "tokens, cached.",
+        ),
+    ] = False,
     index: IndexOption = None,
     embed_model: EmbedModelOption = None,
 ) -> None:
@@ -104,14 +179,34 @@ def ask(
     """
     from ragcli.index import open_index
 
-    index_ = open_index(index, embed_model=embed_model, gguf_model=model, mode=mode, top_k=top_k,
-                        group=group, ctx=ctx, max_tokens=max_tokens, threads=threads)
+    index_ = open_index(
+        index,
+        embed_model=embed_model,
+        gguf_model=model,
+        mode=mode,
+        top_k=top_k,
+        group=group,
+        ctx=ctx,
+        max_tokens=max_tokens,
+        threads=threads,
+    )
     options = index_.ask_options(
-        filters=filters, min_score=min_score, rerank=rerank, rerank_model=rerank_model,
-        candidates=candidates, require=require, exclude=exclude, fusion=fusion,
+        filters=filters,
+        min_score=min_score,
+        rerank=rerank,
+        rerank_model=rerank_model,
+        candidates=candidates,
+        require=require,
+        exclude=exclude,
+        fusion=fusion,
         weights=parse_weights(weights),
-        model=model, temperature=temperature, seed=seed, rewrite=rewrite, use_cache=cache,
-        answer_style=answer_style)
+        model=model,
+        temperature=temperature,
+        seed=seed,
+        rewrite=rewrite,
+        use_cache=cache,
+        answer_style=answer_style,
+    )
     questions = _stdin_questions(question)
     with index_:
         if questions is not None:
@@ -139,7 +234,7 @@ def log_timings(answer) -> None:
 
     if answer is None:
         return
-    log = logging.getLogger("ragcli.ask")
+    log = logging.getLogger("ragcli.answer.ask")
     log.info("model %s, %s", answer.model, "cached answer" if answer.cached else "answered")
     for stage, seconds in answer.timings.items():
         log.info("stage %s: %.3f s", stage, seconds)
@@ -147,8 +242,10 @@ def log_timings(answer) -> None:
 
 def print_answers(asker, questions: Iterable[str], options) -> None:
     """Answer each question as one JSON line (stdin mode)."""
-    emit_jsonl({"schema_version": SCHEMA_VERSION, "kind": "answer", **asker.ask(line, options).to_dict()}
-               for line in questions)
+    emit_jsonl(
+        {"schema_version": SCHEMA_VERSION, "kind": "answer", **asker.ask(line, options).to_dict()}
+        for line in questions
+    )
 
 
 def _stdin_questions(question: Optional[str]) -> Optional[Iterator[str]]:
@@ -156,14 +253,15 @@ def _stdin_questions(question: Optional[str]) -> Optional[Iterator[str]]:
     if question not in (None, "-"):
         return None
     if question is None and sys.stdin.isatty():
-        raise typer.BadParameter("give a QUESTION, or '-' / a pipe to read questions from stdin",
-                                 param_hint="QUESTION")
+        raise typer.BadParameter(
+            "give a QUESTION, or '-' / a pipe to read questions from stdin", param_hint="QUESTION"
+        )
     return (line.strip() for line in sys.stdin if line.strip())
 
 
 def _print_streamed(items):
     """Answer text to stdout as it comes; then sources (and support, on a terminal)."""
-    from ragcli.ask import Answer
+    from ragcli.answer.ask import Answer
 
     answer = None
     streamed = False
@@ -187,8 +285,9 @@ def _print_sources(answer) -> None:
     console = stdout_console()
     if answer.invalid_citations:
         cited = ", ".join(f"[{n}]" for n in answer.invalid_citations)
-        stderr_console().print(f"warning: the answer cited {cited}, which no source has; removed",
-                               markup=False)
+        stderr_console().print(
+            f"warning: the answer cited {cited}, which no source has; removed", markup=False
+        )
     shown = [answer.source(n) for n in answer.citations] if answer.citations else list(answer.sources)
     if not shown:
         return

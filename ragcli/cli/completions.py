@@ -55,8 +55,11 @@ def group_names(incomplete: str, index: Path | None = None) -> list[str]:
 
 def indexed_paths(incomplete: str, index: Path | None = None) -> list[str]:
     """Completion for `rag rm`: the indexed document paths of the index named on the line."""
-    return [path for path in _index_values("SELECT path FROM documents ORDER BY path", index)
-            if path.startswith(incomplete) or Path(path).name.startswith(incomplete)]
+    return [
+        path
+        for path in _index_values("SELECT path FROM documents ORDER BY path", index)
+        if path.startswith(incomplete) or Path(path).name.startswith(incomplete)
+    ]
 
 
 def config_keys(incomplete: str) -> list[str]:

@@ -11,9 +11,11 @@ from ragcli.cli.options import FormatOption, JsonOption
 from ragcli.cli.render import emit_records, printable, resolve_format, stderr_console, stdout_console
 from ragcli.config import KEYS, default_config_path, load_settings, set_config_value
 
-app = typer.Typer(help="Show and change settings (flag > environment > config file > index > default).",
-                  add_completion=False,
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Show and change settings (flag > environment > config file > index > default).",
+    add_completion=False,
+    no_args_is_help=True,
+)
 
 
 @app.command("path")
@@ -35,11 +37,25 @@ def show(json_output: JsonOption = False, output_format: FormatOption = None) ->
     """
     fmt = resolve_format(output_format, json_output)
     settings = load_settings()
-    rows = [{"key": name, "value": None if settings.get(name) is None else str(settings.get(name)),
-             "source": settings.sources[name], "env": key.env, "help": key.help}
-            for name, key in KEYS.items()]
-    emit_records(fmt, rows, ("key", "value", "source", "env"), kind="config", key="settings",
-                 extra={"path": str(default_config_path())}, human=lambda: _print_settings(rows))
+    rows = [
+        {
+            "key": name,
+            "value": None if settings.get(name) is None else str(settings.get(name)),
+            "source": settings.sources[name],
+            "env": key.env,
+            "help": key.help,
+        }
+        for name, key in KEYS.items()
+    ]
+    emit_records(
+        fmt,
+        rows,
+        ("key", "value", "source", "env"),
+        kind="config",
+        key="settings",
+        extra={"path": str(default_config_path())},
+        human=lambda: _print_settings(rows),
+    )
 
 
 def _print_settings(rows: list[dict]) -> None:

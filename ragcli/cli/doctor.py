@@ -10,8 +10,12 @@ from ragcli.cli.render import emit_records, printable, resolve_format, stdout_co
 from ragcli.config import load_settings
 
 
-def doctor(index: IndexOption = None, embed_model: EmbedModelOption = None, json_output: JsonOption = False,
-           output_format: FormatOption = None) -> None:
+def doctor(
+    index: IndexOption = None,
+    embed_model: EmbedModelOption = None,
+    json_output: JsonOption = False,
+    output_format: FormatOption = None,
+) -> None:
     """Check models, llama.cpp, the index, its integrity, vectors and disk; say how to fix each failure.
 
     Exit code 0 when every check passes, 1 otherwise. In a pipe each check is one
@@ -25,9 +29,16 @@ def doctor(index: IndexOption = None, embed_model: EmbedModelOption = None, json
     checks = diagnose(load_settings(index=index, embed_model=embed_model))
     healthy = all(check.ok for check in checks)
     records = [check.to_dict() for check in checks]
-    emit_records(fmt, records, ("name", "ok", "detail", "fix"), kind="doctor", key="checks",
-                 extra={"ok": healthy}, human=lambda: _print_checks(checks),
-                 plain=lambda r: ["ok" if r["ok"] else "FAIL", r["name"], r["detail"], r["fix"]])
+    emit_records(
+        fmt,
+        records,
+        ("name", "ok", "detail", "fix"),
+        kind="doctor",
+        key="checks",
+        extra={"ok": healthy},
+        human=lambda: _print_checks(checks),
+        plain=lambda r: ["ok" if r["ok"] else "FAIL", r["name"], r["detail"], r["fix"]],
+    )
     if not healthy:
         raise typer.Exit(1)
 

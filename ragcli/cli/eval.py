@@ -69,8 +69,9 @@ FailUnderOption = Annotated[
 FusionOption = Annotated[
     Optional[str],
     typer.Option(
-        "--fusion", help="Hybrid fusion: adaptive, rrf or score (default: adaptive, as rag query).",
-        show_default=False
+        "--fusion",
+        help="Hybrid fusion: adaptive, rrf or score (default: adaptive, as rag query).",
+        show_default=False,
     ),
 ]
 WeightsOption = Annotated[
@@ -123,7 +124,7 @@ def _stages(enabled: bool):
 
 def _query_options(top_k: int, group: str | None, fusion: str | None, weights: str | None) -> Any:
     from ragcli.cli.options import parse_weights
-    from ragcli.query import QueryOptions
+    from ragcli.retrieval.search import QueryOptions
     from ragcli.retrieval.fusion import FUSIONS
 
     flags: dict[str, Any] = {"top_k": top_k, "group": group, "candidates": max(50, top_k)}
@@ -314,10 +315,12 @@ def answers(
         ),
     ] = "auto",
     max_tokens: Annotated[int, typer.Option(min=1, help="Answer length limit in tokens.")] = 256,
-    ctx: Annotated[int, typer.Option("--ctx", min=128,
-                                     help="Model context window in tokens (as in `rag ask`).")] = 2048,
-    n_ctx: Annotated[Optional[int], typer.Option("--n-ctx", min=128, hidden=True,
-                                                 help="Old spelling of --ctx.")] = None,
+    ctx: Annotated[
+        int, typer.Option("--ctx", min=128, help="Model context window in tokens (as in `rag ask`).")
+    ] = 2048,
+    n_ctx: Annotated[
+        Optional[int], typer.Option("--n-ctx", min=128, hidden=True, help="Old spelling of --ctx.")
+    ] = None,
     threads: Annotated[
         Optional[int],
         typer.Option(min=1, help="CPU threads for generation (default: all).", show_default=False),
@@ -341,7 +344,7 @@ def answers(
 
     Example: rag eval answers ./xquad-en --limit 50 --modes bm25,hybrid --json
     """
-    from ragcli.ask import ANSWER_STYLES, AskOptions
+    from ragcli.answer.ask import ANSWER_STYLES, AskOptions
     from ragcli.evaluation.answer_eval import ANSWER_METRICS, answer_configurations, evaluate_answers
     from ragcli.evaluation.metrics import floor_failures
     from ragcli.choices import MODES, RERANKERS

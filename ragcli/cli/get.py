@@ -11,20 +11,34 @@ from ragcli.cli.options import GroupOption, IndexOption
 from ragcli.cli.render import emit_json, stderr_console
 from ragcli.config import load_settings
 
-TargetArgument = Annotated[Optional[str], typer.Argument(
-    metavar="PATH[:PAGE]", help="An indexed file as `rag ls` or a query hit shows it (absolute, or relative "
-    "to this folder), optionally with :PAGE.", show_default=False)]
-ChunkOption = Annotated[Optional[int], typer.Option(
-    "--chunk", "-c", help="A chunk id, as in the chunk_id of `rag query --json` hits.", show_default=False)]
+TargetArgument = Annotated[
+    Optional[str],
+    typer.Argument(
+        metavar="PATH[:PAGE]",
+        help="An indexed file as `rag ls` or a query hit shows it (absolute, or relative "
+        "to this folder), optionally with :PAGE.",
+        show_default=False,
+    ),
+]
+ChunkOption = Annotated[
+    Optional[int],
+    typer.Option(
+        "--chunk", "-c", help="A chunk id, as in the chunk_id of `rag query --json` hits.", show_default=False
+    ),
+]
 
 
 def get(
     target: TargetArgument = None,
     chunk: ChunkOption = None,
     group: GroupOption = None,
-    json_output: Annotated[bool, typer.Option(
-        "--json", help="One JSON document: kind, path, page, pages, group, chunk ids, text, metadata.",
-    )] = False,
+    json_output: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="One JSON document: kind, path, page, pages, group, chunk ids, text, metadata.",
+        ),
+    ] = False,
     index: IndexOption = None,
 ) -> None:
     """Print a stored document, one page of it, or one chunk: what a query hit points to.
@@ -65,7 +79,7 @@ def open_(
         rag open --chunk 1234
     """
     from ragcli.config import has_display
-    from ragcli.opener import launch, open_command
+    from ragcli.cli.opener import launch, open_command
 
     stored = _lookup(target, chunk, None, index)
     path = stored.path
@@ -76,12 +90,15 @@ def open_(
         sys.stdout.flush()
         return
     launch(command)
-    stderr_console().print(f"opened with {command[0]}: {path}" + (f" (page {page})" if page else ""),
-                           markup=False, highlight=False)
+    stderr_console().print(
+        f"opened with {command[0]}: {path}" + (f" (page {page})" if page else ""),
+        markup=False,
+        highlight=False,
+    )
 
 
 def _lookup(target: Optional[str], chunk: Optional[int], group: Optional[str], index):
-    from ragcli.documents import get_chunk, get_document
+    from ragcli.retrieval.documents import get_chunk, get_document
 
     if (target is None) == (chunk is None):
         raise typer.BadParameter("give PATH[:PAGE] or --chunk ID (one of them)", param_hint="PATH[:PAGE]")
@@ -89,4 +106,3 @@ def _lookup(target: Optional[str], chunk: Optional[int], group: Optional[str], i
     if chunk is not None:
         return get_chunk(settings.index, chunk)
     return get_document(settings.index, str(target), group=settings.get("group"))
-

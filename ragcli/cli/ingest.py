@@ -14,7 +14,13 @@ from rich.table import Table
 from ragcli.cli.options import EmbedModelOption, FormatOption, GroupOption, IndexOption, JsonOption
 from ragcli.cli.progress import progress_bar, step_status
 from ragcli.cli.render import (
-    emit_json, emit_records, human_size, printable, resolve_format, stderr_console, stdout_console,
+    emit_json,
+    emit_records,
+    human_size,
+    printable,
+    resolve_format,
+    stderr_console,
+    stdout_console,
 )
 from ragcli.config import load_settings
 
@@ -27,40 +33,71 @@ class SplitBy(str, Enum):
     token = "token"
 
 
-LockTimeoutOption = Annotated[float, typer.Option(
-    min=0, help="Seconds to wait while another rag process writes the same index, then give up "
-    "(exit 1).")]
+LockTimeoutOption = Annotated[
+    float,
+    typer.Option(
+        min=0, help="Seconds to wait while another rag process writes the same index, then give up (exit 1)."
+    ),
+]
 
 
 def ingest(
-    paths: Annotated[Optional[List[Path]], typer.Argument(
-        help="Folders (walked recursively) and files; default: the roots ingested before.",
-        show_default=False)] = None,
+    paths: Annotated[
+        Optional[List[Path]],
+        typer.Argument(
+            help="Folders (walked recursively) and files; default: the roots ingested before.",
+            show_default=False,
+        ),
+    ] = None,
     index: IndexOption = None,
     group: GroupOption = None,
-    split_by: Annotated[Optional[SplitBy], typer.Option(help="Unit of the windows.", show_default=False)] = None,
+    split_by: Annotated[
+        Optional[SplitBy], typer.Option(help="Unit of the windows.", show_default=False)
+    ] = None,
     chunk_size: Annotated[Optional[int], typer.Option(help="Units per window.", show_default=False)] = None,
-    chunk_overlap: Annotated[Optional[int], typer.Option(help="Units shared by neighbouring windows.",
-                                                         show_default=False)] = None,
-    include: Annotated[Optional[List[str]], typer.Option(help="Only files matching this glob (repeatable).",
-                                                         show_default=False)] = None,
-    exclude: Annotated[Optional[List[str]], typer.Option(help="Skip files matching this glob (repeatable).",
-                                                         show_default=False)] = None,
-    prune: Annotated[bool, typer.Option(help="Remove indexed documents whose files are gone from the "
-                                        "given folders (on by default).")] = True,
-    rebuild: Annotated[bool, typer.Option(help="Build a fresh index (e.g. for another model) and swap it "
-                                          "in when complete.")] = False,
+    chunk_overlap: Annotated[
+        Optional[int], typer.Option(help="Units shared by neighbouring windows.", show_default=False)
+    ] = None,
+    include: Annotated[
+        Optional[List[str]],
+        typer.Option(help="Only files matching this glob (repeatable).", show_default=False),
+    ] = None,
+    exclude: Annotated[
+        Optional[List[str]],
+        typer.Option(help="Skip files matching this glob (repeatable).", show_default=False),
+    ] = None,
+    prune: Annotated[
+        bool,
+        typer.Option(
+            help="Remove indexed documents whose files are gone from the given folders (on by default)."
+        ),
+    ] = True,
+    rebuild: Annotated[
+        bool, typer.Option(help="Build a fresh index (e.g. for another model) and swap it in when complete.")
+    ] = False,
     embed_model: EmbedModelOption = None,
-    batch_size: Annotated[int, typer.Option(min=1, help="Chunks embedded and committed per transaction "
-                                            "(smaller: less memory, finer resume points).")] = 256,
-    strict: Annotated[bool, typer.Option(help="Exit 1 when any file failed to read (default: report "
-                                         "failures, exit 0).")] = False,
+    batch_size: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Chunks embedded and committed per transaction (smaller: less memory, finer resume points).",
+        ),
+    ] = 256,
+    strict: Annotated[
+        bool, typer.Option(help="Exit 1 when any file failed to read (default: report failures, exit 0).")
+    ] = False,
     lock_timeout: LockTimeoutOption = 600.0,
     json_output: JsonOption = False,
-    watch: Annotated[bool, typer.Option(
-        "--watch", "-w", help="After ingesting, keep watching the folders and apply every change (create, "
-        "edit, rename, delete) as it happens, one line per change on stderr; Ctrl-C stops (exit 130) "
-        "with everything committed.")] = False,
+    watch: Annotated[
+        bool,
+        typer.Option(
+            "--watch",
+            "-w",
+            help="After ingesting, keep watching the folders and apply every change (create, "
+            "edit, rename, delete) as it happens, one line per change on stderr; Ctrl-C stops (exit 130) "
+            "with everything committed.",
+        ),
+    ] = False,
 ) -> None:
     """Read folders of documents into the index; re-running only touches what changed.
 
@@ -73,20 +110,21 @@ def ingest(
     Example: rag ingest ~/notes --watch   (keeps the index current while you edit)
     """
     started = time.perf_counter()  # the summary reports wall time, model preparation included
-    from ragcli.ingest import DEFAULT_GROUP, chunking_override, ingest as run_ingest, known_roots
+    from ragcli.ingest.pipeline import DEFAULT_GROUP, chunking_override, ingest as run_ingest, known_roots
     from ragcli.models import embedder_for
     from ragcli.store import read_index_meta
-    from ragcli.walk import FileFilter
+    from ragcli.ingest.walk import FileFilter
 
     settings = load_settings(index=index, embed_model=embed_model)
     if paths:  # naming a path that `rag rm` removed adds it back
-        from ragcli.removal import lift_exclusions
+        from ragcli.store.removal import lift_exclusions
 
         lift_exclusions(settings.index, paths)
     group = group or DEFAULT_GROUP
     roots = paths or known_roots(settings.index)
-    chunking = chunking_override(settings.index, group, split_by.value if split_by else None,
-                                 chunk_size, chunk_overlap)
+    chunking = chunking_override(
+        settings.index, group, split_by.value if split_by else None, chunk_size, chunk_overlap
+    )
     err = stderr_console()
     with step_status(err, "loading the embedding model") as step:
         prepared_at = time.monotonic()
@@ -103,14 +141,31 @@ def ingest(
 
         if rebuild:
             raise typer.BadParameter("--rebuild cannot be combined with --watch: rebuild first, then watch")
-        run_watch(settings.index, roots, embedder=embedder, group=group, chunking=chunking,
-                  file_filter=FileFilter(tuple(include or ()), tuple(exclude or ())), batch_chunks=batch_size)
+        run_watch(
+            settings.index,
+            roots,
+            embedder=embedder,
+            group=group,
+            chunking=chunking,
+            file_filter=FileFilter(tuple(include or ()), tuple(exclude or ())),
+            batch_chunks=batch_size,
+        )
         return
     with progress_bar(err, "ingesting") as bar:
-        report = run_ingest(settings.index, roots, embedder=embedder, group=group, chunking=chunking,
-                            file_filter=FileFilter(tuple(include or ()), tuple(exclude or ())),
-                            prune=prune, rebuild=rebuild, batch_chunks=batch_size, progress=bar,
-                            lock_timeout=lock_timeout, on_wait=_say_waiting)
+        report = run_ingest(
+            settings.index,
+            roots,
+            embedder=embedder,
+            group=group,
+            chunking=chunking,
+            file_filter=FileFilter(tuple(include or ()), tuple(exclude or ())),
+            prune=prune,
+            rebuild=rebuild,
+            batch_chunks=batch_size,
+            progress=bar,
+            lock_timeout=lock_timeout,
+            on_wait=_say_waiting,
+        )
     for failure in report.failed:
         message = failure.reason if failure.path in failure.reason else f"{failure.path}: {failure.reason}"
         err.print(f"[red]failed[/red] {escape(printable(message))}", highlight=False)
@@ -121,7 +176,10 @@ def ingest(
             f"{report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
             f"{report.removed} removed, {len(report.failed)} failed; {report.chunks} chunks written, "
             f"{report.embedded} embedded, {report.vectors} vectors in group '{report.group}'; "
-            f"{time.perf_counter() - started:.1f} s", highlight=False, markup=False)
+            f"{time.perf_counter() - started:.1f} s",
+            highlight=False,
+            markup=False,
+        )
     if strict and report.failed:
         raise typer.Exit(1)
 
@@ -130,8 +188,9 @@ def _say_waiting(message: str) -> None:
     stderr_console().print(message, highlight=False, markup=False)
 
 
-def status(index: IndexOption = None, json_output: JsonOption = False,
-           output_format: FormatOption = None) -> None:
+def status(
+    index: IndexOption = None, json_output: JsonOption = False, output_format: FormatOption = None
+) -> None:
     """Show what the index holds: documents, chunks, groups, model, sizes, last ingest.
 
     Off a terminal (and with --format tsv/csv) each fact is one `key<TAB>value` line, e.g.
@@ -139,7 +198,7 @@ def status(index: IndexOption = None, json_output: JsonOption = False,
 
     Example: rag status --json | jq .documents
     """
-    from ragcli.status import index_status
+    from ragcli.store.status import index_status
 
     fmt = resolve_format(output_format, json_output)
     info = index_status(load_settings(index=index).index)
@@ -163,29 +222,48 @@ def _print_status(info: dict) -> None:
     out = stdout_console()
     out.print(f"index      {printable(info['index'])}", highlight=False, markup=False)
     out.print(f"documents  {info['documents']}    chunks {info['chunks']}    vectors {info['embeddings']}")
-    out.print(f"model      {printable(info['model'])} (dimension {info['dimension']})", highlight=False,
-              markup=False)
-    out.print(f"size       database {human_size(info['sizes']['database'])}, "
-              f"vectors {human_size(info['sizes']['vectors'])}")
+    out.print(
+        f"model      {printable(info['model'])} (dimension {info['dimension']})",
+        highlight=False,
+        markup=False,
+    )
+    out.print(
+        f"size       database {human_size(info['sizes']['database'])}, "
+        f"vectors {human_size(info['sizes']['vectors'])}"
+    )
     table = Table("group", "split", "size", "overlap", "chunks", "vectors", "search")
     for name, g in info["groups"].items():
         search = g["vector_search"]
-        kind = search["type"] if search["type"] == "exact" else \
-            f"{search['type']} (nlist {search['nlist']}, nprobe {search['nprobe']})"
-        table.add_row(escape(printable(name)), g["split_by"], str(g["chunk_size"]), str(g["chunk_overlap"]), str(g["chunks"]),
-                      str(g["vectors"]) + ("" if g["vectors_current"] else " (stale)"), kind)
+        kind = (
+            search["type"]
+            if search["type"] == "exact"
+            else f"{search['type']} (nlist {search['nlist']}, nprobe {search['nprobe']})"
+        )
+        table.add_row(
+            escape(printable(name)),
+            g["split_by"],
+            str(g["chunk_size"]),
+            str(g["chunk_overlap"]),
+            str(g["chunks"]),
+            str(g["vectors"]) + ("" if g["vectors_current"] else " (stale)"),
+            kind,
+        )
     out.print(table)
     last = info["last_ingest"]
     if last:
-        out.print(f"last ingest: {last['added']} added, {last['updated']} updated, {last['removed']} removed, "
-                  f"{last['failed']} failed in {last['seconds']} s", highlight=False)
+        out.print(
+            f"last ingest: {last['added']} added, {last['updated']} updated, {last['removed']} removed, "
+            f"{last['failed']} failed in {last['seconds']} s",
+            highlight=False,
+        )
 
 
 LS_COLUMNS = ("path", "file_type", "size", "modified", "chunks")
 
 
-def ls(index: IndexOption = None, json_output: JsonOption = False, output_format: FormatOption = None) \
-        -> None:
+def ls(
+    index: IndexOption = None, json_output: JsonOption = False, output_format: FormatOption = None
+) -> None:
     """List indexed documents with their chunk counts per group.
 
     Off a terminal each document is one tab-separated line (path, type, bytes, modified,
@@ -193,7 +271,7 @@ def ls(index: IndexOption = None, json_output: JsonOption = False, output_format
 
     Example: rag ls --json | jq -r '.documents[].path'
     """
-    from ragcli.status import list_documents
+    from ragcli.store.status import list_documents
 
     fmt = resolve_format(output_format, json_output)
     documents = list_documents(load_settings(index=index).index)
@@ -208,8 +286,13 @@ def _print_ls(documents: list[dict]) -> None:
     table.add_column("path", overflow="fold")
     for doc in documents:
         chunks = ", ".join(f"{g}:{n}" for g, n in doc["chunks"].items())
-        table.add_row(doc["file_type"], human_size(doc["size"] or 0), escape(printable(chunks)),
-                      (doc["modified"] or "")[:10], escape(printable(doc["path"])))
+        table.add_row(
+            doc["file_type"],
+            human_size(doc["size"] or 0),
+            escape(printable(chunks)),
+            (doc["modified"] or "")[:10],
+            escape(printable(doc["path"])),
+        )
     stdout_console().print(table)
 
 
@@ -220,11 +303,16 @@ def _complete_paths(ctx: typer.Context, incomplete: str) -> list[str]:
 
 
 def rm(
-    paths: Annotated[List[str], typer.Argument(help="Indexed files or folders to remove.",
-                                              autocompletion=_complete_paths)],
+    paths: Annotated[
+        List[str], typer.Argument(help="Indexed files or folders to remove.", autocompletion=_complete_paths)
+    ],
     index: IndexOption = None,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask before removing every document "
-                                      "(needed without a terminal).")] = False,
+    yes: Annotated[
+        bool,
+        typer.Option(
+            "--yes", "-y", help="Do not ask before removing every document (needed without a terminal)."
+        ),
+    ] = False,
     lock_timeout: LockTimeoutOption = 600.0,
     json_output: JsonOption = False,
 ) -> None:
@@ -237,8 +325,8 @@ def rm(
     Example: rag rm ~/notes/old-draft.md
     """
     from ragcli.errors import RagError
-    from ragcli.ingest import remove_paths
-    from ragcli.removal import plan_removal, record_exclusions
+    from ragcli.ingest.pipeline import remove_paths
+    from ragcli.store.removal import plan_removal, record_exclusions
 
     index_dir = load_settings(index=index).index
     plan = plan_removal(index_dir, paths)
@@ -251,9 +339,12 @@ def rm(
     if json_output:
         emit_json("rm", {"removed": removed, "excluded": [str(t) for t in plan.targets]})
     else:
-        stderr_console().print(f"{removed} document(s) removed; later ingests skip "
-                               f"{printable(', '.join(paths))} (name it in `rag ingest` to add it back)",
-                               markup=False, highlight=False)
+        stderr_console().print(
+            f"{removed} document(s) removed; later ingests skip "
+            f"{printable(', '.join(paths))} (name it in `rag ingest` to add it back)",
+            markup=False,
+            highlight=False,
+        )
 
 
 def _confirm_remove_all(total: int, index_dir: Path) -> None:

@@ -35,8 +35,14 @@ def _describe(help_text: str | None) -> list[str]:
     lines: list[str] = []
     for paragraph in _paragraphs(help_text):
         if paragraph.startswith(" "):  # examples: verbatim
-            lines += [".PP", ".nf", ".RS 4", roff("\n".join(line.strip() for line in paragraph.splitlines())),
-                      ".RE", ".fi"]
+            lines += [
+                ".PP",
+                ".nf",
+                ".RS 4",
+                roff("\n".join(line.strip() for line in paragraph.splitlines())),
+                ".RE",
+                ".fi",
+            ]
         else:
             lines += [".PP", roff(paragraph)]
     return lines
@@ -67,8 +73,12 @@ def _commands(group, ctx, prefix: str) -> list[str]:
             lines += _commands(command, sub_ctx, path)
             continue
         usage = " ".join(command.collect_usage_pieces(sub_ctx))
-        lines += [f".SS \"{roff(path)}\"", f".B {roff(path)} {roff(usage)}", *_describe(command.help),
-                  *_options(command, sub_ctx)]
+        lines += [
+            f'.SS "{roff(path)}"',
+            f".B {roff(path)} {roff(usage)}",
+            *_describe(command.help),
+            *_options(command, sub_ctx),
+        ]
     return lines
 
 
@@ -85,17 +95,27 @@ def render() -> str:
     summary = _paragraphs(root.help)[0]
     lines = [
         f'.TH RAG 1 "" "rag {__version__}" "User Commands"',
-        ".SH NAME", f"rag \\- {roff(summary[0].lower() + summary[1:].rstrip('.'))}",
-        ".SH SYNOPSIS", ".B rag", "[\\fIGLOBAL OPTIONS\\fR] \\fICOMMAND\\fR [\\fIARGS\\fR]...",
-        ".SH DESCRIPTION", *_describe(root.help),
+        ".SH NAME",
+        f"rag \\- {roff(summary[0].lower() + summary[1:].rstrip('.'))}",
+        ".SH SYNOPSIS",
+        ".B rag",
+        "[\\fIGLOBAL OPTIONS\\fR] \\fICOMMAND\\fR [\\fIARGS\\fR]...",
+        ".SH DESCRIPTION",
+        *_describe(root.help),
         ".SH GLOBAL OPTIONS",
-        ".PP", "They may also be given after the command name.", *_options(root, ctx),
-        ".SH COMMANDS", *_commands(root, ctx, "rag"),
+        ".PP",
+        "They may also be given after the command name.",
+        *_options(root, ctx),
+        ".SH COMMANDS",
+        *_commands(root, ctx, "rag"),
         ".SH OUTPUT",
-        ".PP", roff("Data goes to stdout, messages to stderr. Off a terminal nothing wraps, and commands "
-                    "that list records print one tab-separated line per record (no header); --format "
-                    "tsv|csv add a header, --format json|jsonl print the shapes documented in docs/json.md. "
-                    "Control characters in names are shown escaped (\\x1b) in human output."),
+        ".PP",
+        roff(
+            "Data goes to stdout, messages to stderr. Off a terminal nothing wraps, and commands "
+            "that list records print one tab-separated line per record (no header); --format "
+            "tsv|csv add a header, --format json|jsonl print the shapes documented in docs/json.md. "
+            "Control characters in names are shown escaped (\\x1b) in human output."
+        ),
         ".SH ENVIRONMENT",
     ]
     for name, key in KEYS.items():
@@ -104,8 +124,10 @@ def render() -> str:
     lines += [".SH EXIT STATUS"]
     for code, meaning in EXIT_STATUS:
         lines += [".TP", f"\\fB{code}\\fR", roff(meaning)]
-    lines += [".SH SEE ALSO",
-              "Shell completions: \\fBrag completions bash|zsh|fish\\fR; the README's Shell section."]
+    lines += [
+        ".SH SEE ALSO",
+        "Shell completions: \\fBrag completions bash|zsh|fish\\fR; the README's Shell section.",
+    ]
     return "\n".join(lines) + "\n"
 
 

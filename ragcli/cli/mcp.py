@@ -13,9 +13,14 @@ from ragcli.config import load_settings
 def mcp(
     index: IndexOption = None,
     embed_model: EmbedModelOption = None,
-    model: Annotated[Optional[str], typer.Option(
-        help="GGUF model for the ask tool's choice/generative styles and llm mode (default: $RAG_MODEL, "
-        "else the packaged SmolLM2-135M-Instruct).", show_default=False)] = None,
+    model: Annotated[
+        Optional[str],
+        typer.Option(
+            help="GGUF model for the ask tool's choice/generative styles and llm mode (default: $RAG_MODEL, "
+            "else the packaged SmolLM2-135M-Instruct).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve the index as a Model Context Protocol server on stdin/stdout.
 

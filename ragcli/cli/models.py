@@ -25,8 +25,10 @@ def models(
 
     entries = list_models(load_settings())
     if json_output:
-        emit_json("models", {"models": [dict(entry.to_dict(), generative=is_capable(entry.info))
-                                        for entry in entries]})
+        emit_json(
+            "models",
+            {"models": [dict(entry.to_dict(), generative=is_capable(entry.info)) for entry in entries]},
+        )
         return
     from rich.table import Table
 
@@ -37,11 +39,16 @@ def models(
     for entry in entries:
         info = entry.info
         table.add_row(
-            entry.name, human_size(info.size) if info else "-", (info.quantisation or "-") if info else "-",
-            _params(info.parameters) if info else "-", str(info.context_length or "-") if info else "-",
+            entry.name,
+            human_size(info.size) if info else "-",
+            (info.quantisation or "-") if info else "-",
+            _params(info.parameters) if info else "-",
+            str(info.context_length or "-") if info else "-",
             ("yes" if info.chat_template else "no") if info else "-",
-            "generative" if is_capable(info) else "evidence" if info else "-", entry.origin,
-            str(entry.path) if entry.path else "-")
+            "generative" if is_capable(info) else "evidence" if info else "-",
+            entry.origin,
+            str(entry.path) if entry.path else "-",
+        )
     stdout_console().print(table, highlight=False)
 
 

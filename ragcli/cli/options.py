@@ -19,22 +19,34 @@ def choice_enum(name: str, values: tuple[str, ...]) -> type[Enum]:
 
 IndexOption = Annotated[
     Optional[Path],
-    typer.Option("--index", help="Index directory (default: $RAG_INDEX, else the user data dir).",
-                 show_default=False),
+    typer.Option(
+        "--index", help="Index directory (default: $RAG_INDEX, else the user data dir).", show_default=False
+    ),
 ]
-JsonOption = Annotated[bool, typer.Option("--json",
-                                          help="Print one JSON document on stdout (= --format json).")]
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="Print one JSON document on stdout (= --format json).")
+]
 FormatOption = Annotated[
     Optional[ListFormat],
-    typer.Option("--format", help="table (on a terminal; tab-separated lines in a pipe), tsv, csv (both "
-                 "with a "
-                 "header), json or jsonl.", show_default=False),
+    typer.Option(
+        "--format",
+        help="table (on a terminal; tab-separated lines in a pipe), tsv, csv (both "
+        "with a "
+        "header), json or jsonl.",
+        show_default=False,
+    ),
 ]
 EmbedModelOption = Annotated[
     Optional[str],
-    typer.Option("--embed-model", help="Embedding model: a local sentence-transformers folder "
-                 "(default: $RAG_EMBED_MODEL, else the packaged all-MiniLM-L6-v2).", show_default=False),
+    typer.Option(
+        "--embed-model",
+        help="Embedding model: a local sentence-transformers folder "
+        "(default: $RAG_EMBED_MODEL, else the packaged all-MiniLM-L6-v2).",
+        show_default=False,
+    ),
 ]
+
+
 def _complete_groups(ctx: typer.Context, incomplete: str) -> list[str]:
     from ragcli.cli.completions import group_names
 
@@ -43,8 +55,13 @@ def _complete_groups(ctx: typer.Context, incomplete: str) -> list[str]:
 
 GroupOption = Annotated[
     Optional[str],
-    typer.Option("--group", "-g", help="Chunk group (granularity), e.g. fine, medium, coarse.",
-                 show_default=False, autocompletion=_complete_groups),
+    typer.Option(
+        "--group",
+        "-g",
+        help="Chunk group (granularity), e.g. fine, medium, coarse.",
+        show_default=False,
+        autocompletion=_complete_groups,
+    ),
 ]
 
 
@@ -72,29 +89,59 @@ def parse_weights(value: Optional[str]) -> Optional[tuple[float, float]]:
 
 
 # Retrieval options shared by `rag query` and `rag ask`.
-FiltersOption = Annotated[Optional[List[str]], typer.Option(
-    "--filter", "-f", help="key=value metadata filter, repeatable: values of one key are OR-ed, keys AND-ed. "
-    "Keys: file_name, file_type, path (glob), title, modified/created (e.g. 'modified=>=2024-01-01'; "
-    "comparisons of one key are AND-ed, making ranges), or any stored metadata key.", show_default=False)]
-MinScoreOption = Annotated[Optional[float], typer.Option(
-    help="Drop hits scoring below this: BM25 score, cosine similarity (dense), or the fused score "
-    "(hybrid: 0-1 for adaptive; RRF scores are small, about 1/(k+rank) per retriever). Applied before "
-    "reranking.",
-    show_default=False)]
+FiltersOption = Annotated[
+    Optional[List[str]],
+    typer.Option(
+        "--filter",
+        "-f",
+        help="key=value metadata filter, repeatable: values of one key are OR-ed, keys AND-ed. "
+        "Keys: file_name, file_type, path (glob), title, modified/created (e.g. 'modified=>=2024-01-01'; "
+        "comparisons of one key are AND-ed, making ranges), or any stored metadata key.",
+        show_default=False,
+    ),
+]
+MinScoreOption = Annotated[
+    Optional[float],
+    typer.Option(
+        help="Drop hits scoring below this: BM25 score, cosine similarity (dense), or the fused score "
+        "(hybrid: 0-1 for adaptive; RRF scores are small, about 1/(k+rank) per retriever). Applied before "
+        "reranking.",
+        show_default=False,
+    ),
+]
 RerankOption = Annotated[Optional[Rerank], typer.Option(help="Rerank the candidates.", show_default=False)]
-RerankModelOption = Annotated[Optional[str], typer.Option(
-    help="Model for --rerank: a local CrossEncoder folder (cross-encoder) or a GGUF (llm).",
-    show_default=False)]
-CandidatesOption = Annotated[int, typer.Option(
-    min=1, help="Candidates fetched per retriever before fusion, reranking or llm selection.")]
-RequireOption = Annotated[Optional[List[str]], typer.Option(
-    help="Keep only hits containing this word (repeatable, case-insensitive).", show_default=False)]
-ExcludeOption = Annotated[Optional[List[str]], typer.Option(
-    help="Drop hits containing this word (repeatable).", show_default=False)]
-FusionOption = Annotated[Fusion, typer.Option(
-    help="Hybrid fusion: adaptive (normalised scores, weights set per query from how clearly each "
-    "retriever separates its top hits), rrf (reciprocal rank) or score (min-max normalised scores, "
-    "fixed weights).")]
-WeightsOption = Annotated[Optional[str], typer.Option(
-    help="Fusion weights 'bm25,dense', e.g. 1,0.5 (adaptive: multiplied into its per-query weights).",
-    show_default="1,1")]
+RerankModelOption = Annotated[
+    Optional[str],
+    typer.Option(
+        help="Model for --rerank: a local CrossEncoder folder (cross-encoder) or a GGUF (llm).",
+        show_default=False,
+    ),
+]
+CandidatesOption = Annotated[
+    int,
+    typer.Option(min=1, help="Candidates fetched per retriever before fusion, reranking or llm selection."),
+]
+RequireOption = Annotated[
+    Optional[List[str]],
+    typer.Option(
+        help="Keep only hits containing this word (repeatable, case-insensitive).", show_default=False
+    ),
+]
+ExcludeOption = Annotated[
+    Optional[List[str]], typer.Option(help="Drop hits containing this word (repeatable).", show_default=False)
+]
+FusionOption = Annotated[
+    Fusion,
+    typer.Option(
+        help="Hybrid fusion: adaptive (normalised scores, weights set per query from how clearly each "
+        "retriever separates its top hits), rrf (reciprocal rank) or score (min-max normalised scores, "
+        "fixed weights)."
+    ),
+]
+WeightsOption = Annotated[
+    Optional[str],
+    typer.Option(
+        help="Fusion weights 'bm25,dense', e.g. 1,0.5 (adaptive: multiplied into its per-query weights).",
+        show_default="1,1",
+    ),
+]

@@ -26,8 +26,8 @@ class BarProgress:
         self._task = progress.add_task(description, total=None, status="", eta="-")
         self.files_total = 0
         self.files_read = 0
-        self.queued = 0       # chunks handed to the embedder so far
-        self.done = 0         # chunks embedded
+        self.queued = 0  # chunks handed to the embedder so far
+        self.done = 0  # chunks embedded
         self._embedding_started = False
         self._embedding_since = 0.0
 
@@ -83,9 +83,14 @@ def progress_bar(console: Console, description: str, enabled: bool = True) -> It
     if not (enabled and sys.stderr.isatty() and not console.quiet):
         yield None
         return
-    columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn(), TextColumn("eta {task.fields[eta]}"),
-               TextColumn("{task.fields[status]}", style="dim", markup=False))
+    columns = (
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta {task.fields[eta]}"),
+        TextColumn("{task.fields[status]}", style="dim", markup=False),
+    )
     with Progress(*columns, console=console, transient=True) as progress:
         yield BarProgress(progress, description)
 

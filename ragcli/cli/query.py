@@ -9,8 +9,20 @@ from typing import Annotated, Any, Iterable, Iterator, Optional
 import typer
 
 from ragcli.cli.options import (
-    CandidatesOption, EmbedModelOption, ExcludeOption, FiltersOption, Fusion, FusionOption, GroupOption,
-    IndexOption, MinScoreOption, Mode, RequireOption, RerankModelOption, RerankOption, WeightsOption,
+    CandidatesOption,
+    EmbedModelOption,
+    ExcludeOption,
+    FiltersOption,
+    Fusion,
+    FusionOption,
+    GroupOption,
+    IndexOption,
+    MinScoreOption,
+    Mode,
+    RequireOption,
+    RerankModelOption,
+    RerankOption,
+    WeightsOption,
     parse_weights,
 )
 from ragcli.cli.render import SCHEMA_VERSION, emit_json, emit_jsonl, stdout_console
@@ -29,15 +41,35 @@ HIT_COLUMNS = ("rank", "score", "path", "page", "chunk_id", "group", "text")
 
 
 def query(
-    text: Annotated[Optional[str], typer.Argument(
-        metavar="QUERY", help="The question or keywords; '-' (or no QUERY with a pipe) reads one query per "
-        "line from stdin.", show_default=False)] = None,
-    mode: Annotated[Optional[Mode], typer.Option(
-        "--mode", "-m", help="bm25 (keywords), dense (embeddings), hybrid (both, fused) or llm (a language "
-        "model picks among hybrid candidates). Default: $RAG_MODE / config, else hybrid.",
-        show_default=False)] = None,
-    top_k: Annotated[Optional[int], typer.Option("--top-k", "-k", min=1, help="Hits to return. Default: "
-                                                 "$RAG_TOP_K / config, else 10.", show_default=False)] = None,
+    text: Annotated[
+        Optional[str],
+        typer.Argument(
+            metavar="QUERY",
+            help="The question or keywords; '-' (or no QUERY with a pipe) reads one query per "
+            "line from stdin.",
+            show_default=False,
+        ),
+    ] = None,
+    mode: Annotated[
+        Optional[Mode],
+        typer.Option(
+            "--mode",
+            "-m",
+            help="bm25 (keywords), dense (embeddings), hybrid (both, fused) or llm (a language "
+            "model picks among hybrid candidates). Default: $RAG_MODE / config, else hybrid.",
+            show_default=False,
+        ),
+    ] = None,
+    top_k: Annotated[
+        Optional[int],
+        typer.Option(
+            "--top-k",
+            "-k",
+            min=1,
+            help="Hits to return. Default: $RAG_TOP_K / config, else 10.",
+            show_default=False,
+        ),
+    ] = None,
     group: GroupOption = None,
     filters: FiltersOption = None,
     min_score: MinScoreOption = None,
@@ -49,19 +81,38 @@ def query(
     fusion: FusionOption = Fusion.adaptive,
     rrf_k: Annotated[int, typer.Option(min=1, help="RRF constant k: larger flattens the rank bonus.")] = 60,
     weights: WeightsOption = None,
-    explain: Annotated[bool, typer.Option(help="Show each retriever's rank, score and fusion weight "
-                                          "for this query, and the fused score, per hit.")] = False,
-    json_output: Annotated[bool, typer.Option("--json", help="One JSON document (schema_version, query, "
-                                              "mode, hits).")] = False,
-    jsonl_output: Annotated[bool, typer.Option("--jsonl", help="One JSON object per hit, with its "
-                                               "query.")] = False,
-    output_format: Annotated[Optional[Format], typer.Option(
-        "--format", help="table (on a terminal; tab-separated rank, score, source, snippet in a pipe), "
-        "tsv or csv (header, full text), json, jsonl, or paths (unique paths, one per line, for xargs). "
-        "Default: table "
-        "for one QUERY, jsonl for queries from stdin.", show_default=False)] = None,
-    answer: Annotated[bool, typer.Option("--answer", help="Answer from the hits with the local model, "
-                                         "as `rag ask` does (its defaults for everything else).")] = False,
+    explain: Annotated[
+        bool,
+        typer.Option(
+            help="Show each retriever's rank, score and fusion weight "
+            "for this query, and the fused score, per hit."
+        ),
+    ] = False,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="One JSON document (schema_version, query, mode, hits).")
+    ] = False,
+    jsonl_output: Annotated[
+        bool, typer.Option("--jsonl", help="One JSON object per hit, with its query.")
+    ] = False,
+    output_format: Annotated[
+        Optional[Format],
+        typer.Option(
+            "--format",
+            help="table (on a terminal; tab-separated rank, score, source, snippet in a pipe), "
+            "tsv or csv (header, full text), json, jsonl, or paths (unique paths, one per line, for xargs). "
+            "Default: table "
+            "for one QUERY, jsonl for queries from stdin.",
+            show_default=False,
+        ),
+    ] = None,
+    answer: Annotated[
+        bool,
+        typer.Option(
+            "--answer",
+            help="Answer from the hits with the local model, "
+            "as `rag ask` does (its defaults for everything else).",
+        ),
+    ] = False,
     index: IndexOption = None,
     embed_model: EmbedModelOption = None,
 ) -> None:
@@ -83,8 +134,17 @@ def query(
 
     index_ = open_index(index, embed_model=embed_model, mode=mode, top_k=top_k, group=group)
     options = index_.query_options(
-        filters=filters, min_score=min_score, rerank=rerank, rerank_model=rerank_model, candidates=candidates,
-        require=require, exclude=exclude, fusion=fusion, rrf_k=rrf_k, weights=parse_weights(weights))
+        filters=filters,
+        min_score=min_score,
+        rerank=rerank,
+        rerank_model=rerank_model,
+        candidates=candidates,
+        require=require,
+        exclude=exclude,
+        fusion=fusion,
+        rrf_k=rrf_k,
+        weights=parse_weights(weights),
+    )
     fmt = _output_format(json_output, jsonl_output, output_format, answer)
     queries = _stdin_queries(text)
     with index_:
@@ -104,22 +164,26 @@ def query(
                     _print_batch(line, options.mode, hits, fmt or Format.jsonl)
 
 
-def _output_format(json_output: bool, jsonl_output: bool, output_format: Optional[Format],
-                   answer: bool) -> Optional[Format]:
+def _output_format(
+    json_output: bool, jsonl_output: bool, output_format: Optional[Format], answer: bool
+) -> Optional[Format]:
     """The one format asked for; contradictory flags are a usage error (exit 2)."""
     asked = {f for f, on in ((Format.json, json_output), (Format.jsonl, jsonl_output)) if on}
     if output_format is not None:
         asked.add(output_format)
     if len(asked) > 1:
         names = ", ".join(sorted(f.value for f in asked))
-        raise typer.BadParameter(f"contradictory output formats ({names}): give one of --json, --jsonl, "
-                                 "--format", param_hint="--format")
+        raise typer.BadParameter(
+            f"contradictory output formats ({names}): give one of --json, --jsonl, --format",
+            param_hint="--format",
+        )
     fmt = next(iter(asked), None)
     if answer and fmt not in (None, Format.table, Format.json, Format.jsonl):
-        raise typer.BadParameter(f"--answer prints an answer, not hits: --format {fmt.value} does not apply "
-                                 "(use table or json)", param_hint="--format")
+        raise typer.BadParameter(
+            f"--answer prints an answer, not hits: --format {fmt.value} does not apply (use table or json)",
+            param_hint="--format",
+        )
     return fmt
-
 
 
 def _answer(index, options, text: Optional[str], queries, json_output: bool) -> None:
@@ -140,8 +204,9 @@ def _stdin_queries(text: Optional[str]) -> Optional[Iterator[str]]:
             raise typer.BadParameter("the query is empty: give words to search for", param_hint="QUERY")
         return None
     if text is None and sys.stdin.isatty():
-        raise typer.BadParameter("give a QUERY, or '-' / a pipe to read queries from stdin",
-                                 param_hint="QUERY")
+        raise typer.BadParameter(
+            "give a QUERY, or '-' / a pipe to read queries from stdin", param_hint="QUERY"
+        )
     return (line.strip() for line in sys.stdin if line.strip())
 
 
@@ -149,9 +214,16 @@ def _stdin_queries(text: Optional[str]) -> Optional[Iterator[str]]:
 def hit_record(hit) -> dict[str, Any]:
     """A hit as a JSON-ready dict."""
     chunk = hit.chunk
-    return {"rank": hit.rank, "score": hit.score, "path": chunk.path, "page": chunk.page,
-            "chunk_id": chunk.id, "group": chunk.group, "text": chunk.text,
-            "sources": {name: dict(part) for name, part in hit.sources.items()}}
+    return {
+        "rank": hit.rank,
+        "score": hit.score,
+        "path": chunk.path,
+        "page": chunk.page,
+        "chunk_id": chunk.id,
+        "group": chunk.group,
+        "text": chunk.text,
+        "sources": {name: dict(part) for name, part in hit.sources.items()},
+    }
 
 
 def unique_paths(hits: Iterable[Any]) -> list[str]:
@@ -179,8 +251,10 @@ def _print_records(fmt: Format, pairs) -> None:
     pairs = list(pairs)
     with_query = any(query is not None for query, _ in pairs)
     header = (("query",) if with_query else ()) + HIT_COLUMNS
-    rows = [((query,) if with_query else ()) + tuple(hit_record(hit)[c] for c in HIT_COLUMNS)
-            for query, hit in pairs]
+    rows = [
+        ((query,) if with_query else ()) + tuple(hit_record(hit)[c] for c in HIT_COLUMNS)
+        for query, hit in pairs
+    ]
     (emit_tsv if fmt is Format.tsv else emit_csv)(rows, header)
 
 
@@ -202,20 +276,36 @@ def _print_table_for(text: str, hits: list, explain: bool, query_column: bool = 
 
         message("no hits")
         return
-    from ragcli.query import snippet
+    from ragcli.cli.snippets import snippet
 
-    emit_tsv(([text] if query_column else [])
-             + [hit.rank, f"{hit.score:.4g}", _source(hit),
-                " ".join(snippet(hit.chunk.text, text, 300)[0].split())]
-             + ([explain_line(hit)] if explain else []) for hit in hits)
+    emit_tsv(
+        ([text] if query_column else [])
+        + [
+            hit.rank,
+            f"{hit.score:.4g}",
+            _source(hit),
+            " ".join(snippet(hit.chunk.text, text, 300)[0].split()),
+        ]
+        + ([explain_line(hit)] if explain else [])
+        for hit in hits
+    )
 
 
 def _print_batch(text: str, mode: str, hits: list, fmt: Format) -> None:
     if fmt is Format.paths:
         _print_paths(hits)
     elif fmt is Format.json:
-        emit_jsonl([{"schema_version": SCHEMA_VERSION, "kind": "query", "query": text, "mode": mode,
-                     "hits": [hit_record(h) for h in hits]}])
+        emit_jsonl(
+            [
+                {
+                    "schema_version": SCHEMA_VERSION,
+                    "kind": "query",
+                    "query": text,
+                    "mode": mode,
+                    "hits": [hit_record(h) for h in hits],
+                }
+            ]
+        )
     else:
         emit_jsonl({"query": text, **hit_record(h)} for h in hits)
 
@@ -263,8 +353,10 @@ def _print_stacked(out, text: str, hits: list, explain: bool) -> None:
     from ragcli.cli.render import printable
 
     for hit in hits:
-        out.print(f"[bold]{hit.rank}.[/bold] {hit.score:.4g}  [cyan]{escape(printable(_source(hit)))}[/cyan]",
-                  highlight=False)
+        out.print(
+            f"[bold]{hit.rank}.[/bold] {hit.score:.4g}  [cyan]{escape(printable(_source(hit)))}[/cyan]",
+            highlight=False,
+        )
         # About three wrapped lines, whatever the width.
         snippet = highlighted_snippet(hit.chunk.text, text, width=max(60, 3 * (out.width - 3)))
         out.print(Padding(snippet, (0, 0, 0, 3)))
@@ -281,7 +373,7 @@ def highlighted_snippet(text: str, query: str, width: int = 300):
     """A window of the chunk text around its first query term, the terms in bold."""
     from rich.text import Text
 
-    from ragcli.query import snippet
+    from ragcli.cli.snippets import snippet
 
     window, spans = snippet(text, query, width)
     # Same length as the window, so the spans still line up; controls become spaces.
@@ -293,8 +385,10 @@ def highlighted_snippet(text: str, query: str, width: int = 300):
 
 def explain_line(hit) -> str:
     """Each retriever's rank, score and fusion weight (for this query), then the fused score."""
-    parts = [f"{name} #{int(part['rank'])} {part['score']:.4g}" + _weight_note(part)
-             for name, part in sorted(hit.sources.items())]
+    parts = [
+        f"{name} #{int(part['rank'])} {part['score']:.4g}" + _weight_note(part)
+        for name, part in sorted(hit.sources.items())
+    ]
     fused = "bm25" in hit.sources or "dense" in hit.sources
     missing = [name for name in ("bm25", "dense") if fused and name not in hit.sources]
     parts += [f"{name} -" for name in missing]

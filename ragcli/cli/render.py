@@ -190,10 +190,17 @@ def _utf8(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def emit_records(fmt: ListFormat, records: Sequence[Mapping[str, Any]], columns: Sequence[str], *,
-                 kind: str, key: str, human: Callable[[], None],
-                 plain: Callable[[Mapping[str, Any]], Sequence[Any]] | None = None,
-                 extra: Mapping[str, Any] | None = None) -> None:
+def emit_records(
+    fmt: ListFormat,
+    records: Sequence[Mapping[str, Any]],
+    columns: Sequence[str],
+    *,
+    kind: str,
+    key: str,
+    human: Callable[[], None],
+    plain: Callable[[Mapping[str, Any]], Sequence[Any]] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> None:
     """Print records in the chosen format.
 
     Args:
@@ -222,8 +229,9 @@ def resolve_format(fmt: ListFormat | None, json_flag: bool) -> ListFormat:
     import typer
 
     if json_flag and fmt not in (None, ListFormat.json):
-        raise typer.BadParameter(f"--json contradicts --format {fmt.value}: give one of them",
-                                 param_hint="--format")
+        raise typer.BadParameter(
+            f"--json contradicts --format {fmt.value}: give one of them", param_hint="--format"
+        )
     return ListFormat.json if json_flag else fmt or ListFormat.table
 
 
@@ -236,8 +244,10 @@ def print_table(table: Any, header: bool = False) -> None:
         message(str(table.title))
     columns = table.columns
     rows = zip(*(column._cells for column in columns))  # rich keeps cells per column
-    emit_tsv(([str(value) for value in row] for row in rows),
-             [str(column.header) for column in columns] if header else None)
+    emit_tsv(
+        ([str(value) for value in row] for row in rows),
+        [str(column.header) for column in columns] if header else None,
+    )
 
 
 def human_size(size: float) -> str:

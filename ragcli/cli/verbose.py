@@ -25,4 +25,3 @@ def configure_logging(verbose: int) -> None:
     # Parser libraries (pypdf) log recoverable oddities; the per-file report already says
     # what matters, so keep their warnings off the terminal unless asked for.
     logging.getLogger("pypdf").setLevel(logging.INFO if verbose >= 2 else logging.ERROR)
-

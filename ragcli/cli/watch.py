@@ -1,4 +1,4 @@
-"""`rag ingest DIR --watch`: the terminal side of `ragcli.watch` (signals and one line per change)."""
+"""`rag ingest DIR --watch`: the terminal side of `ragcli.ingest.watch` (signals and one line per change)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def run_watch(index: Path, roots: Sequence[Path], **options) -> None:
     The first Ctrl-C lets the set of changes being applied commit and runs a last catch-up;
     a second one interrupts at once (what was committed stays).
     """
-    from ragcli.watch import watch
+    from ragcli.ingest.watch import watch
 
     stop = threading.Event()
 
@@ -37,8 +37,12 @@ def run_watch(index: Path, roots: Sequence[Path], **options) -> None:
                 report = batch.report
                 documents = report.added + report.updated + report.unchanged
                 folders = ", ".join(str(Path(root).resolve()) for root in roots)
-                err.print(f"watching {folders} ({documents} documents; Ctrl-C to stop)", markup=False,
-                          highlight=False, soft_wrap=True)
+                err.print(
+                    f"watching {folders} ({documents} documents; Ctrl-C to stop)",
+                    markup=False,
+                    highlight=False,
+                    soft_wrap=True,
+                )
     finally:
         signal.signal(signal.SIGINT, previous)
     if stop.is_set():

@@ -151,8 +151,7 @@ class _Builder:
         self.nodes.append(helper.make_node("Identity", [x], [OUTPUT_NAME]))
         names = INPUT_NAMES if self.with_types else INPUT_NAMES[:2]
         inputs = [
-            helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "sequence"])
-            for name in names
+            helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "sequence"]) for name in names
         ]
         output = helper.make_tensor_value_info(
             OUTPUT_NAME, TensorProto.FLOAT, ["batch", "sequence", self.hidden]
@@ -165,8 +164,10 @@ class _Builder:
         words = self.op("Gather", self.weight("embeddings.word_embeddings.weight"), "input_ids")
         length = self.op("Shape", "input_ids", start=1, end=2)
         positions = self.op(
-            "Slice", self.weight("embeddings.position_embeddings.weight"),
-            self.const(np.array([0], dtype=np.int64)), length,
+            "Slice",
+            self.weight("embeddings.position_embeddings.weight"),
+            self.const(np.array([0], dtype=np.int64)),
+            length,
             self.const(np.array([0], dtype=np.int64)),
         )
         total = self.op("Add", words, positions)
@@ -181,9 +182,7 @@ class _Builder:
         """(1 - mask) * float32.min, shaped (batch, 1, 1, sequence), as transformers does."""
         mask = self.op("Cast", "attention_mask", to=1)
         inverted = self.op("Sub", self.const(np.array(1.0, dtype=np.float32)), mask)
-        scaled = self.op(
-            "Mul", inverted, self.const(np.array(np.finfo(np.float32).min, dtype=np.float32))
-        )
+        scaled = self.op("Mul", inverted, self.const(np.array(np.finfo(np.float32).min, dtype=np.float32)))
         return self.op("Unsqueeze", scaled, self.const(np.array([1, 2], dtype=np.int64)))
 
     def layer(self, prefix: str, x: str, bias: str) -> str:
@@ -231,8 +230,12 @@ class _Builder:
 
     def layer_norm(self, prefix: str, x: str) -> str:
         return self.op(
-            "LayerNormalization", x, self.weight(prefix + "weight"), self.weight(prefix + "bias"),
-            axis=-1, epsilon=self.eps,
+            "LayerNormalization",
+            x,
+            self.weight(prefix + "weight"),
+            self.weight(prefix + "bias"),
+            axis=-1,
+            epsilon=self.eps,
         )
 
     # -- plumbing -----------------------------------------------------------------------
@@ -257,8 +260,9 @@ class _Builder:
         return self.tensor(f"const_{self._count}", value)
 
 
-def _write_external(model: Any, tensors: list[tuple[str, np.ndarray]], out_file: Path,
-                    weights_name: str) -> None:
+def _write_external(
+    model: Any, tensors: list[tuple[str, np.ndarray]], out_file: Path, weights_name: str
+) -> None:
     """Small constants inside the graph, large tensors appended to the weights file."""
     from onnx import TensorProto, numpy_helper
 
@@ -273,8 +277,11 @@ def _write_external(model: Any, tensors: list[tuple[str, np.ndarray]], out_file:
             handle.write(np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<")).tobytes())
             tensor = TensorProto(name=name, data_type=TensorProto.FLOAT, dims=value.shape)
             tensor.data_location = TensorProto.EXTERNAL
-            for key, item in (("location", weights_name), ("offset", str(offset)),
-                              ("length", str(value.nbytes))):
+            for key, item in (
+                ("location", weights_name),
+                ("offset", str(offset)),
+                ("length", str(value.nbytes)),
+            ):
                 entry = tensor.external_data.add()
                 entry.key, entry.value = key, item
             initializers.append(tensor)

@@ -93,8 +93,9 @@ def torch_export(config: ModelConfig, out_file: Path) -> Path:
     Raises:
         ExportFailed: torch is not installed, or the export did not succeed.
     """
-    missing = [name for name in ("torch", "transformers", "onnxscript")
-               if importlib.util.find_spec(name) is None]
+    missing = [
+        name for name in ("torch", "transformers", "onnxscript") if importlib.util.find_spec(name) is None
+    ]
     if missing:
         reason = bert_unsupported(config.transformer_dir)
         raise ExportFailed(
@@ -102,13 +103,20 @@ def torch_export(config: ModelConfig, out_file: Path) -> Path:
             f"{', '.join(missing)} not installed): run {TORCH_EXTRA}"
         )
     command = [
-        sys.executable, "-m", "ragcli.embedding.export_worker",
-        str(config.transformer_dir), str(out_file),
+        sys.executable,
+        "-m",
+        "ragcli.embedding.export_worker",
+        str(config.transformer_dir),
+        str(out_file),
     ]
     try:
         done = subprocess.run(
-            command, env=_child_env(), capture_output=True, text=True,
-            timeout=_EXPORT_TIMEOUT_S, check=False,
+            command,
+            env=_child_env(),
+            capture_output=True,
+            text=True,
+            timeout=_EXPORT_TIMEOUT_S,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ExportFailed(f"ONNX export of {config.path} did not finish: {exc}") from exc
@@ -122,7 +130,11 @@ def torch_export(config: ModelConfig, out_file: Path) -> Path:
 
 
 def cached_onnx(
-    config: ModelConfig, cache_dir: Path, *, fingerprint: str | None = None, int8: bool = False,
+    config: ModelConfig,
+    cache_dir: Path,
+    *,
+    fingerprint: str | None = None,
+    int8: bool = False,
     notify: Callable[[str], None] | None = None,
 ) -> Path:
     """The cached ONNX file for a model, exporting (and quantising) it on first use.
@@ -169,8 +181,12 @@ def _publish_export(config: ModelConfig, fingerprint: str, final: Path) -> None:
     staging.chmod(0o755)  # mkdtemp makes it private; the published folder should not be
     try:
         export_onnx(config.path, staging)
-        meta = {"fingerprint": fingerprint, "model": str(config.path), "output": "token_embeddings",
-                "builder": graph_builder(config)}
+        meta = {
+            "fingerprint": fingerprint,
+            "model": str(config.path),
+            "output": "token_embeddings",
+            "builder": graph_builder(config),
+        }
         (staging / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
         if final.exists():  # a folder left without its model (deleted by hand): replace it
             shutil.rmtree(final)
@@ -192,8 +208,14 @@ def _move_weights_out(model_file: Path) -> None:
     staging = Path(tempfile.mkdtemp(prefix=".weights-", dir=model_file.parent))
     try:
         model = onnx.load(str(model_file))
-        onnx.save_model(model, str(staging / ONNX_FILE), save_as_external_data=True,
-                        all_tensors_to_one_file=True, location=WEIGHTS_FILE, size_threshold=1024)
+        onnx.save_model(
+            model,
+            str(staging / ONNX_FILE),
+            save_as_external_data=True,
+            all_tensors_to_one_file=True,
+            location=WEIGHTS_FILE,
+            size_threshold=1024,
+        )
         # The weights first: a reader that sees the new graph must find them.
         os.replace(staging / WEIGHTS_FILE, model_file.with_name(WEIGHTS_FILE))
         os.replace(staging / ONNX_FILE, model_file)

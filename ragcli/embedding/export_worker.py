@@ -57,8 +57,9 @@ def _load(transformer_dir: Path):  # noqa: ANN202 - torch types are not importab
     # the decomposed SDPA graph (all-MiniLM-L6-v2, batch 8 x 200 tokens: 45-47 vs 36-37
     # texts/s, outputs equal to 2.4e-6). Models that do not take the argument load as before.
     try:
-        model = AutoModel.from_pretrained(str(transformer_dir), local_files_only=True,
-                                          attn_implementation="eager")
+        model = AutoModel.from_pretrained(
+            str(transformer_dir), local_files_only=True, attn_implementation="eager"
+        )
     except (TypeError, ValueError):
         model = AutoModel.from_pretrained(str(transformer_dir), local_files_only=True)
     model.eval()

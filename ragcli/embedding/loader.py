@@ -25,7 +25,10 @@ INT8_SUFFIX = "-int8"
 
 
 def load_embedder(
-    model: str | None, *, cache_dir: Path, runtime: str = "onnx",
+    model: str | None,
+    *,
+    cache_dir: Path,
+    runtime: str = "onnx",
     notify: Callable[[str], None] | None = None,
 ) -> Embedder:
     """Load an embedding model.
@@ -58,8 +61,7 @@ def load_embedder(
     reason = onnx_unsupported(config)
     if reason is None:
         try:
-            return _onnx(config, cache_dir, model_id, fingerprint, int8=runtime == "onnx-int8",
-                         notify=notify)
+            return _onnx(config, cache_dir, model_id, fingerprint, int8=runtime == "onnx-int8", notify=notify)
         except (ModelNotFound, ImportError, RuntimeError) as exc:  # ExportFailed included
             reason = str(exc)
     return _fallback(config, model_id, fingerprint, reason)
@@ -79,7 +81,12 @@ def _resolve(model: str | None) -> tuple[ModelConfig, str]:
 
 
 def _onnx(
-    config: ModelConfig, cache_dir: Path, model_id: str, fingerprint: str, *, int8: bool,
+    config: ModelConfig,
+    cache_dir: Path,
+    model_id: str,
+    fingerprint: str,
+    *,
+    int8: bool,
     notify: Callable[[str], None] | None,
 ) -> OnnxEmbedder:
     onnx_file = cached_onnx(config, cache_dir, fingerprint=fingerprint, int8=int8, notify=notify)
@@ -102,6 +109,4 @@ def _fallback(config: ModelConfig, model_id: str, fingerprint: str, reason: str)
     try:
         return SentenceTransformerEmbedder(config, model_id=model_id, fingerprint=fingerprint)
     except ModelNotFound as exc:
-        raise ModelNotFound(
-            f"no embedding runtime can load {config.path}: {reason}; {exc}"
-        ) from exc
+        raise ModelNotFound(f"no embedding runtime can load {config.path}: {reason}; {exc}") from exc

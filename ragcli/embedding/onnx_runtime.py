@@ -40,9 +40,7 @@ def cpu_count() -> int:
 class OnnxEmbedder:
     """Embeds with an ONNX export of the model's transformer; pooling runs in numpy."""
 
-    def __init__(
-        self, config: ModelConfig, onnx_file: Path, *, model_id: str, fingerprint: str
-    ) -> None:
+    def __init__(self, config: ModelConfig, onnx_file: Path, *, model_id: str, fingerprint: str) -> None:
         """Open the ONNX session and the tokenizer.
 
         Args:

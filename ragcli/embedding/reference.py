@@ -38,9 +38,7 @@ class SentenceTransformerEmbedder:
                 "sentence-transformers is not installed: run pip install 'ragcli[torch]'"
             ) from exc
         try:
-            self._model = SentenceTransformer(
-                str(config.path), device="cpu", local_files_only=True
-            )
+            self._model = SentenceTransformer(str(config.path), device="cpu", local_files_only=True)
         except (OSError, ValueError) as exc:
             raise ModelNotFound(f"cannot load the embedding model {config.path}: {exc}") from exc
         # Offsets come from the same tokenizer.json as the ONNX runtime, so both runtimes

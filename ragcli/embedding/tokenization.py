@@ -64,8 +64,7 @@ class ModelTokenizer:
             prepared = [text.lower() for text in prepared]
         encodings = self._model_tok.encode_batch(prepared)
         return [
-            (np.asarray(e.ids, dtype=np.int64), np.asarray(e.type_ids, dtype=np.int64))
-            for e in encodings
+            (np.asarray(e.ids, dtype=np.int64), np.asarray(e.type_ids, dtype=np.int64)) for e in encodings
         ]
 
     def token_offsets(self, text: str) -> list[tuple[int, int]]:
@@ -74,9 +73,7 @@ class ModelTokenizer:
         return [(int(start), int(end)) for start, end in encoding.offsets]
 
 
-def pad_batch(
-    encoded: Sequence[tuple[np.ndarray, np.ndarray]], pad_id: int
-) -> dict[str, np.ndarray]:
+def pad_batch(encoded: Sequence[tuple[np.ndarray, np.ndarray]], pad_id: int) -> dict[str, np.ndarray]:
     """Pad a batch to its longest member.
 
     Args:

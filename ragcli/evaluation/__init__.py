@@ -12,5 +12,12 @@ from ragcli.evaluation.answer_eval import AnswerReport, answer_configurations, e
 from ragcli.evaluation.generate import generate_qa
 from ragcli.evaluation.retrieval_eval import RetrievalReport, configurations, evaluate_retrieval
 
-__all__ = ["AnswerReport", "RetrievalReport", "answer_configurations", "configurations", "evaluate_answers",
-           "evaluate_retrieval", "generate_qa"]
+__all__ = [
+    "AnswerReport",
+    "RetrievalReport",
+    "answer_configurations",
+    "configurations",
+    "evaluate_answers",
+    "evaluate_retrieval",
+    "generate_qa",
+]

@@ -51,7 +51,7 @@ _CITATION = re.compile(r"\[\s*\d+(?:\s*,\s*\d+)*\s*\]")
 
 
 class AskerLike(Protocol):
-    """What evaluation needs of `ragcli.ask.Asker`."""
+    """What evaluation needs of `ragcli.answer.ask.Asker`."""
 
     def ask(self, question: str, options: Any) -> Any: ...
 
@@ -69,11 +69,13 @@ def answer_configurations(
 ) -> list[AnswerConfiguration]:
     """Every retrieval mode combined with every reranker, on top of `base` `AskOptions`."""
     if base is None:
-        from ragcli.ask import AskOptions
+        from ragcli.answer.ask import AskOptions
 
         base = AskOptions(use_cache=False)
-    return [AnswerConfiguration(name, replace(base, query=replace(base.query, mode=mode, rerank=rerank)))
-            for name, mode, rerank in mode_rerank_grid(modes, reranks)]
+    return [
+        AnswerConfiguration(name, replace(base, query=replace(base.query, mode=mode, rerank=rerank)))
+        for name, mode, rerank in mode_rerank_grid(modes, reranks)
+    ]
 
 
 @dataclass(frozen=True)
@@ -300,7 +302,7 @@ def evaluate_answers(
         progress: opens a progress receiver for a described stage (None: no progress).
         generator: a ready language model (tests); None loads the GGUF the options name.
     """
-    from ragcli.ask import Asker
+    from ragcli.answer.ask import Asker
     from ragcli.evaluation.datasets import load_qa_set
     from ragcli.evaluation.indexes import resolve_index, stage
 

@@ -118,8 +118,8 @@ def _share_present(text: str, other: str) -> float:
 def load_documents(folder: Path) -> list[Document] | list[Path]:
     """The corpus: BEIR documents when the folder has corpus.jsonl, else its readable files."""
     from ragcli.errors import UsageError
-    from ragcli.readers import reader_for
-    from ragcli.walk import FileFilter, walk_files
+    from ragcli.ingest.readers import reader_for
+    from ragcli.ingest.walk import FileFilter, walk_files
 
     folder = Path(folder).expanduser()
     if (folder / CORPUS_FILE).is_file():
@@ -134,7 +134,7 @@ def load_documents(folder: Path) -> list[Document] | list[Path]:
 
 def _document(item: Document | Path) -> Document | None:
     from ragcli.errors import ReaderError
-    from ragcli.readers import read_document
+    from ragcli.ingest.readers import read_document
 
     if isinstance(item, Document):
         return item
@@ -146,7 +146,7 @@ def _document(item: Document | Path) -> Document | None:
 
 def pick_chunk(document: Document, rng: random.Random) -> Candidate | None:
     """One random word window of the document long enough to ask about, or None."""
-    from ragcli.splitting import split
+    from ragcli.ingest.splitting import split
 
     spans = [
         span

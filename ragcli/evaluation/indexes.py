@@ -18,9 +18,8 @@ from typing import Any, Callable, ContextManager
 from ragcli.choices import DEFAULT_GROUP
 from ragcli.config import Settings
 from ragcli.evaluation.datasets import read_corpus
-from ragcli.splitting import PRESETS
+from ragcli.ingest.splitting import PRESETS
 from ragcli.store import read_index_meta
-
 
 
 def dataset_index_path(dataset: Path, *, settings: Settings, group: str = DEFAULT_GROUP) -> Path:
@@ -67,7 +66,7 @@ def prepare_index(
     Raises:
         IndexMismatch: the index was built with another embedding model.
     """
-    from ragcli.ingest import ingest_documents
+    from ragcli.ingest.pipeline import ingest_documents
 
     if embedder is None:
         from ragcli.models import embedder_for

@@ -26,7 +26,7 @@ RUN_TAG = "ragcli"
 
 
 class SearcherLike(Protocol):
-    """What evaluation needs of `ragcli.query.Searcher`."""
+    """What evaluation needs of `ragcli.retrieval.search.Searcher`."""
 
     def search(self, query: str, options: Any) -> list[Hit]: ...
 
@@ -53,15 +53,19 @@ def configurations(
         Configurations named ``mode`` or ``mode+reranker``.
     """
     if base is None:
-        from ragcli.query import QueryOptions
+        from ragcli.retrieval.search import QueryOptions
 
         base = QueryOptions(top_k=DEFAULT_TOP_K)
     candidates = max(base.candidates, base.top_k)
-    return [Configuration(name, replace(base, mode=mode, rerank=rerank, candidates=candidates))
-            for name, mode, rerank in mode_rerank_grid(modes, reranks)]
+    return [
+        Configuration(name, replace(base, mode=mode, rerank=rerank, candidates=candidates))
+        for name, mode, rerank in mode_rerank_grid(modes, reranks)
+    ]
 
 
-def mode_rerank_grid(modes: Sequence[str], reranks: Sequence[str | None]) -> list[tuple[str, str, str | None]]:
+def mode_rerank_grid(
+    modes: Sequence[str], reranks: Sequence[str | None]
+) -> list[tuple[str, str, str | None]]:
     """(name, mode, reranker) for every mode under every reranker; "none" or "" means no reranker."""
     grid = []
     for rerank in [None if r in (None, "", "none") else r for r in reranks]:
@@ -130,8 +134,9 @@ class RetrievalReport:
 SINGLE_MODES = ("bm25", "dense")
 
 
-def hybrid_gains(results: Sequence[ConfigurationResult],
-                 metric: str = "ndcg@10") -> dict[str, dict[str, Any]]:
+def hybrid_gains(
+    results: Sequence[ConfigurationResult], metric: str = "ndcg@10"
+) -> dict[str, dict[str, Any]]:
     """Each hybrid configuration's `metric` minus the best single mode's with the same reranker.
 
     Only configurations of the same run are compared, so the figure says whether fusing helped
@@ -144,8 +149,13 @@ def hybrid_gains(results: Sequence[ConfigurationResult],
     for result in results:
         if result.options.mode != "hybrid" or metric not in result.metrics:
             continue
-        singles = [other for other in results if other.options.mode in SINGLE_MODES
-                   and other.options.rerank == result.options.rerank and metric in other.metrics]
+        singles = [
+            other
+            for other in results
+            if other.options.mode in SINGLE_MODES
+            and other.options.rerank == result.options.rerank
+            and metric in other.metrics
+        ]
         if not singles:
             continue
         best = max(singles, key=lambda other: other.metrics[metric])
@@ -331,7 +341,7 @@ def evaluate_retrieval(
     """
     from ragcli.evaluation.datasets import load_retrieval_set
     from ragcli.evaluation.indexes import resolve_index, stage
-    from ragcli.query import Searcher
+    from ragcli.retrieval.search import Searcher
 
     dataset = load_retrieval_set(source)
     target, ingested = resolve_index(

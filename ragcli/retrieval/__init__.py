@@ -28,6 +28,6 @@ def _dense(store: Store, group: str, embedder: EmbedderLoader) -> Retriever:
 
 
 # Built-in retrievers by mode name; "hybrid" fuses these two and "llm" selects among
-# hybrid candidates (see ragcli.query). Factories import lazily so a BM25 query never
+# hybrid candidates (see ragcli.retrieval.search). Factories import lazily so a BM25 query never
 # loads the dense stack.
 RETRIEVERS: dict[str, RetrieverFactory] = {"bm25": _bm25, "dense": _dense}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ragcli.retrieval.analysis import analyze
+from ragcli.analysis import analyze
 from ragcli.retrieval.base import ChunkFilter
 from ragcli.store import Store
 from ragcli.store.postings import PostingsReader
@@ -38,8 +38,9 @@ class BM25Retriever:
         """
         return self.search_many([query], k, allowed)[0]
 
-    def search_many(self, queries: Sequence[str], k: int,
-                    allowed: ChunkFilter | None = None) -> list[list[Hit]]:
+    def search_many(
+        self, queries: Sequence[str], k: int, allowed: ChunkFilter | None = None
+    ) -> list[list[Hit]]:
         """`search` for several queries at once: one snapshot, one read of the hit chunks."""
         if k <= 0:
             return [[] for _ in queries]
@@ -47,16 +48,26 @@ class BM25Retriever:
             allowed_ids = self._allowed_ids(allowed) if allowed is not None and allowed.where else None
             if allowed_ids is not None and not len(allowed_ids):
                 return [[] for _ in queries]
-            ranked = [self._reader.top_k(self.store.db, self.group, analyze(query), k, allowed_ids)
-                      for query in queries]
+            ranked = [
+                self._reader.top_k(self.store.db, self.group, analyze(query), k, allowed_ids)
+                for query in queries
+            ]
             chunks = self.store.chunks(list({chunk_id for rows in ranked for chunk_id, _ in rows}))
-        return [[Hit(chunks[chunk_id], score, rank) for rank, (chunk_id, score) in enumerate(rows, start=1)
-                 if chunk_id in chunks] for rows in ranked]
+        return [
+            [
+                Hit(chunks[chunk_id], score, rank)
+                for rank, (chunk_id, score) in enumerate(rows, start=1)
+                if chunk_id in chunks
+            ]
+            for rows in ranked
+        ]
 
     def _allowed_ids(self, allowed: ChunkFilter):
         import numpy as np
 
         rows = self.store.db.execute(
             "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id "
-            f"WHERE c.group_name = ? AND ({allowed.where})", [self.group, *allowed.params])
+            f"WHERE c.group_name = ? AND ({allowed.where})",
+            [self.group, *allowed.params],
+        )
         return np.fromiter((row[0] for row in rows), dtype=np.int64)

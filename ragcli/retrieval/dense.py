@@ -4,7 +4,7 @@ Vectors are unit length, so the inner product the vector index returns is the co
 similarity, used as the hit score. Identical chunk texts share one embedding, so a vector
 hit may stand for several chunks; each becomes its own hit with the same score.
 
-`search_feedback` is the second pass of the default hybrid (`ragcli.query`): the query
+`search_feedback` is the second pass of the default hybrid (`ragcli.retrieval.search`): the query
 vector moved toward the stored vector of the best fused hit (Rocchio feedback, see
 `feedback_vector`), searched again. It embeds nothing new, so it costs one more vector search.
 """
@@ -65,9 +65,15 @@ class DenseRetriever:
             if opening is not None:
                 opening.join()
 
-    def search_feedback(self, vector: np.ndarray, feedback: list[int], k: int,
-                        allowed: ChunkFilter | None = None, weight: float = 0.6,
-                        known: Mapping[int, Chunk] | None = None) -> list[Hit]:
+    def search_feedback(
+        self,
+        vector: np.ndarray,
+        feedback: list[int],
+        k: int,
+        allowed: ChunkFilter | None = None,
+        weight: float = 0.6,
+        known: Mapping[int, Chunk] | None = None,
+    ) -> list[Hit]:
         """Search again with `vector` moved toward the stored vectors of the `feedback` chunks.
 
         Returns [] when none of those chunks has a vector (nothing to learn from).
@@ -84,7 +90,9 @@ class DenseRetriever:
         marks = ",".join("?" * len(chunk_ids))
         rows = self.store.db.execute(
             "SELECT e.vector FROM chunks c JOIN embeddings e ON e.id = c.embedding_id "
-            f"WHERE c.id IN ({marks})", [int(i) for i in chunk_ids]).fetchall()
+            f"WHERE c.id IN ({marks})",
+            [int(i) for i in chunk_ids],
+        ).fetchall()
         return np.frombuffer(b"".join(row[0] for row in rows), dtype=np.float32).reshape(-1, dimension)
 
     def _open_in_background(self) -> threading.Thread | None:
@@ -111,18 +119,27 @@ class DenseRetriever:
         thread.start()
         return thread
 
-    def search_vector(self, vector: np.ndarray, k: int, allowed: ChunkFilter | None = None,
-                      known: Mapping[int, Chunk] | None = None) -> list[Hit]:
+    def search_vector(
+        self,
+        vector: np.ndarray,
+        k: int,
+        allowed: ChunkFilter | None = None,
+        known: Mapping[int, Chunk] | None = None,
+    ) -> list[Hit]:
         """Like `search`, for an already embedded query; chunks in `known` are not read again."""
         ranked = self.rank_vector(vector, k, allowed)
         known = known or {}
         chunks = dict(known)
         chunks.update(self.store.chunks([chunk_id for chunk_id, _ in ranked if chunk_id not in known]))
-        return [Hit(chunks[cid], score, rank) for rank, (cid, score) in enumerate(ranked, start=1)
-                if cid in chunks]
+        return [
+            Hit(chunks[cid], score, rank)
+            for rank, (cid, score) in enumerate(ranked, start=1)
+            if cid in chunks
+        ]
 
-    def rank_vector(self, vector: np.ndarray, k: int,
-                    allowed: ChunkFilter | None = None) -> list[tuple[int, float]]:
+    def rank_vector(
+        self, vector: np.ndarray, k: int, allowed: ChunkFilter | None = None
+    ) -> list[tuple[int, float]]:
         """The best `k` (chunk id, cosine) pairs for a query vector, without reading the chunks."""
         index = self.vector_index()
         allowed_chunks = self._allowed_chunks(allowed) if allowed is not None and allowed.where else None
@@ -135,8 +152,11 @@ class DenseRetriever:
         owners = self.store.chunk_ids_for_embeddings(self.group, [i for i, _ in pairs])
         ranked: list[tuple[int, float]] = []
         for embedding_id, score in pairs:
-            ranked.extend((chunk_id, score) for chunk_id in owners.get(embedding_id, [])
-                          if allowed_chunks is None or chunk_id in allowed_chunks)
+            ranked.extend(
+                (chunk_id, score)
+                for chunk_id in owners.get(embedding_id, [])
+                if allowed_chunks is None or chunk_id in allowed_chunks
+            )
         return ranked[:k]
 
     def _allowed_chunks(self, allowed: ChunkFilter) -> dict[int, int]:
@@ -144,7 +164,8 @@ class DenseRetriever:
         rows = self.store.db.execute(
             "SELECT c.id, c.embedding_id FROM chunks c JOIN documents d ON d.id = c.doc_id "
             f"WHERE c.group_name = ? AND c.embedding_id IS NOT NULL AND ({allowed.where})",
-            [self.group, *allowed.params])
+            [self.group, *allowed.params],
+        )
         return dict(rows.fetchall())
 
 

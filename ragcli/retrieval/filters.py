@@ -68,8 +68,10 @@ def parse_filters(pairs: Iterable[str]) -> dict[str, tuple[str, ...]]:
                 key = ""
         key = key.strip()
         if not key:
-            raise UsageError(f"--filter '{pair}': write key=value, e.g. --filter file_type=pdf "
-                             "or --filter 'modified>=2024-01-01'")
+            raise UsageError(
+                f"--filter '{pair}': write key=value, e.g. --filter file_type=pdf "
+                "or --filter 'modified>=2024-01-01'"
+            )
         if key in DATE_KEYS:
             _check_date(pair, parse_condition(value.strip()).value)
         filters.setdefault(key, []).append(value.strip())
@@ -88,15 +90,17 @@ def _check_date(pair: str, value: str) -> None:
         elif len(value) == 7 and not 1 <= int(value[5:7]) <= 12:
             raise ValueError(value)
     except ValueError:
-        raise UsageError(f"--filter '{pair}': '{value}' is not a date; write an ISO date such as "
-                         "--filter 'modified>=2024-01-01' (or 2024, 2024-05, 2024-05-01T10:00)") from None
+        raise UsageError(
+            f"--filter '{pair}': '{value}' is not a date; write an ISO date such as "
+            "--filter 'modified>=2024-01-01' (or 2024, 2024-05, 2024-05-01T10:00)"
+        ) from None
 
 
 def parse_condition(value: str) -> Condition:
     """Split a filter value into operator and operand (`>=2024-01-01` -> (">=", "2024-01-01"))."""
     for op in _OPERATORS:
         if value.startswith(op):
-            return Condition(op, value[len(op):].strip())
+            return Condition(op, value[len(op) :].strip())
     return Condition("=", value)
 
 
@@ -127,7 +131,7 @@ def _compare(op: str, stored: str, wanted: str, glob: bool) -> bool:
 def _value_matches(key: str, stored: Any, condition: Condition) -> bool:
     items = [] if stored is None else stored if isinstance(stored, list) else [stored]
     wanted = _normalise(key, condition.value)
-    texts = [_as_text(item)[:len(wanted)] if key in DATE_KEYS else _as_text(item) for item in items]
+    texts = [_as_text(item)[: len(wanted)] if key in DATE_KEYS else _as_text(item) for item in items]
     if condition.op == "!=":
         # "not equal" is the negation of "equal", so a missing key passes it.
         return not any(_compare("=", text, wanted, key == "path") for text in texts)
@@ -155,8 +159,10 @@ def matches(filters: Filters, metadata: Mapping[str, Any]) -> bool:
 
 
 # json_each's value as text the way `_as_text` renders it in Python.
-_JSON_TEXT = ("CASE WHEN type = 'true' THEN '1' WHEN type = 'false' THEN '0' "
-              "WHEN type IN ('object', 'array') THEN json(value) ELSE CAST(value AS TEXT) END")
+_JSON_TEXT = (
+    "CASE WHEN type = 'true' THEN '1' WHEN type = 'false' THEN '0' "
+    "WHEN type IN ('object', 'array') THEN json(value) ELSE CAST(value AS TEXT) END"
+)
 
 
 def _condition_sql(key: str, condition: Condition, params: list[Any]) -> str:

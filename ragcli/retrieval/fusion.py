@@ -47,8 +47,9 @@ def _ordered(scores: dict[Id, float], first_seen: dict[Id, int]) -> list[tuple[I
     return sorted(scores.items(), key=lambda item: (-item[1], first_seen[item[0]]))
 
 
-def rrf(rankings: Mapping[str, Sequence[Id]], k: int = 60,
-        weights: Mapping[str, float] | None = None) -> list[tuple[Id, float]]:
+def rrf(
+    rankings: Mapping[str, Sequence[Id]], k: int = 60, weights: Mapping[str, float] | None = None
+) -> list[tuple[Id, float]]:
     """Reciprocal rank fusion: score(d) = sum over lists of weight / (k + rank(d)), rank from 1.
 
     Cormack, Clarke and Buettcher, "Reciprocal Rank Fusion outperforms Condorcet and
@@ -84,9 +85,11 @@ def normalise(values: Sequence[float], method: str = "minmax") -> list[float]:
     return [(v - low) / (high - low) if high > low else 1.0 for v in values]
 
 
-def score_fusion(results: Mapping[str, Sequence[tuple[Id, float]]],
-                 weights: Mapping[str, float] | None = None,
-                 method: str = "minmax") -> list[tuple[Id, float]]:
+def score_fusion(
+    results: Mapping[str, Sequence[tuple[Id, float]]],
+    weights: Mapping[str, float] | None = None,
+    method: str = "minmax",
+) -> list[tuple[Id, float]]:
     """Convex combination of per-retriever normalised scores (an id a list lacks adds 0 there).
 
     Args:
@@ -121,8 +124,13 @@ def spread(scores: Sequence[float], floor: float = 0.0, depth: int = SPREAD_DEPT
     return min(1.0, max(0.0, (scores[0] - low) / (scores[0] - floor)))
 
 
-def adaptive_weights(scores: Mapping[str, Sequence[float]], *, priors: Mapping[str, float] = PRIORS,
-                     floors: Mapping[str, float] = FLOORS, depth: int = SPREAD_DEPTH) -> dict[str, float]:
+def adaptive_weights(
+    scores: Mapping[str, Sequence[float]],
+    *,
+    priors: Mapping[str, float] = PRIORS,
+    floors: Mapping[str, float] = FLOORS,
+    depth: int = SPREAD_DEPTH,
+) -> dict[str, float]:
     """Per-query weights: prior times `spread`, divided by their sum (so they sum to 1).
 
     When no list has any spread (all empty or flat), the priors alone decide.
@@ -133,8 +141,10 @@ def adaptive_weights(scores: Mapping[str, Sequence[float]], *, priors: Mapping[s
         floors: retriever name -> the lowest score it can meaningfully give (missing: 0).
         depth: the rank `spread` looks down to.
     """
-    raw = {name: float(priors.get(name, 1.0)) * spread(values, floors.get(name, 0.0), depth)
-           for name, values in scores.items()}
+    raw = {
+        name: float(priors.get(name, 1.0)) * spread(values, floors.get(name, 0.0), depth)
+        for name, values in scores.items()
+    }
     total = sum(raw.values())
     if total <= 0:
         raw = {name: float(priors.get(name, 1.0)) for name in scores}
@@ -150,9 +160,13 @@ def floor_normalise(values: Sequence[float], floor: float = 0.0) -> list[float]:
     return [min(1.0, max(0.0, (v - floor) / (top - floor))) for v in values]
 
 
-def adaptive_fusion(results: Mapping[str, Sequence[tuple[Id, float]]], *,
-                    priors: Mapping[str, float] = PRIORS, floors: Mapping[str, float] = FLOORS,
-                    depth: int = SPREAD_DEPTH) -> tuple[list[tuple[Id, float]], dict[str, float]]:
+def adaptive_fusion(
+    results: Mapping[str, Sequence[tuple[Id, float]]],
+    *,
+    priors: Mapping[str, float] = PRIORS,
+    floors: Mapping[str, float] = FLOORS,
+    depth: int = SPREAD_DEPTH,
+) -> tuple[list[tuple[Id, float]], dict[str, float]]:
     """Convex combination of floor-normalised scores with per-query weights (`adaptive_weights`).
 
     An id a list lacks takes that list's lowest normalised score, not 0: it ranked below
@@ -169,20 +183,29 @@ def adaptive_fusion(results: Mapping[str, Sequence[tuple[Id, float]]], *,
     Returns:
         (id, fused score in [0, 1]) pairs, best first, and the weights used.
     """
-    weights = adaptive_weights({name: [s for _, s in pairs] for name, pairs in results.items()},
-                               priors=priors, floors=floors, depth=depth)
-    normalised = {name: dict(zip([i for i, _ in pairs], floor_normalise([s for _, s in pairs],
-                                                                        floors.get(name, 0.0))))
-                  for name, pairs in results.items()}
+    weights = adaptive_weights(
+        {name: [s for _, s in pairs] for name, pairs in results.items()},
+        priors=priors,
+        floors=floors,
+        depth=depth,
+    )
+    normalised = {
+        name: dict(zip([i for i, _ in pairs], floor_normalise([s for _, s in pairs], floors.get(name, 0.0))))
+        for name, pairs in results.items()
+    }
     first_seen: dict[Id, int] = {}
     for pairs in results.values():
         for item, _ in pairs:
             first_seen.setdefault(item, len(first_seen))
     # A list shorter than `depth` returned everything it matched: what it lacks scores the floor.
-    lowest = {name: min(values.values(), default=0.0) if len(values) >= depth else 0.0
-              for name, values in normalised.items()}
-    scores = {item: sum(weights[name] * normalised[name].get(item, lowest[name]) for name in results)
-              for item in first_seen}
+    lowest = {
+        name: min(values.values(), default=0.0) if len(values) >= depth else 0.0
+        for name, values in normalised.items()
+    }
+    scores = {
+        item: sum(weights[name] * normalised[name].get(item, lowest[name]) for name in results)
+        for item in first_seen
+    }
     return _ordered(scores, first_seen), weights
 
 
@@ -191,8 +214,13 @@ def scaled_priors(names: Iterable[str], weights: Mapping[str, float] | None) -> 
     return {name: PRIORS.get(name, 1.0) * _weight(weights, name) for name in names}
 
 
-def fuse_hits(results: Mapping[str, Sequence[Hit]], *, fusion: str = DEFAULT_FUSION, k: int = 60,
-              weights: Mapping[str, float] | None = None) -> list[Hit]:
+def fuse_hits(
+    results: Mapping[str, Sequence[Hit]],
+    *,
+    fusion: str = DEFAULT_FUSION,
+    k: int = 60,
+    weights: Mapping[str, float] | None = None,
+) -> list[Hit]:
     """Fuse per-retriever hit lists into one, best first, ranks from 1.
 
     Each fused hit's `sources` maps every retriever that found it to its rank, its score and

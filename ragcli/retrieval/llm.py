@@ -41,7 +41,7 @@ INSTRUCTION = (
 )
 
 MAX_PASSAGE_TOKENS = 200  # a compact prompt: more candidates matter more than longer excerpts
-MIN_PASSAGE_TOKENS = 24   # below this a passage is too cut to judge; leave it out instead
+MIN_PASSAGE_TOKENS = 24  # below this a passage is too cut to judge; leave it out instead
 
 _NUMBER_OR_RANGE = re.compile(r"(\d+)(?:\s*(?:-|–|—|\.\.|to)\s*(\d+))?")
 
@@ -117,8 +117,9 @@ def build_messages(query: str, passages: Sequence[str]) -> list[Message]:
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
-def fit_passages(query: str, candidates: Sequence[Hit], generator: Generator,
-                 answer_tokens: int) -> list[str]:
+def fit_passages(
+    query: str, candidates: Sequence[Hit], generator: Generator, answer_tokens: int
+) -> list[str]:
     """Truncate the candidates' texts so the whole prompt fits the model's context.
 
     Returns:
@@ -133,8 +134,7 @@ def fit_passages(query: str, candidates: Sequence[Hit], generator: Generator,
     if shown == 0:
         return []
     share = min(MAX_PASSAGE_TOKENS, room // shown - label)
-    return [truncate_to_tokens(" ".join(hit.chunk.text.split()), share, count)
-            for hit in candidates[:shown]]
+    return [truncate_to_tokens(" ".join(hit.chunk.text.split()), share, count) for hit in candidates[:shown]]
 
 
 def _answer_tokens(top_k: int) -> int:
@@ -164,8 +164,9 @@ def select(query: str, candidates: list[Hit], generator: Generator, top_k: int) 
     passages = fit_passages(query, candidates, generator, answer_tokens)
     if not passages:
         return _fallback(candidates, top_k)
-    reply = generator.complete(build_messages(query, passages), max_tokens=answer_tokens,
-                               temperature=0.0, grammar=SELECTION_GRAMMAR)
+    reply = generator.complete(
+        build_messages(query, passages), max_tokens=answer_tokens, temperature=0.0, grammar=SELECTION_GRAMMAR
+    )
     chosen = parse_selection(reply, len(passages))[:top_k]
     if not chosen:
         return _fallback(candidates, top_k)

@@ -93,8 +93,10 @@ def read_index_meta(index: Path, key: str) -> str | None:
 
 def _pending_migrations(conn: sqlite3.Connection) -> bool:
     try:
-        applied = {row[0] for row in conn.execute(
-            "SELECT name FROM _sqlite_migrations WHERE migration_set = 'ragcli'")}
+        applied = {
+            row[0]
+            for row in conn.execute("SELECT name FROM _sqlite_migrations WHERE migration_set = 'ragcli'")
+        }
     except sqlite3.OperationalError:  # a new database: no migrations table yet
         return True
     return not set(MIGRATION_NAMES) <= applied
@@ -144,8 +146,9 @@ class Store:
         # A plain sqlite3 connection: sqlite-utils (which imports pandas when present, ~0.5 s)
         # is loaded only when a migration is pending, keeping cold queries fast.
         try:
-            conn = sqlite3.connect(str(path / DATABASE_NAME), timeout=30, isolation_level=None,
-                                   check_same_thread=False)
+            conn = sqlite3.connect(
+                str(path / DATABASE_NAME), timeout=30, isolation_level=None, check_same_thread=False
+            )
             conn.execute("PRAGMA busy_timeout = 30000")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
@@ -158,10 +161,13 @@ class Store:
         except sqlite3.DatabaseError as error:
             busy = "locked" in str(error) or "busy" in str(error)
             if isinstance(error, sqlite3.OperationalError) and busy:
-                raise IndexBusy(f"{path / DATABASE_NAME} is busy (another rag process is writing to it): "
-                                "try again when it is done") from error
-            raise IndexCorrupt(f"{path / DATABASE_NAME} cannot be opened ({error}): "
-                               "move it away and run `rag ingest` again") from error
+                raise IndexBusy(
+                    f"{path / DATABASE_NAME} is busy (another rag process is writing to it): "
+                    "try again when it is done"
+                ) from error
+            raise IndexCorrupt(
+                f"{path / DATABASE_NAME} cannot be opened ({error}): move it away and run `rag ingest` again"
+            ) from error
         return cls(path, conn)
 
     def close(self) -> None:
@@ -278,12 +284,14 @@ class Store:
         columns = list(values)
         if existing:
             assignments = ", ".join(f"{column} = ?" for column in columns)
-            self.db.execute(f"UPDATE documents SET {assignments} WHERE id = ?",
-                            [*values.values(), existing["id"]])
+            self.db.execute(
+                f"UPDATE documents SET {assignments} WHERE id = ?", [*values.values(), existing["id"]]
+            )
             return int(existing["id"])
         marks = ", ".join("?" * len(columns))
-        cursor = self.db.execute(f"INSERT INTO documents ({', '.join(columns)}) VALUES ({marks})",
-                                 list(values.values()))
+        cursor = self.db.execute(
+            f"INSERT INTO documents ({', '.join(columns)}) VALUES ({marks})", list(values.values())
+        )
         return int(cursor.lastrowid)
 
     def replace_chunks(self, doc_id: int, group: str, content_hash: str, chunks: Sequence[NewChunk]) -> None:
@@ -307,8 +315,18 @@ class Store:
             chunk_id = self.db.execute(
                 'INSERT INTO chunks (doc_id, group_name, ord, text, start, "end", page, hash, embedding_id, '
                 "tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [doc_id, group, chunk.order, chunk.text, chunk.start, chunk.end, chunk.page,
-                 chunk.hash, chunk.embedding_id, chunk.tokens],
+                [
+                    doc_id,
+                    group,
+                    chunk.order,
+                    chunk.text,
+                    chunk.start,
+                    chunk.end,
+                    chunk.page,
+                    chunk.hash,
+                    chunk.embedding_id,
+                    chunk.tokens,
+                ],
             ).lastrowid
             self._postings.add(group, chunk_id, chunk.tokens.split())
 
@@ -341,15 +359,20 @@ class Store:
             prefix = str(root).rstrip("/") + "/"
             rows = self.db.execute(
                 "SELECT path, id FROM documents WHERE path = ? OR substr(path, 1, ?) = ?",
-                [str(root), len(prefix), prefix])
+                [str(root), len(prefix), prefix],
+            )
             found.update(dict(rows.fetchall()))
         return found
 
     def list_documents(self) -> list[dict[str, Any]]:
         """Every document with its chunk count per group."""
-        docs = {row["id"]: {**row, "metadata": json.loads(row["metadata"] or "{}"), "chunks": {}}
-                for row in self._dicts("SELECT * FROM documents ORDER BY path")}
-        counts = self.db.execute("SELECT doc_id, group_name, count(*) FROM chunks GROUP BY doc_id, group_name")
+        docs = {
+            row["id"]: {**row, "metadata": json.loads(row["metadata"] or "{}"), "chunks": {}}
+            for row in self._dicts("SELECT * FROM documents ORDER BY path")
+        }
+        counts = self.db.execute(
+            "SELECT doc_id, group_name, count(*) FROM chunks GROUP BY doc_id, group_name"
+        )
         for doc_id, group, count in counts.fetchall():
             docs[doc_id]["chunks"][group] = count
         return list(docs.values())
@@ -360,7 +383,7 @@ class Store:
         found: dict[str, int] = {}
         unique = list(dict.fromkeys(hashes))
         for start in range(0, len(unique), _BATCH):
-            part = unique[start:start + _BATCH]
+            part = unique[start : start + _BATCH]
             marks = ",".join("?" * len(part))
             rows = self.db.execute(f"SELECT hash, id FROM embeddings WHERE hash IN ({marks})", part)
             found.update(dict(rows.fetchall()))
@@ -380,14 +403,16 @@ class Store:
     def delete_unused_embeddings(self) -> int:
         return self.db.execute(
             "DELETE FROM embeddings WHERE id NOT IN (SELECT embedding_id FROM chunks "
-            "WHERE embedding_id IS NOT NULL)").rowcount
+            "WHERE embedding_id IS NOT NULL)"
+        ).rowcount
 
     def group_embedding_ids(self, group: str) -> np.ndarray:
         import numpy as np
 
         rows = self.db.execute(
             "SELECT DISTINCT embedding_id FROM chunks WHERE group_name = ? AND embedding_id IS NOT NULL",
-            [group])
+            [group],
+        )
         return np.fromiter((row[0] for row in rows), dtype=np.int64)
 
     def vectors_for(self, ids: np.ndarray, dimension: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -395,24 +420,30 @@ class Store:
         import numpy as np
 
         for start in range(0, len(ids), _BATCH):
-            part = [int(i) for i in ids[start:start + _BATCH]]
+            part = [int(i) for i in ids[start : start + _BATCH]]
             marks = ",".join("?" * len(part))
-            rows = self.db.execute(f"SELECT id, vector FROM embeddings WHERE id IN ({marks})", part).fetchall()
+            rows = self.db.execute(
+                f"SELECT id, vector FROM embeddings WHERE id IN ({marks})", part
+            ).fetchall()
             if rows:
-                yield (np.array([r[0] for r in rows], dtype=np.int64),
-                       np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(-1, dimension))
+                yield (
+                    np.array([r[0] for r in rows], dtype=np.int64),
+                    np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(-1, dimension),
+                )
 
     # -- chunks -------------------------------------------------------------------------
     def chunks(self, ids: Sequence[int]) -> dict[int, Chunk]:
         """Chunks by id, with their document's path and metadata."""
         found: dict[int, Chunk] = {}
         for start in range(0, len(ids), _BATCH):
-            part = [int(i) for i in ids[start:start + _BATCH]]
+            part = [int(i) for i in ids[start : start + _BATCH]]
             marks = ",".join("?" * len(part))
             rows = self.db.execute(
                 'SELECT c.id, c.doc_id, c.group_name, c.ord, c.text, c.start, c."end", c.page, '
                 "d.path, d.metadata, d.file_name, d.file_type, d.size, d.modified, d.created, d.title "
-                f"FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id IN ({marks})", part)
+                f"FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id IN ({marks})",
+                part,
+            )
             for row in rows.fetchall():
                 found[row[0]] = Chunk(*row[:9], metadata=_chunk_metadata(row))
         return found
@@ -421,11 +452,13 @@ class Store:
         """Map embedding ids to the ids of the group's chunks that use them."""
         found: dict[int, list[int]] = {}
         for start in range(0, len(embedding_ids), _BATCH):
-            part = [int(i) for i in embedding_ids[start:start + _BATCH]]
+            part = [int(i) for i in embedding_ids[start : start + _BATCH]]
             marks = ",".join("?" * len(part))
             rows = self.db.execute(
                 f"SELECT embedding_id, id FROM chunks WHERE group_name = ? AND embedding_id IN ({marks}) "
-                "ORDER BY id", [group, *part])
+                "ORDER BY id",
+                [group, *part],
+            )
             for embedding_id, chunk_id in rows.fetchall():
                 found.setdefault(embedding_id, []).append(chunk_id)
         return found
@@ -452,8 +485,11 @@ class Store:
             try:
                 return open_vector_file(path, writable=writable)
             except RuntimeError as error:  # faiss's error for an unreadable file
-                log.warning("vector file %s is unreadable (%s); rebuilding it from the database",
-                            path, str(error).strip().rsplit(": ", 1)[-1])
+                log.warning(
+                    "vector file %s is unreadable (%s); rebuilding it from the database",
+                    path,
+                    str(error).strip().rsplit(": ", 1)[-1],
+                )
         return self._build_vectors(group, FaissIndex(self.dimension()))
 
     def current_vector_file(self, group: str) -> Path | None:
@@ -470,8 +506,9 @@ class Store:
             raise NotIndexed(f"the index at {self.path} has no embeddings yet: run `rag ingest DIR`")
         return int(value)
 
-    def sync_vectors(self, group: str, params: Mapping[str, Any], *,
-                     approximate_above: int | None = None) -> int:
+    def sync_vectors(
+        self, group: str, params: Mapping[str, Any], *, approximate_above: int | None = None
+    ) -> int:
         """Bring the group's vector file in line with its chunks; returns the vector count.
 
         Only the difference is applied to a file that matches the database; a stale file
@@ -526,8 +563,9 @@ class Store:
         if len(wanted) > (ann.APPROXIMATE_ABOVE if approximate_above is None else approximate_above):
             return False
         dimension = self.dimension()
-        return write_streamed(self.vector_path(group), dimension, self.vectors_for(wanted, dimension),
-                              len(wanted), params)
+        return write_streamed(
+            self.vector_path(group), dimension, self.vectors_for(wanted, dimension), len(wanted), params
+        )
 
     def _build_vectors(self, group: str, index: FaissIndex, ids: np.ndarray | None = None) -> FaissIndex:
         ids = self.group_embedding_ids(group) if ids is None else ids

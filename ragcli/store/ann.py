@@ -89,8 +89,13 @@ class IVFIndex(FaissIndex):
 
         dimension = sample.shape[1]
         lists = min(planned_lists(count), max(1, len(sample) // TRAIN_PER_LIST))
-        index = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(dimension), dimension, lists,
-                                              faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT)
+        index = faiss.IndexIVFScalarQuantizer(
+            faiss.IndexFlatIP(dimension),
+            dimension,
+            lists,
+            faiss.ScalarQuantizer.QT_fp16,
+            faiss.METRIC_INNER_PRODUCT,
+        )
         index.cp.niter = TRAIN_ITERATIONS
         index.cp.seed = 1234
         index.train(np.ascontiguousarray(sample, dtype=np.float32))

@@ -22,8 +22,10 @@ _CORRUPT_WORDS = ("malformed", "not a database", "disk image", "corrupt")
 def corrupt_message(index: Path | str | None, detail: str) -> str:
     where = f"the index database {Path(index) / 'index.db'}" if index else "the index database"
     target = f" --index {index}" if index else ""
-    return (f"{where} is damaged ({detail}); your documents are untouched: rebuild the index with "
-            f"`rag ingest --rebuild{target} DIR...` (run `rag doctor` for details)")
+    return (
+        f"{where} is damaged ({detail}); your documents are untouched: rebuild the index with "
+        f"`rag ingest --rebuild{target} DIR...` (run `rag doctor` for details)"
+    )
 
 
 def as_rag_error(error: BaseException, index: Path | str | None = None) -> RagError | None:
@@ -35,20 +37,27 @@ def as_rag_error(error: BaseException, index: Path | str | None = None) -> RagEr
     if isinstance(error, sqlite3.DatabaseError):
         lowered = text.lower()
         if "full" in lowered:
-            return StorageFull(f"disk full while writing the index{where} ({text}): everything committed "
-                               "before is kept; free some space and run the same command again to resume")
+            return StorageFull(
+                f"disk full while writing the index{where} ({text}): everything committed "
+                "before is kept; free some space and run the same command again to resume"
+            )
         if isinstance(error, sqlite3.OperationalError) and ("locked" in lowered or "busy" in lowered):
-            return IndexBusy(f"the index{where} is busy (another rag process is writing to it): "
-                             "try again when it is done")
+            return IndexBusy(
+                f"the index{where} is busy (another rag process is writing to it): try again when it is done"
+            )
         if any(word in lowered for word in _CORRUPT_WORDS):
             return IndexCorrupt(corrupt_message(index, text))
         return RagError(f"the index database{where} failed: {text}")
     if isinstance(error, OSError) and error.errno in _FULL_ERRNOS:
-        return StorageFull(f"disk full while writing the index{where} ({error.strerror}): everything "
-                           "committed before is kept; free some space and run the same command again")
+        return StorageFull(
+            f"disk full while writing the index{where} ({error.strerror}): everything "
+            "committed before is kept; free some space and run the same command again"
+        )
     if isinstance(error, RuntimeError) and "No space left" in text:  # faiss's write errors
-        return StorageFull(f"disk full while writing the index{where}: everything committed before is "
-                           "kept; free some space and run the same command again")
+        return StorageFull(
+            f"disk full while writing the index{where}: everything committed before is "
+            "kept; free some space and run the same command again"
+        )
     return None
 
 

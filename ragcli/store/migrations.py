@@ -90,7 +90,6 @@ def m006_create_doc_groups(db):
     )
 
 
-
 @migrations()
 def m007_bm25_postings(db):
     # BM25 moves from per-group FTS5 tables to numpy-scored postings (ragcli.store.postings):
@@ -107,18 +106,26 @@ def m007_bm25_postings(db):
     for (group,) in conn.execute("SELECT name FROM groups").fetchall():
         table = f"fts_{group}"
         if conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", [table]).fetchone():
-            conn.execute(f"UPDATE chunks SET tokens = (SELECT tokens FROM {table} WHERE rowid = chunks.id) "
-                         "WHERE group_name = ?", [group])
+            conn.execute(
+                f"UPDATE chunks SET tokens = (SELECT tokens FROM {table} WHERE rowid = chunks.id) "
+                "WHERE group_name = ?",
+                [group],
+            )
             conn.execute(f"DROP TABLE {table}")
         # Chunks the FTS table lacked get their terms the way ingest makes them.
-        missing = conn.execute("SELECT id, text FROM chunks WHERE group_name = ? AND tokens IS NULL",
-                               [group]).fetchall()
-        conn.executemany("UPDATE chunks SET tokens = ? WHERE id = ?",
-                         ((term_string(text), chunk_id) for chunk_id, text in missing))
+        missing = conn.execute(
+            "SELECT id, text FROM chunks WHERE group_name = ? AND tokens IS NULL", [group]
+        ).fetchall()
+        conn.executemany(
+            "UPDATE chunks SET tokens = ? WHERE id = ?",
+            ((term_string(text), chunk_id) for chunk_id, text in missing),
+        )
         last = 0
         while True:
-            rows = conn.execute("SELECT id, tokens FROM chunks WHERE group_name = ? AND id > ? ORDER BY id "
-                                "LIMIT ?", [group, last, MIGRATION_BATCH]).fetchall()
+            rows = conn.execute(
+                "SELECT id, tokens FROM chunks WHERE group_name = ? AND id > ? ORDER BY id LIMIT ?",
+                [group, last, MIGRATION_BATCH],
+            ).fetchall()
             if not rows:
                 break
             write_segment(conn, group, [(chunk_id, tokens.split()) for chunk_id, tokens in rows])

@@ -44,8 +44,11 @@ def _legacy_database(database: Path) -> bool:
     try:
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "_sqlite_migrations" in tables:
-            return bool(conn.execute("SELECT 1 FROM _sqlite_migrations WHERE migration_set = 'ragcli' "
-                                     "LIMIT 1").fetchone())
+            return bool(
+                conn.execute(
+                    "SELECT 1 FROM _sqlite_migrations WHERE migration_set = 'ragcli' LIMIT 1"
+                ).fetchone()
+            )
         return {"meta", "documents", "chunks"} <= tables
     except sqlite3.Error:
         # A damaged database that still has the SQLite header, in a folder holding nothing
@@ -55,8 +58,15 @@ def _legacy_database(database: Path) -> bool:
         conn.close()
 
 
-_INDEX_FILES = {DATABASE_NAME, DATABASE_NAME + "-wal", DATABASE_NAME + "-shm", "migrate.lock", "write.lock",
-                "vectors", MARKER_NAME}
+_INDEX_FILES = {
+    DATABASE_NAME,
+    DATABASE_NAME + "-wal",
+    DATABASE_NAME + "-shm",
+    "migrate.lock",
+    "write.lock",
+    "vectors",
+    MARKER_NAME,
+}
 
 
 def _only_index_files(folder: Path) -> bool:
@@ -81,8 +91,10 @@ def claim_index_dir(path: Path) -> None:
     if (path / MARKER_NAME).is_file():
         return
     if any(path.iterdir()) and not _legacy_database(path / DATABASE_NAME):
-        raise NotAnIndex(f"{path} is a folder with other files in it, not a rag index: "
-                         "pass --index a new or empty folder (nothing was changed)")
+        raise NotAnIndex(
+            f"{path} is a folder with other files in it, not a rag index: "
+            "pass --index a new or empty folder (nothing was changed)"
+        )
     write_marker(path)
 
 
@@ -105,8 +117,9 @@ def require_index_or_absent(path: Path, role: str) -> None:
     if path.is_symlink() or (path.exists() and not is_index(path)):
         if path.is_dir() and not path.is_symlink() and not any(path.iterdir()):
             return  # an empty folder holds nothing to lose
-        raise NotAnIndex(f"{path} ({role}) is not a rag index, so it is left alone: "
-                         "move it away or choose another --index")
+        raise NotAnIndex(
+            f"{path} ({role}) is not a rag index, so it is left alone: move it away or choose another --index"
+        )
 
 
 def remove_index(path: Path) -> None:

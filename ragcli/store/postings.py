@@ -70,8 +70,9 @@ DELETED_SCHEMA = """CREATE TABLE IF NOT EXISTS bm25_deleted (
 ) WITHOUT ROWID"""
 
 
-def write_segment(db: sqlite3.Connection, group: str,
-                  chunks: Sequence[tuple[int, Sequence[str]]]) -> int | None:
+def write_segment(
+    db: sqlite3.Connection, group: str, chunks: Sequence[tuple[int, Sequence[str]]]
+) -> int | None:
     """Store the postings of new chunks as one segment; returns its id (None if no chunks).
 
     Args:
@@ -82,7 +83,8 @@ def write_segment(db: sqlite3.Connection, group: str,
     if not chunks:
         return None
     postings: dict[str, tuple[array, array, array]] = defaultdict(
-        lambda: (array("q"), array("I"), array("I")))
+        lambda: (array("q"), array("I"), array("I"))
+    )
     total = 0
     for chunk_id, terms in chunks:
         length = len(terms)
@@ -92,11 +94,16 @@ def write_segment(db: sqlite3.Connection, group: str,
             ids.append(chunk_id)
             tfs.append(tf)
             lengths.append(length)
-    segment = db.execute("INSERT INTO bm25_segments (group_name, docs, length) VALUES (?, ?, ?)",
-                         [group, len(chunks), total]).lastrowid
-    db.executemany("INSERT INTO bm25_postings VALUES (?, ?, ?, ?, ?, ?)",
-                   ((group, term, segment, ids.tobytes(), tfs.tobytes(), lengths.tobytes())
-                    for term, (ids, tfs, lengths) in postings.items()))
+    segment = db.execute(
+        "INSERT INTO bm25_segments (group_name, docs, length) VALUES (?, ?, ?)", [group, len(chunks), total]
+    ).lastrowid
+    db.executemany(
+        "INSERT INTO bm25_postings VALUES (?, ?, ?, ?, ?, ?)",
+        (
+            (group, term, segment, ids.tobytes(), tfs.tobytes(), lengths.tobytes())
+            for term, (ids, tfs, lengths) in postings.items()
+        ),
+    )
     db.executemany("UPDATE chunks SET bm25_segment = ? WHERE id = ?", ((segment, cid) for cid, _ in chunks))
     merge_similar_segments(db, group)
     return segment
@@ -110,9 +117,12 @@ def collect_removals(db: sqlite3.Connection, chunk_ids: Iterable[int], into: Rem
     """Note stored chunks' segments and lengths for `apply_removals` (before their rows go)."""
     ids = list(chunk_ids)
     for start in range(0, len(ids), 500):
-        part = ids[start:start + 500]
-        rows = db.execute(f"SELECT id, group_name, bm25_segment, tokens FROM chunks WHERE id IN "
-                          f"({','.join('?' * len(part))}) AND bm25_segment IS NOT NULL", part)
+        part = ids[start : start + 500]
+        rows = db.execute(
+            f"SELECT id, group_name, bm25_segment, tokens FROM chunks WHERE id IN "
+            f"({','.join('?' * len(part))}) AND bm25_segment IS NOT NULL",
+            part,
+        )
         for chunk_id, group, segment, tokens in rows.fetchall():
             gone, length = into.get((group, segment), (set(), 0))
             gone.add(chunk_id)
@@ -129,10 +139,14 @@ def apply_removals(db: sqlite3.Connection, removals: Removals) -> None:
     compact them away, and a segment that is mostly deleted is rewritten alone.
     """
     for (group, segment), (gone, length) in removals.items():
-        db.executemany("INSERT OR IGNORE INTO bm25_deleted (segment, chunk_id) VALUES (?, ?)",
-                       ((segment, chunk_id) for chunk_id in gone))
-        db.execute("UPDATE bm25_segments SET docs = docs - ?, length = length - ? WHERE id = ?",
-                   [len(gone), length, segment])
+        db.executemany(
+            "INSERT OR IGNORE INTO bm25_deleted (segment, chunk_id) VALUES (?, ?)",
+            ((segment, chunk_id) for chunk_id in gone),
+        )
+        db.execute(
+            "UPDATE bm25_segments SET docs = docs - ?, length = length - ? WHERE id = ?",
+            [len(gone), length, segment],
+        )
         docs = db.execute("SELECT docs FROM bm25_segments WHERE id = ?", [segment]).fetchone()
         if docs is None:
             continue
@@ -151,8 +165,9 @@ def drop_segments(db: sqlite3.Connection, segments: Sequence[int]) -> None:
         db.execute(f"DELETE FROM {table} WHERE {column} IN ({marks})", list(segments))
 
 
-def deleted_ids(db: sqlite3.Connection, segments: Sequence[int] | None = None,
-                group: str | None = None) -> np.ndarray:
+def deleted_ids(
+    db: sqlite3.Connection, segments: Sequence[int] | None = None, group: str | None = None
+) -> np.ndarray:
     """Sorted ids of chunks marked deleted, in some segments or in a whole group."""
     import numpy as np
 
@@ -160,8 +175,11 @@ def deleted_ids(db: sqlite3.Connection, segments: Sequence[int] | None = None,
         marks = ",".join("?" * len(segments))
         rows = db.execute(f"SELECT chunk_id FROM bm25_deleted WHERE segment IN ({marks})", list(segments))
     else:
-        rows = db.execute("SELECT chunk_id FROM bm25_deleted WHERE segment IN "
-                          "(SELECT id FROM bm25_segments WHERE group_name = ?)", [group])
+        rows = db.execute(
+            "SELECT chunk_id FROM bm25_deleted WHERE segment IN "
+            "(SELECT id FROM bm25_segments WHERE group_name = ?)",
+            [group],
+        )
     return np.sort(np.fromiter((row[0] for row in rows), dtype=np.int64))
 
 
@@ -188,8 +206,9 @@ def merge_similar_segments(db: sqlite3.Connection, group: str) -> None:
     """
     while True:
         classes: dict[int, list[int]] = defaultdict(list)
-        for segment, docs in db.execute("SELECT id, docs FROM bm25_segments WHERE group_name = ? ORDER BY id",
-                                        [group]).fetchall():
+        for segment, docs in db.execute(
+            "SELECT id, docs FROM bm25_segments WHERE group_name = ? ORDER BY id", [group]
+        ).fetchall():
             classes[size_class(docs)].append(segment)
         full = next((segments for segments in classes.values() if len(segments) >= MERGE_FANOUT), None)
         if full is None:
@@ -205,24 +224,34 @@ def merge_segments(db: sqlite3.Connection, group: str, segments: Sequence[int]) 
     import numpy as np
 
     marks = ",".join("?" * len(segments))
-    docs, length = db.execute(f"SELECT sum(docs), sum(length) FROM bm25_segments WHERE id IN ({marks})",
-                              list(segments)).fetchone()
-    merged = db.execute("INSERT INTO bm25_segments (group_name, docs, length) VALUES (?, ?, ?)",
-                        [group, docs, length]).lastrowid
+    docs, length = db.execute(
+        f"SELECT sum(docs), sum(length) FROM bm25_segments WHERE id IN ({marks})", list(segments)
+    ).fetchone()
+    merged = db.execute(
+        "INSERT INTO bm25_segments (group_name, docs, length) VALUES (?, ?, ?)", [group, docs, length]
+    ).lastrowid
     deleted = deleted_ids(db, segments)
-    terms = [row[0] for row in db.execute(
-        f"SELECT DISTINCT term FROM bm25_postings WHERE segment IN ({marks})", list(segments)).fetchall()]
+    terms = [
+        row[0]
+        for row in db.execute(
+            f"SELECT DISTINCT term FROM bm25_postings WHERE segment IN ({marks})", list(segments)
+        ).fetchall()
+    ]
     for term in terms:
-        rows = db.execute(f"SELECT chunk_ids, tfs, lengths FROM bm25_postings WHERE group_name = ? "
-                          f"AND term = ? AND segment IN ({marks}) ORDER BY segment",
-                          [group, term, *segments]).fetchall()
+        rows = db.execute(
+            f"SELECT chunk_ids, tfs, lengths FROM bm25_postings WHERE group_name = ? "
+            f"AND term = ? AND segment IN ({marks}) ORDER BY segment",
+            [group, term, *segments],
+        ).fetchall()
         blobs = [b"".join(row[i] for row in rows) for i in range(3)]
         keep = live(np.frombuffer(blobs[0], dtype=np.int64), deleted)
         if keep is not None:
             if not keep.any():
                 continue
-            blobs = [np.frombuffer(blob, dtype=dtype)[keep].tobytes()
-                     for blob, dtype in zip(blobs, (np.int64, np.uint32, np.uint32))]
+            blobs = [
+                np.frombuffer(blob, dtype=dtype)[keep].tobytes()
+                for blob, dtype in zip(blobs, (np.int64, np.uint32, np.uint32))
+            ]
         db.execute("INSERT INTO bm25_postings VALUES (?, ?, ?, ?, ?, ?)", [group, term, merged, *blobs])
     drop_segments(db, segments)
     db.execute(f"UPDATE chunks SET bm25_segment = ? WHERE bm25_segment IN ({marks})", [merged, *segments])
@@ -255,8 +284,11 @@ class PostingsWriter:
         apply_removals(self.db, self._removals)
         for group, pending in self._pending.items():
             write_segment(self.db, group, list(pending.items()))
-        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, coalesce((SELECT value + 1 FROM "
-                        "meta WHERE key = ?), 1))", [GENERATION_KEY, GENERATION_KEY])
+        self.db.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, coalesce((SELECT value + 1 FROM "
+            "meta WHERE key = ?), 1))",
+            [GENERATION_KEY, GENERATION_KEY],
+        )
         self.discard()
 
     def discard(self) -> None:
@@ -266,13 +298,16 @@ class PostingsWriter:
 
 def collection_stats(db: sqlite3.Connection, group: str) -> tuple[int, float]:
     """(live chunks, average length in terms) of a group."""
-    docs, length = db.execute("SELECT coalesce(sum(docs), 0), coalesce(sum(length), 0) FROM bm25_segments "
-                              "WHERE group_name = ?", [group]).fetchone()
+    docs, length = db.execute(
+        "SELECT coalesce(sum(docs), 0), coalesce(sum(length), 0) FROM bm25_segments WHERE group_name = ?",
+        [group],
+    ).fetchone()
     return int(docs), (length / docs if docs else 0.0)
 
 
-def term_postings(db: sqlite3.Connection, group: str, term: str,
-                  deleted: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def term_postings(
+    db: sqlite3.Connection, group: str, term: str, deleted: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A term's (chunk ids, term frequencies, chunk lengths) over all segments of a group.
 
     Args:
@@ -280,20 +315,25 @@ def term_postings(db: sqlite3.Connection, group: str, term: str,
     """
     import numpy as np
 
-    rows = db.execute("SELECT chunk_ids, tfs, lengths FROM bm25_postings WHERE group_name = ? AND term = ?",
-                      [group, term]).fetchall()
+    rows = db.execute(
+        "SELECT chunk_ids, tfs, lengths FROM bm25_postings WHERE group_name = ? AND term = ?", [group, term]
+    ).fetchall()
     if len(rows) == 1:
         ids, tfs, lengths = rows[0]
     else:
         ids, tfs, lengths = (b"".join(row[i] for row in rows) for i in range(3))
-    arrays = (np.frombuffer(ids, dtype=np.int64), np.frombuffer(tfs, dtype=np.uint32),
-              np.frombuffer(lengths, dtype=np.uint32))
+    arrays = (
+        np.frombuffer(ids, dtype=np.int64),
+        np.frombuffer(tfs, dtype=np.uint32),
+        np.frombuffer(lengths, dtype=np.uint32),
+    )
     keep = live(arrays[0], deleted_ids(db, group=group) if deleted is None else deleted)
     return arrays if keep is None else tuple(array[keep] for array in arrays)
 
 
-def term_scores(ids: np.ndarray, tfs: np.ndarray, lengths: np.ndarray, docs: int,
-                average: float) -> np.ndarray:
+def term_scores(
+    ids: np.ndarray, tfs: np.ndarray, lengths: np.ndarray, docs: int, average: float
+) -> np.ndarray:
     """Each posting's BM25 contribution: rank-bm25's expressions in its order of operations
     (the same float64 results); the document frequency is the live postings' count."""
     import numpy as np
@@ -304,8 +344,9 @@ def term_scores(ids: np.ndarray, tfs: np.ndarray, lengths: np.ndarray, docs: int
     return idf * (tf * (K1 + 1) / (tf + K1 * (1 - B + B * lengths / average)))
 
 
-def top_k(db: sqlite3.Connection, group: str, terms: Sequence[str], k: int,
-          allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
+def top_k(
+    db: sqlite3.Connection, group: str, terms: Sequence[str], k: int, allowed: np.ndarray | None = None
+) -> list[tuple[int, float]]:
     """The k best (chunk id, BM25 score) pairs for analysed query terms, best first.
 
     Reads everything from the database; `PostingsReader` does the same with a cache.
@@ -347,8 +388,9 @@ class PostingsReader:
             self._terms[group] = {}
         return self._state[group][1], self._state[group][2], self._terms[group]
 
-    def _term(self, db: sqlite3.Connection, group: str, term: str,
-              cache: dict) -> tuple[np.ndarray, np.ndarray, tuple[int, int]]:
+    def _term(
+        self, db: sqlite3.Connection, group: str, term: str, cache: dict
+    ) -> tuple[np.ndarray, np.ndarray, tuple[int, int]]:
         if term not in cache:
             _, docs, average, deleted = self._state[group]
             ids, tfs, lengths = term_postings(db, group, term, deleted)
@@ -361,8 +403,14 @@ class PostingsReader:
             self._held += len(ids)
         return cache[term]
 
-    def top_k(self, db: sqlite3.Connection, group: str, terms: Sequence[str], k: int,
-              allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
+    def top_k(
+        self,
+        db: sqlite3.Connection,
+        group: str,
+        terms: Sequence[str],
+        k: int,
+        allowed: np.ndarray | None = None,
+    ) -> list[tuple[int, float]]:
         """Like the module's `top_k` (same scores, same order); call inside one snapshot."""
         import numpy as np
 
@@ -395,8 +443,14 @@ def _best_in_range(totals: np.ndarray, low: int, k: int) -> list[tuple[int, floa
     return [(int(picked[i]) + low, float(totals[picked[i]])) for i in order]
 
 
-def _best(ids: np.ndarray, partial: np.ndarray, k: int, allowed: np.ndarray | None,
-          repeats: int | None = None, bounds: tuple[int, int] | None = None) -> list[tuple[int, float]]:
+def _best(
+    ids: np.ndarray,
+    partial: np.ndarray,
+    k: int,
+    allowed: np.ndarray | None,
+    repeats: int | None = None,
+    bounds: tuple[int, int] | None = None,
+) -> list[tuple[int, float]]:
     """Sum partial scores per chunk id and keep the k best.
 
     Args:

@@ -54,8 +54,9 @@ class FaissIndex:
         import numpy as np
 
         if len(ids):
-            self._index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32),
-                                     np.asarray(ids, dtype=np.int64))
+            self._index.add_with_ids(
+                np.ascontiguousarray(vectors, dtype=np.float32), np.asarray(ids, dtype=np.int64)
+            )
 
     def remove(self, ids: Iterable[int]) -> None:
         """Remove vectors by id; unknown ids are ignored."""
@@ -72,7 +73,9 @@ class FaissIndex:
 
         params = None
         if allowed_ids is not None:
-            params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(np.asarray(allowed_ids, dtype=np.int64)))
+            params = faiss.SearchParameters(
+                sel=faiss.IDSelectorBatch(np.asarray(allowed_ids, dtype=np.int64))
+            )
         k = max(1, min(k, len(self)))
         queries = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
         if len(queries) > 1:
@@ -112,9 +115,16 @@ class FaissIndex:
         faiss.write_index(self._index, str(tmp))
         size, crc = file_checksum(tmp)
         _fsync_replace(tmp, path)
-        meta = {"format_version": FORMAT_VERSION, "dimension": self.dimension,
-                "count": len(self), "metric": "inner_product", "normalized": True, **params,
-                "bytes": size, "checksum": f"crc32:{crc:08x}"}
+        meta = {
+            "format_version": FORMAT_VERSION,
+            "dimension": self.dimension,
+            "count": len(self),
+            "metric": "inner_product",
+            "normalized": True,
+            **params,
+            "bytes": size,
+            "checksum": f"crc32:{crc:08x}",
+        }
         meta.update(self.describe())
         write_json_atomic(params_path(path), meta)
 
@@ -130,8 +140,9 @@ class FaissIndex:
         return cls(index.d, index)
 
 
-def write_streamed(path: Path, dimension: int, batches: Iterable[tuple[Any, Any]], count: int,
-                   params: Mapping[str, Any]) -> bool:
+def write_streamed(
+    path: Path, dimension: int, batches: Iterable[tuple[Any, Any]], count: int, params: Mapping[str, Any]
+) -> bool:
     """Write a vector file from (ids, vectors) batches without holding them all in memory.
 
     The file is byte for byte what `faiss.write_index` writes for an `IndexIDMap2(IndexFlatIP)`
@@ -169,9 +180,17 @@ def write_streamed(path: Path, dimension: int, batches: Iterable[tuple[Any, Any]
         raise RuntimeError(f"vector file for {count} vectors got {written}")
     size, crc = file_checksum(tmp)
     _fsync_replace(tmp, path)
-    meta = {"format_version": FORMAT_VERSION, "dimension": dimension, "count": count,
-            "metric": "inner_product", "normalized": True, **params, "bytes": size,
-            "checksum": f"crc32:{crc:08x}", "index_type": "flat"}  # what FaissIndex.describe() says
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "dimension": dimension,
+        "count": count,
+        "metric": "inner_product",
+        "normalized": True,
+        **params,
+        "bytes": size,
+        "checksum": f"crc32:{crc:08x}",
+        "index_type": "flat",
+    }  # what FaissIndex.describe() says
     write_json_atomic(params_path(path), meta)
     return True
 

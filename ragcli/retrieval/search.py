@@ -10,7 +10,7 @@ The pipeline of `Searcher.search`:
    normalised-score fusion on request);
    llm mode asks a language model to select among hybrid candidates.
 4. Drop hits below `min_score` (the retriever's score; the fused score for hybrid), apply
-   the keyword filter (`require`/`exclude`) and the reranker through `ragcli.rerank.rerank`,
+   the keyword filter (`require`/`exclude`) and the reranker through `ragcli.retrieval.rerank.rerank`,
    and cut to `top_k` with ranks from 1.
 
 A `Searcher` opens the index once and loads models lazily, once, so a stream of queries
@@ -20,7 +20,6 @@ pays for them a single time.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -28,7 +27,6 @@ from typing import Any, Callable, Mapping
 from ragcli.choices import DEFAULT_GROUP, MODES, RERANKERS
 from ragcli.config import Settings
 from ragcli.errors import IndexMismatch, NotIndexed, UsageError
-from ragcli.retrieval.analysis import analyze, cjk_bigrams
 from ragcli.retrieval import RETRIEVERS
 from ragcli.retrieval.base import ChunkFilter, Retriever
 from ragcli.retrieval.filters import check_keys, filters_sql, known_keys
@@ -57,7 +55,7 @@ class QueryOptions:
         rerank: None, "cross-encoder", "llm" or "keyword".
         rerank_model: model for the reranker (None: its default).
         candidates: hits fetched per retriever before fusion, reranking or llm selection.
-        require: words every hit must contain (the keyword filter of `ragcli.rerank`).
+        require: words every hit must contain (the keyword filter of `ragcli.retrieval.rerank`).
         exclude: words no hit may contain.
         fusion: "adaptive" (per-query weights, the default), "rrf", or "score" (min-max
             normalised convex combination with fixed weights).
@@ -90,12 +88,16 @@ def validate(options: QueryOptions) -> None:
         (options.mode in MODES, f"--mode {options.mode}: choose one of {', '.join(MODES)}"),
         (options.top_k >= 1, f"--top-k {options.top_k}: must be at least 1"),
         (options.candidates >= 1, f"--candidates {options.candidates}: must be at least 1"),
-        (options.rerank is None or options.rerank in RERANKERS,
-         f"--rerank {options.rerank}: choose one of {', '.join(RERANKERS)}"),
+        (
+            options.rerank is None or options.rerank in RERANKERS,
+            f"--rerank {options.rerank}: choose one of {', '.join(RERANKERS)}",
+        ),
         (options.fusion in FUSIONS, f"fusion {options.fusion}: choose one of {', '.join(FUSIONS)}"),
         (options.rrf_k >= 1, f"--rrf-k {options.rrf_k}: must be at least 1"),
-        (len(options.weights) == 2 and all(w >= 0 for w in options.weights) and any(options.weights),
-         f"--weights {','.join(map(str, options.weights))}: give two non-negative numbers, e.g. 1,1"),
+        (
+            len(options.weights) == 2 and all(w >= 0 for w in options.weights) and any(options.weights),
+            f"--weights {','.join(map(str, options.weights))}: give two non-negative numbers, e.g. 1,1",
+        ),
     ]
     for ok, message in checks:
         if not ok:
@@ -118,8 +120,14 @@ class Searcher:
             hits = searcher.search("router reset", QueryOptions(mode="bm25", top_k=5))
     """
 
-    def __init__(self, index: Path, *, settings: Settings,
-                 generator_factory: Callable[[], Any] | None = None, embedder: Any = None) -> None:
+    def __init__(
+        self,
+        index: Path,
+        *,
+        settings: Settings,
+        generator_factory: Callable[[], Any] | None = None,
+        embedder: Any = None,
+    ) -> None:
         """Open the index.
 
         Args:
@@ -177,7 +185,8 @@ class Searcher:
                 raise IndexMismatch(
                     f"the index at {self.store.path} was built with embedding model {index_model}, "
                     f"not {embedder.model_id}: query without --embed-model/$RAG_EMBED_MODEL, or rebuild "
-                    f"it with `rag ingest --rebuild --embed-model {embedder.model_id}`")
+                    f"it with `rag ingest --rebuild --embed-model {embedder.model_id}`"
+                )
             self._embedder = embedder
         return self._embedder
 
@@ -201,8 +210,12 @@ class Searcher:
         name = group or default_group(groups)
         if groups:
             self.store.group(name)
-        if not groups or not self.store.db.execute(
-                "SELECT 1 FROM chunks WHERE group_name = ? LIMIT 1", [name]).fetchone():
+        if (
+            not groups
+            or not self.store.db.execute(
+                "SELECT 1 FROM chunks WHERE group_name = ? LIMIT 1", [name]
+            ).fetchone()
+        ):
             where = f" (group '{name}')" if group else ""
             raise NotIndexed(f"the index at {self.store.path} is empty{where}: run `rag ingest DIR` first")
         return name
@@ -241,7 +254,7 @@ class Searcher:
         Raises:
             UsageError, NotIndexed, UnknownGroup, UnknownFilter, IndexMismatch.
         """
-        from ragcli.readers.base import valid_unicode
+        from ragcli.ingest.readers.base import valid_unicode
 
         query = valid_unicode(query)  # non-UTF-8 bytes from argv/stdin must not reach the tokenizer
         validate(options)
@@ -264,15 +277,16 @@ class Searcher:
         if options.rerank is not None or keywords:
             with stage("rerank", options.rerank or "keywords"):
                 hits = self._rerank(query, hits, options)
-        return [replace(hit, rank=rank) for rank, hit in enumerate(hits[:options.top_k], start=1)]
+        return [replace(hit, rank=rank) for rank, hit in enumerate(hits[: options.top_k], start=1)]
 
     def _rerank(self, query: str, hits: list[Hit], options: QueryOptions) -> list[Hit]:
-        from ragcli.rerank import rerank
+        from ragcli.retrieval.rerank import rerank
 
         return rerank(query, hits, options, generator_factory=self.generator)
 
-    def _retrieve(self, query: str, options: QueryOptions, group: str, allowed: ChunkFilter | None,
-                  fetch: int) -> list[Hit]:
+    def _retrieve(
+        self, query: str, options: QueryOptions, group: str, allowed: ChunkFilter | None, fetch: int
+    ) -> list[Hit]:
         if options.mode in ("bm25", "dense"):
             with stage(f"{options.mode} retrieve"):
                 return self.retriever(options.mode, group).search(query, fetch, allowed)
@@ -288,8 +302,9 @@ class Searcher:
                 return fuse_hits(results, fusion=options.fusion, k=options.rrf_k, weights=weights)[:fetch]
         return self._adaptive_hybrid(query, group, allowed, depth, weights)[:fetch]
 
-    def _adaptive_hybrid(self, query: str, group: str, allowed: ChunkFilter | None, depth: int,
-                         weights: Mapping[str, float]) -> list[Hit]:
+    def _adaptive_hybrid(
+        self, query: str, group: str, allowed: ChunkFilter | None, depth: int, weights: Mapping[str, float]
+    ) -> list[Hit]:
         """Fuse, move the dense query toward the best fused hit, search dense again, fuse again.
 
         The feedback step (`DenseRetriever.search_feedback`) is what lifts Cranfield most (README
@@ -306,64 +321,17 @@ class Searcher:
             first = dense.rank_vector(vector, depth, allowed)
         # The first fusion only picks the feedback chunk, so it runs on ids, building no hits.
         with stage("fuse", "adaptive, first pass"):
-            fused, _ = adaptive_fusion({"bm25": [(h.chunk.id, h.score) for h in bm25], "dense": first},
-                                       priors=scaled_priors(("bm25", "dense"), weights))
+            fused, _ = adaptive_fusion(
+                {"bm25": [(h.chunk.id, h.score) for h in bm25], "dense": first},
+                priors=scaled_priors(("bm25", "dense"), weights),
+            )
         refined: list[Hit] = []
         with stage("dense feedback"):
             if fused and weights.get("dense", 1.0) and FEEDBACK_WEIGHT > 0:
-                refined = dense.search_feedback(vector, [fused[0][0]], depth, allowed,
-                                                weight=FEEDBACK_WEIGHT, known=known)
+                refined = dense.search_feedback(
+                    vector, [fused[0][0]], depth, allowed, weight=FEEDBACK_WEIGHT, known=known
+                )
             if not refined:  # nothing found, dense switched off, or the best hit has no vector
                 refined = dense.search_vector(vector, depth, allowed, known)
         with stage("fuse", "adaptive, second pass"):
             return fuse_hits({"bm25": bm25, "dense": refined}, fusion="adaptive", weights=weights)
-
-
-_WORD = re.compile(r"\w+")
-
-
-def term_spans(text: str, query: str) -> list[tuple[int, int]]:
-    """Character spans of `text` whose BM25 terms occur in the query (stems, CJK bigrams)."""
-    terms = set(analyze(query))
-    spans: list[tuple[int, int]] = []
-    if not terms:
-        return spans
-    for match in _WORD.finditer(text):
-        word, start = match.group(), match.start()
-        found = analyze(word)
-        if len(word) > 1 and found == cjk_bigrams(word):
-            # A CJK run: mark each matching bigram, merging overlaps.
-            for i, bigram in enumerate(found):
-                if bigram in terms:
-                    _add_span(spans, start + i, start + i + 2)
-        elif terms.intersection(found):
-            _add_span(spans, start, match.end())
-    return spans
-
-
-def _add_span(spans: list[tuple[int, int]], start: int, end: int) -> None:
-    if spans and start <= spans[-1][1]:
-        spans[-1] = (spans[-1][0], max(end, spans[-1][1]))
-    else:
-        spans.append((start, end))
-
-
-def snippet(text: str, query: str, width: int = 300) -> tuple[str, list[tuple[int, int]]]:
-    """A whitespace-collapsed window of about `width` characters around the first query term.
-
-    Returns:
-        The window text (with "…" where cut) and the spans of query terms inside it.
-    """
-    flat = " ".join(text.split())
-    spans = term_spans(flat, query)
-    begin = 0
-    if spans and spans[0][0] > width // 3:
-        begin = flat.rfind(" ", 0, spans[0][0] - width // 4) + 1
-    end = min(len(flat), begin + width)
-    if end < len(flat) and " " in flat[end - 20:end]:
-        end = flat.rfind(" ", 0, end)  # cut at a word boundary when one is near
-    prefix = "…" if begin else ""
-    window = prefix + flat[begin:end] + ("…" if end < len(flat) else "")
-    shift = len(prefix) - begin
-    inside = [(s + shift, e + shift) for s, e in spans if s >= begin and e <= end]
-    return window, inside

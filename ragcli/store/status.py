@@ -46,7 +46,8 @@ def _status(store: Store, index: Path) -> dict[str, Any]:
     for name, settings in store.groups().items():
         params = read_params(store.vector_path(name)) or {}
         groups[name] = {
-            "split_by": settings.split_by, "chunk_size": settings.chunk_size,
+            "split_by": settings.split_by,
+            "chunk_size": settings.chunk_size,
             "chunk_overlap": settings.chunk_overlap,
             "chunks": store.count("chunks", "group_name = ?", [name]),
             "vectors": params.get("count", 0),
@@ -62,8 +63,10 @@ def _status(store: Store, index: Path) -> dict[str, Any]:
         "model": store.get_meta("embedding_model"),
         "dimension": int(store.get_meta("embedding_dimension") or 0) or None,
         "fingerprint": store.get_meta("embedding_fingerprint"),
-        "sizes": {"database": sum(_size(index / (DATABASE_NAME + s)) for s in ("", "-wal", "-shm")),
-                  "vectors": _size(index / "vectors")},
+        "sizes": {
+            "database": sum(_size(index / (DATABASE_NAME + s)) for s in ("", "-wal", "-shm")),
+            "vectors": _size(index / "vectors"),
+        },
         "roots": json.loads(store.get_meta("roots", "[]") or "[]"),
         "last_ingest": json.loads(store.get_meta("last_ingest", "null") or "null"),
     }
@@ -74,8 +77,15 @@ def list_documents(index: Path) -> list[dict[str, Any]]:
     store = Store.open(index)
     try:
         return [
-            {"path": d["path"], "file_type": d["file_type"], "size": d["size"], "modified": d["modified"],
-             "title": d["title"], "chunks": d["chunks"], "ingested_at": d["ingested_at"]}
+            {
+                "path": d["path"],
+                "file_type": d["file_type"],
+                "size": d["size"],
+                "modified": d["modified"],
+                "title": d["title"],
+                "chunks": d["chunks"],
+                "ingested_at": d["ingested_at"],
+            }
             for d in store.list_documents()
         ]
     finally:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ragcli.errors import RagError, UsageError
-from ragcli.splitting import PAGE_BREAK
+from ragcli.ingest.splitting import PAGE_BREAK
 from ragcli.store import Store
 
 _PAGE_SUFFIX = re.compile(r"^(?P<path>.+):(?P<page>\d+)$")
@@ -80,7 +80,7 @@ def stitch(pieces: Sequence[tuple[int, int, str]]) -> str:
                 parts.append("\n")  # a dropped whitespace-only window
             parts.append(text)
         elif end > covered:
-            parts.append(text[covered - start:])
+            parts.append(text[covered - start :])
         covered = end if covered is None else max(covered, end)
     return "".join(parts)
 
@@ -98,15 +98,28 @@ def get_chunk(index: Path, chunk_id: int) -> StoredText:
     finally:
         store.close()
     if chunk is None:
-        raise NotFound(f"no chunk {chunk_id} in the index at {index}: chunk ids change when a file is "
-                       "re-ingested; run the query again for current ids")
-    return StoredText(kind="chunk", path=chunk.path, text=chunk.text, page=chunk.page, group=chunk.group,
-                      chunk_id=chunk.id, chunk_ids=(chunk.id,), order=chunk.order, start=chunk.start,
-                      end=chunk.end, metadata=dict(chunk.metadata))
+        raise NotFound(
+            f"no chunk {chunk_id} in the index at {index}: chunk ids change when a file is "
+            "re-ingested; run the query again for current ids"
+        )
+    return StoredText(
+        kind="chunk",
+        path=chunk.path,
+        text=chunk.text,
+        page=chunk.page,
+        group=chunk.group,
+        chunk_id=chunk.id,
+        chunk_ids=(chunk.id,),
+        order=chunk.order,
+        start=chunk.start,
+        end=chunk.end,
+        metadata=dict(chunk.metadata),
+    )
 
 
-def get_document(index: Path, target: str, *, page: int | None = None,
-                 group: str | None = None) -> StoredText:
+def get_document(
+    index: Path, target: str, *, page: int | None = None, group: str | None = None
+) -> StoredText:
     """A stored document, or one page of it, by path (`PATH` or `PATH:PAGE`).
 
     Args:
@@ -129,8 +142,11 @@ def get_document(index: Path, target: str, *, page: int | None = None,
     try:
         record = _find_document(store, path)
         group = group or _group_of(store, record["id"])
-        rows = store.db.execute('SELECT id, start, "end", text FROM chunks WHERE doc_id = ? '
-                                "AND group_name = ? ORDER BY start, ord", [record["id"], group]).fetchall()
+        rows = store.db.execute(
+            'SELECT id, start, "end", text FROM chunks WHERE doc_id = ? '
+            "AND group_name = ? ORDER BY start, ord",
+            [record["id"], group],
+        ).fetchall()
     finally:
         store.close()
     if not rows:
@@ -138,8 +154,13 @@ def get_document(index: Path, target: str, *, page: int | None = None,
     text = stitch([(start, end, chunk_text) for _, start, end, chunk_text in rows])
     pages = text.split(PAGE_BREAK)
     metadata = _metadata(record)
-    common = dict(path=record["path"], pages=len(pages), group=group, chunk_ids=tuple(r[0] for r in rows),
-                  metadata=metadata)
+    common = dict(
+        path=record["path"],
+        pages=len(pages),
+        group=group,
+        chunk_ids=tuple(r[0] for r in rows),
+        metadata=metadata,
+    )
     if page is None:
         return StoredText(kind="document", text=text, **common)
     if page > len(pages):
@@ -157,10 +178,14 @@ def _find_document(store: Store, path: str) -> dict[str, Any]:
 
 
 def _group_of(store: Store, doc_id: int) -> str:
-    from ragcli.query import default_group
+    from ragcli.retrieval.search import default_group
 
-    groups = [row[0] for row in store.db.execute(
-        "SELECT DISTINCT group_name FROM chunks WHERE doc_id = ? ORDER BY group_name", [doc_id])]
+    groups = [
+        row[0]
+        for row in store.db.execute(
+            "SELECT DISTINCT group_name FROM chunks WHERE doc_id = ? ORDER BY group_name", [doc_id]
+        )
+    ]
     return default_group(dict.fromkeys(groups))
 
 

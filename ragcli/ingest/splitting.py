@@ -77,9 +77,7 @@ def validate_settings(settings: ChunkSettings) -> None:
     """
     size, overlap = settings.chunk_size, settings.chunk_overlap
     if settings.split_by not in SPLIT_BY:
-        raise UsageError(
-            f"--split-by must be one of {', '.join(SPLIT_BY)} (got {settings.split_by!r})"
-        )
+        raise UsageError(f"--split-by must be one of {', '.join(SPLIT_BY)} (got {settings.split_by!r})")
     if size < 1:
         raise UsageError(f"--chunk-size must be at least 1 (got {size})")
     if overlap < 0:
@@ -101,9 +99,7 @@ def preset(name: str) -> ChunkSettings:
     try:
         return PRESETS[name]
     except KeyError:
-        raise UsageError(
-            f"unknown chunk group {name!r}: choose one of {', '.join(PRESETS)}"
-        ) from None
+        raise UsageError(f"unknown chunk group {name!r}: choose one of {', '.join(PRESETS)}") from None
 
 
 def split(
@@ -179,9 +175,7 @@ def _token_bounds(text: str, tokenize: Tokenize | None) -> tuple[list[int], list
     return starts, ends
 
 
-def _windows(
-    starts: list[int], ends: list[int], size: int, overlap: int
-) -> tuple[list[int], list[int]]:
+def _windows(starts: list[int], ends: list[int], size: int, overlap: int) -> tuple[list[int], list[int]]:
     """Start and end offsets of the windows over units with the given offsets.
 
     AdalFlow's loop, in closed form: windows begin at 0, step, 2*step, ...; the first one

@@ -26,12 +26,15 @@ from typing import Sequence
 import numpy as np
 
 from ragcli.embedding.base import Embedder
-from ragcli.retrieval.analysis import analyze
+from ragcli.analysis import analyze
 
-# Words of the question's form, not its topic (shared with `ragcli.ask.QUESTION_WORDS`).
-FORM_WORDS = frozenset(analyze(
-    "what which who whom whose when where why how many much do does did can could should would "
-    "is are was were name called type kind year"))
+# Words of the question's form, not its topic (shared with `ragcli.answer.ask.QUESTION_WORDS`).
+FORM_WORDS = frozenset(
+    analyze(
+        "what which who whom whose when where why how many much do does did can could should would "
+        "is are was were name called type kind year"
+    )
+)
 # Found on xquad-en (benchmarks/bench_answers.py): lexical overlap alone finds the answer's
 # sentence more often than embeddings alone; a blend of the two beats both.
 LEXICAL_WEIGHT = 0.45
@@ -40,15 +43,18 @@ RANK_BONUS = 0.02
 
 # A line break ends a sentence only before a blank line, a list item, a heading or a table row:
 # a single break inside a paragraph is line wrapping.
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[。！？])|"
-                           r"\n\s*\n\s*|\n(?=\s*(?:[-*+#>|]|\d+[.)])\s)|\n(?=[\"'(\[]?[A-Z0-9])")
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[。！？])|"
+    r"\n\s*\n\s*|\n(?=\s*(?:[-*+#>|]|\d+[.)])\s)|\n(?=[\"'(\[]?[A-Z0-9])"
+)
 # A line this short without a full stop, followed by a capitalised line, is a title.
 TITLE_CHARS = 60
 
 
 # "U.S. Army", "Dr. Smith", "St. Louis": a period after initials or a title ends no sentence.
 _ABBREVIATION = re.compile(
-    r"(?:\b(?:[A-Z]\.){1,3}|\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Mt|No|vs|Gen|Col|Lt|Rev)\.)[\"')\]]*$")
+    r"(?:\b(?:[A-Z]\.){1,3}|\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Mt|No|vs|Gen|Col|Lt|Rev)\.)[\"')\]]*$"
+)
 
 
 @dataclass(frozen=True)
@@ -93,7 +99,7 @@ def split_passage(text: str) -> list[tuple[int, int]]:
 
 def _wrapped(text: str, match: re.Match) -> bool:
     """A single line break inside a paragraph (the line before is long, not a title)."""
-    if match.group() != "\n" or text[match.start() - 1:match.start()] in (".", "!", "?"):
+    if match.group() != "\n" or text[match.start() - 1 : match.start()] in (".", "!", "?"):
         return False
     line_start = text.rfind("\n", 0, match.start()) + 1
     return match.start() - line_start >= TITLE_CHARS
@@ -101,8 +107,9 @@ def _wrapped(text: str, match: re.Match) -> bool:
 
 def sentences_of(passages: Sequence[str]) -> list[Sentence]:
     """All sentences of the passages, in passage order."""
-    return [Sentence(text[s:e], number, s)
-            for number, text in enumerate(passages) for s, e in split_passage(text)]
+    return [
+        Sentence(text[s:e], number, s) for number, text in enumerate(passages) for s, e in split_passage(text)
+    ]
 
 
 # "how long/old/far ...": the adjective is the question's form (a duration, an age), not its topic.
@@ -128,9 +135,14 @@ def lexical_scores(question: str, sentences: Sequence[Sentence]) -> list[float]:
     return [sum(weight[t] for t in terms & found) / total for found in sets]
 
 
-def score_sentences(question: str, sentences: Sequence[Sentence], *,
-                    embedder: Embedder | None = None, question_vector: np.ndarray | None = None,
-                    lexical_weight: float = LEXICAL_WEIGHT) -> list[Sentence]:
+def score_sentences(
+    question: str,
+    sentences: Sequence[Sentence],
+    *,
+    embedder: Embedder | None = None,
+    question_vector: np.ndarray | None = None,
+    lexical_weight: float = LEXICAL_WEIGHT,
+) -> list[Sentence]:
     """Score every sentence against the question (see the module docstring).
 
     Args:
@@ -150,12 +162,15 @@ def score_sentences(question: str, sentences: Sequence[Sentence], *,
         query = question_vector if question_vector is not None else np.asarray(embedder.embed([question]))[0]
         dense = [float(v) for v in vectors @ query]
     mix = lexical_weight if embedder is not None else 1.0
-    scored = [Sentence(s.text, s.passage, s.start, mix * lx + (1 - mix) * dn - RANK_BONUS * s.passage, lx, dn)
-              for s, lx, dn in zip(sentences, lexical, dense)]
+    scored = [
+        Sentence(s.text, s.passage, s.start, mix * lx + (1 - mix) * dn - RANK_BONUS * s.passage, lx, dn)
+        for s, lx, dn in zip(sentences, lexical, dense)
+    ]
     return sorted(scored, key=lambda s: -s.score)
 
 
-def select_sentences(question: str, passages: Sequence[str], *, embedder: Embedder | None = None,
-                     keep: int = 3) -> list[Sentence]:
+def select_sentences(
+    question: str, passages: Sequence[str], *, embedder: Embedder | None = None, keep: int = 3
+) -> list[Sentence]:
     """The `keep` sentences of `passages` most relevant to `question`, best first."""
     return score_sentences(question, sentences_of(passages), embedder=embedder)[:keep]

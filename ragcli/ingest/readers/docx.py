@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from ragcli.readers.base import read_bytes, build_document, reader_error
+from ragcli.ingest.readers.base import read_bytes, build_document, reader_error
 from ragcli.types import Document
 
 CELL_SEPARATOR = " | "
@@ -35,9 +35,7 @@ def _row_text(row: Any) -> str:
 
 def _table_text(table: Any) -> str:
     """Return a table as one line per row."""
-    return "\n".join(
-        line for line in (_row_text(row) for row in table.rows) if line.strip(" |")
-    )
+    return "\n".join(line for line in (_row_text(row) for row in table.rows) if line.strip(" |"))
 
 
 def _blocks(document: Any) -> list[str]:
@@ -90,18 +88,9 @@ class DocxReader:
             SyntaxError,
         ) as exc:
             # lxml's XMLSyntaxError is a SyntaxError; legacy .doc files land here too.
-            detail = (
-                "not a Word zip package"
-                if isinstance(exc, PackageNotFoundError)
-                else exc
-            )
-            reason = (
-                f"not a valid DOCX file ({detail or type(exc).__name__}); "
-                "re-save it from Word as .docx"
-            )
+            detail = "not a Word zip package" if isinstance(exc, PackageNotFoundError) else exc
+            reason = f"not a valid DOCX file ({detail or type(exc).__name__}); re-save it from Word as .docx"
             raise reader_error(path, reason) from exc
         except OSError as exc:
-            raise reader_error(
-                path, f"cannot read file ({exc.strerror or exc})"
-            ) from exc
+            raise reader_error(path, f"cannot read file ({exc.strerror or exc})") from exc
         return build_document(path, "\n\n".join(blocks), self.file_type, title=title)

@@ -1,10 +1,10 @@
 """Answer-support annotation, after RAGTools' ``annotate_support``.
 
-1. The answer is cut into sentences where a sentence end (`ragcli.splitting.SENTENCE_ENDS`,
+1. The answer is cut into sentences where a sentence end (`ragcli.ingest.splitting.SENTENCE_ENDS`,
    including the full-width Chinese ones) is followed by a space or the end, and at line
    breaks. Citation markers such as ``[2]`` are kept in the sentence but not scored.
 2. Each sentence is scored against each source by **content-word overlap**: the share of
-   the sentence's BM25 terms (`ragcli.retrieval.analysis.analyze`: stemmed, stop words
+   the sentence's BM25 terms (`ragcli.analysis.analyze`: stemmed, stop words
    removed, CJK bigrams) that occur in the source. With an embedder, the score is the mean
    of that overlap and the cosine similarity of sentence and source (negative cosines count
    as 0), so a faithful paraphrase is not marked unsupported for using other words.
@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from ragcli.context import Source
-from ragcli.retrieval.analysis import analyze
-from ragcli.splitting import SENTENCE_ENDS
+from ragcli.answer.context import Source
+from ragcli.analysis import analyze
+from ragcli.ingest.splitting import SENTENCE_ENDS
 
 if TYPE_CHECKING:
     from ragcli.embedding.base import Embedder
@@ -67,8 +67,12 @@ class SentenceSupport:
 
 def split_sentences(text: str) -> list[str]:
     """Cut an answer into sentences; a citation right after a sentence end stays with it."""
-    return [match.group().strip() for line in text.splitlines()
-            for match in _SENTENCE.finditer(line) if match.group().strip()]
+    return [
+        match.group().strip()
+        for line in text.splitlines()
+        for match in _SENTENCE.finditer(line)
+        if match.group().strip()
+    ]
 
 
 def label_for(score: float) -> str:
@@ -85,8 +89,9 @@ def overlap(sentence_terms: set[str], source_terms: set[str]) -> float:
     return len(sentence_terms & source_terms) / len(sentence_terms)
 
 
-def annotate_support(answer: str, sources: Sequence[Source], *,
-                     embedder: Embedder | None = None) -> tuple[SentenceSupport, ...]:
+def annotate_support(
+    answer: str, sources: Sequence[Source], *, embedder: Embedder | None = None
+) -> tuple[SentenceSupport, ...]:
     """Label every sentence of `answer` with its best source and a support score.
 
     Args:
@@ -116,11 +121,10 @@ def _overlap_matrix(sentences: Sequence[str], sources: Sequence[Source]) -> np.n
     return matrix
 
 
-def _cosine_matrix(embedder: Embedder, sentences: Sequence[str],
-                   sources: Sequence[Source]) -> np.ndarray:
+def _cosine_matrix(embedder: Embedder, sentences: Sequence[str], sources: Sequence[Source]) -> np.ndarray:
     texts = [_CITATION.sub(" ", s) for s in sentences] + [s.text for s in sources]
     vectors = np.asarray(embedder.embed(texts))
-    sentence_vectors, source_vectors = vectors[: len(sentences)], vectors[len(sentences):]
+    sentence_vectors, source_vectors = vectors[: len(sentences)], vectors[len(sentences) :]
     return np.clip(sentence_vectors @ source_vectors.T, 0.0, 1.0)
 
 

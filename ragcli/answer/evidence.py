@@ -14,7 +14,7 @@ xquad-en), so the answer a user sees is built from that text:
 - any other question (why/how/explain...), or a factoid without a confident span, gets the
   one to three best sentences, each quoted and cited.
 
-It abstains with the extractive evidence gate (`ragcli.extractive.is_answerable`). Each
+It abstains with the extractive evidence gate (`ragcli.answer.extractive.is_answerable`). Each
 citation's page is the page the quoted sentence is on (PDF pages are ``\\f``-separated in
 the text), not the page its chunk starts on.
 """
@@ -25,10 +25,10 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
-from ragcli.context import Source
-from ragcli.extractive import Candidate, extract_answer, is_answerable, numbered_sources, question_type
+from ragcli.answer.context import Source
+from ragcli.answer.extractive import Candidate, extract_answer, is_answerable, numbered_sources, question_type
 from ragcli.embedding.base import Embedder
-from ragcli.sentences import Sentence, score_sentences, sentences_of
+from ragcli.answer.sentences import Sentence, score_sentences, sentences_of
 from ragcli.types import Hit
 
 # Chosen on xquad-en's tune half (qa-tune.jsonl) with benchmarks/bench_answers.py:
@@ -37,7 +37,8 @@ SPAN_MARGIN = 0.0
 # "What proclamation/ruler/colony ...": a capitalised name gets this bonus (+0.024 f1 on qa-tune).
 NAME_BONUS = 0.2
 _AUXILIARIES = frozenset(
-    "is are was were does do did has have had can could will would should may might".split())
+    "is are was were does do did has have had can could will would should may might".split()
+)
 # Extra sentences are quoted when they score at least this share of the best one's score.
 SECOND_SENTENCE = 0.8
 MAX_SENTENCES = 3
@@ -47,14 +48,16 @@ FACTOID_SENTENCES = 2
 # Words a complete phrase neither starts nor ends with (prepositions, conjunctions, articles).
 DANGLING = frozenset(
     "a an the of in on at to for from by with as and or but nor than that which who whom whose "
-    "while when where if because since although into onto upon about over under between".split())
+    "while when where if because since although into onto upon about over under between".split()
+)
 _OPEN_CLOSE = (("(", ")"), ("[", "]"), ("\u201c", "\u201d"))
 # Questions asking for an explanation rather than a fact.
 _NON_FACTOID = re.compile(
     r"^(why|how (?!many|much|long|old|large|big|far|high|tall|often|fast|heavy|deep|wide)\w+|"
     r"explain|describe|"
     r"summari[sz]e|what (is|are|was|were) the (reason|purpose|role|difference|effect|impact|process)|"
-    r"what (does|do|did) .+ (mean|do|involve)|what happens)\b")
+    r"what (does|do|did) .+ (mean|do|involve)|what happens)\b"
+)
 
 
 @dataclass(frozen=True)
@@ -99,8 +102,13 @@ def is_complete_phrase(text: str) -> bool:
 
 
 # The span kinds that answer each question type ("1519" is found as a number, and is a date).
-_TYPED = {"number": ("number",), "date": ("date", "number"), "person": ("name",), "place": ("name",),
-          "thing": ("name", "run", "number", "date")}
+_TYPED = {
+    "number": ("number",),
+    "date": ("date", "number"),
+    "person": ("name",),
+    "place": ("name",),
+    "thing": ("name", "run", "number", "date"),
+}
 
 
 def is_plausible(candidate: Candidate) -> bool:
@@ -126,8 +134,10 @@ def confident_span(question: str, sentence: Sentence) -> Candidate | None:
     """The best span of `sentence` if it is typed right, a complete phrase and clearly ahead."""
     found = [c for c in extract_answer(question, [sentence], limit=10) if is_plausible(c)]
     if _names_a_thing(question):
-        found = sorted((replace(c, score=c.score + NAME_BONUS) if c.kind == "name" else c for c in found),
-                       key=lambda c: -c.score)
+        found = sorted(
+            (replace(c, score=c.score + NAME_BONUS) if c.kind == "name" else c for c in found),
+            key=lambda c: -c.score,
+        )
     if not found:
         return None
     best = found[0]
@@ -157,7 +167,7 @@ def is_prose(text: str) -> bool:
 
 
 def quote(sentence: Sentence) -> str:
-    return f"\"{' '.join(sentence.text.split())}\" [{sentence.passage + 1}]"
+    return f'"{" ".join(sentence.text.split())}" [{sentence.passage + 1}]'
 
 
 def best_sentences(ranked: Sequence[Sentence], limit: int = MAX_SENTENCES) -> list[Sentence]:
@@ -167,29 +177,36 @@ def best_sentences(ranked: Sequence[Sentence], limit: int = MAX_SENTENCES) -> li
     for sentence in ranked[1:]:
         if len(chosen) >= limit:
             break
-        if (sentence.score >= SECOND_SENTENCE * best.score and sentence.lexical > 0
-                and sentence.text != best.text and is_prose(sentence.text)):
+        if (
+            sentence.score >= SECOND_SENTENCE * best.score
+            and sentence.lexical > 0
+            and sentence.text != best.text
+            and is_prose(sentence.text)
+        ):
             chosen.append(sentence)
     return chosen
 
 
-def rank_sentences(question: str, hits: Sequence[Hit], *, embedder: Embedder | None = None,
-                   passages: int = 3) -> tuple[tuple[Source, ...], list[Sentence]]:
+def rank_sentences(
+    question: str, hits: Sequence[Hit], *, embedder: Embedder | None = None, passages: int = 3
+) -> tuple[tuple[Source, ...], list[Sentence]]:
     """The best `passages` hits as numbered sources, and all their sentences scored, best first."""
     sources = tuple(numbered_sources(hits, passages))
     return sources, rank_source_sentences(question, sources, embedder=embedder)
 
 
-def rank_source_sentences(question: str, sources: Sequence[Source], *,
-                          embedder: Embedder | None = None) -> list[Sentence]:
+def rank_source_sentences(
+    question: str, sources: Sequence[Source], *, embedder: Embedder | None = None
+) -> list[Sentence]:
     """Every sentence of the sources (headings left out) scored against the question, best first;
     ``Sentence.passage`` is the index of its source."""
     sentences = [s for s in sentences_of([s.text for s in sources]) if not is_title(s.text)]
     return score_sentences(question, sentences, embedder=embedder)
 
 
-def excerpts(sources: Sequence[Source], ranked: Sequence[Sentence], *, budget: int,
-             count_tokens) -> list[Source]:
+def excerpts(
+    sources: Sequence[Source], ranked: Sequence[Sentence], *, budget: int, count_tokens
+) -> list[Source]:
     """The sources cut down to their best sentences within `budget` tokens (for a prompt).
 
     Sentences are taken best first while they fit, then each source shows its chosen
@@ -222,8 +239,9 @@ def supporting_sentence(answer: str, ranked: Sequence[Sentence], cited: Sequence
     return pool[0] if pool else None
 
 
-def answer_with_evidence(question: str, hits: Sequence[Hit], *, embedder: Embedder | None = None,
-                         passages: int = 3) -> Evidence:
+def answer_with_evidence(
+    question: str, hits: Sequence[Hit], *, embedder: Embedder | None = None, passages: int = 3
+) -> Evidence:
     """The `rag ask` evidence-first stage (see the module docstring).
 
     Args:

@@ -20,7 +20,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 from ragcli.errors import ModelNotFound, UsageError
 from ragcli.llm import TEMPLATE_MARGIN, Generator, Message
-from ragcli.retrieval.analysis import fold
+from ragcli.analysis import fold
 from ragcli.retrieval.llm import truncate_to_tokens
 from ragcli.types import Hit
 
@@ -28,7 +28,7 @@ GeneratorFactory = Callable[[], Generator]
 
 
 class RerankRequest(Protocol):
-    """What reranking reads of the query options; `ragcli.query.QueryOptions` is one.
+    """What reranking reads of the query options; `ragcli.retrieval.search.QueryOptions` is one.
 
     A protocol rather than an import keeps this module below the search orchestration
     that calls it.
@@ -134,8 +134,10 @@ def load_cross_encoder(model: str | None) -> Any:
             raise ModelNotFound(f"{model} is a file, not a CrossEncoder folder: {_HOW_TO_PROVIDE}.")
         return _load_cross_encoder(str(path.resolve()))
     if _looks_like_path(model) or not _in_hub_cache(model):
-        raise ModelNotFound(f"No cross-encoder at {model!r} (not a folder, not in the local "
-                            f"Hugging Face cache): {_HOW_TO_PROVIDE}.")
+        raise ModelNotFound(
+            f"No cross-encoder at {model!r} (not a folder, not in the local "
+            f"Hugging Face cache): {_HOW_TO_PROVIDE}."
+        )
     return _load_cross_encoder(model)
 
 
@@ -160,20 +162,25 @@ def _load_cross_encoder(name_or_path: str) -> Any:
     try:
         from sentence_transformers import CrossEncoder
     except ImportError as error:
-        raise ModelNotFound(f"The cross-encoder reranker needs sentence-transformers ({error}); "
-                            "install it with `pip install 'ragcli[torch]'`.") from error
+        raise ModelNotFound(
+            f"The cross-encoder reranker needs sentence-transformers ({error}); "
+            "install it with `pip install 'ragcli[torch]'`."
+        ) from error
     try:
         return CrossEncoder(name_or_path, local_files_only=True, device="cpu")
     except (OSError, ValueError, KeyError, RuntimeError) as error:
-        raise ModelNotFound(f"Could not load a cross-encoder from {name_or_path!r} ({error}): "
-                            f"{_HOW_TO_PROVIDE}.") from error
+        raise ModelNotFound(
+            f"Could not load a cross-encoder from {name_or_path!r} ({error}): {_HOW_TO_PROVIDE}."
+        ) from error
 
 
 # --- local LLM ----------------------------------------------------------------------------
 
 DIGIT_GRAMMAR = "root ::= [0-9]"
-RERANK_SYSTEM = ("You rate how useful a passage is for answering a question. Reply with one digit "
-                 "from 0 (unrelated) to 9 (answers the question directly).")
+RERANK_SYSTEM = (
+    "You rate how useful a passage is for answering a question. Reply with one digit "
+    "from 0 (unrelated) to 9 (answers the question directly)."
+)
 RERANK_QUESTION = "How relevant is the passage to the question? Reply with one digit, 0-9."
 MAX_RERANK_PASSAGE_TOKENS = 384
 _FIRST_NUMBER = re.compile(r"\d+")
@@ -219,6 +226,7 @@ class LLMReranker:
 
 # --- keyword filter -----------------------------------------------------------------------
 
+
 def _normalize(text: str) -> str:
     """Case- and accent-insensitive form: NFKC, casefolded, accents stripped."""
     return fold(unicodedata.normalize("NFKC", text).casefold())
@@ -261,21 +269,25 @@ class KeywordFilter:
 
 # --- registry and the pipeline hook -------------------------------------------------------
 
+
 def _cross_encoder(options: RerankRequest, generator_factory: GeneratorFactory | None) -> Reranker:
     return CrossEncoderReranker(options.rerank_model)
 
 
 def _llm(options: RerankRequest, generator_factory: GeneratorFactory | None) -> Reranker:
     if generator_factory is None:
-        raise UsageError("--rerank llm needs the local GGUF model, but none was made available; "
-                         "run the query through a Searcher given a generator_factory.")
+        raise UsageError(
+            "--rerank llm needs the local GGUF model, but none was made available; "
+            "run the query through a Searcher given a generator_factory."
+        )
     return LLMReranker(generator_factory())
 
 
 def _keyword(options: RerankRequest, generator_factory: GeneratorFactory | None) -> Reranker:
     if not (options.require or options.exclude):
-        raise UsageError("--rerank keyword needs words to filter by: add --require WORD and/or "
-                         "--exclude WORD.")
+        raise UsageError(
+            "--rerank keyword needs words to filter by: add --require WORD and/or --exclude WORD."
+        )
     return KeywordFilter(options.require, options.exclude)
 
 
@@ -286,8 +298,9 @@ RERANKERS: dict[str, Callable[[Any, GeneratorFactory | None], Reranker]] = {
 }
 
 
-def make_reranker(name: str, options: RerankRequest,
-                  generator_factory: GeneratorFactory | None = None) -> Reranker:
+def make_reranker(
+    name: str, options: RerankRequest, generator_factory: GeneratorFactory | None = None
+) -> Reranker:
     """Build the reranker registered under `name`.
 
     Raises:
@@ -301,8 +314,9 @@ def make_reranker(name: str, options: RerankRequest,
     return factory(options, generator_factory)
 
 
-def rerank(query: str, hits: Sequence[Hit], options: RerankRequest,
-           generator_factory: GeneratorFactory | None = None) -> list[Hit]:
+def rerank(
+    query: str, hits: Sequence[Hit], options: RerankRequest, generator_factory: GeneratorFactory | None = None
+) -> list[Hit]:
     """Filter by `options.require`/`options.exclude`, then apply `options.rerank`.
 
     Call it whenever `options.rerank`, `options.require` or `options.exclude` is set, with the
@@ -328,4 +342,4 @@ def rerank(query: str, hits: Sequence[Hit], options: RerankRequest,
         kept = KeywordFilter(options.require, options.exclude).rerank(query, kept, len(kept))
     if reranker is not None and not isinstance(reranker, KeywordFilter):
         kept = reranker.rerank(query, kept, options.top_k)
-    return [replace(hit, rank=rank) for rank, hit in enumerate(kept[:options.top_k], 1)]
+    return [replace(hit, rank=rank) for rank, hit in enumerate(kept[: options.top_k], 1)]

@@ -14,7 +14,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from ragcli.readers.base import read_bytes, build_document, reader_error
+from ragcli.ingest.readers.base import read_bytes, build_document, reader_error
 from ragcli.types import Document
 
 PAGE_SEPARATOR = "\f"
@@ -44,8 +44,7 @@ def _open(path: Path) -> Any:
     if pdf.is_encrypted and pdf.decrypt("") == PasswordType.NOT_DECRYPTED:
         raise reader_error(
             path,
-            "encrypted PDF (a password is needed); "
-            "save a decrypted copy, e.g. `qpdf --decrypt`",
+            "encrypted PDF (a password is needed); save a decrypted copy, e.g. `qpdf --decrypt`",
         )
     return pdf
 
@@ -59,9 +58,7 @@ def _title(pdf: Any) -> str | None:
 
 def _page_texts(pdf: Any) -> list[str]:
     """Extract each page's text; a stray form feed inside a page becomes a newline."""
-    return [
-        (page.extract_text() or "").replace(PAGE_SEPARATOR, "\n") for page in pdf.pages
-    ]
+    return [(page.extract_text() or "").replace(PAGE_SEPARATOR, "\n") for page in pdf.pages]
 
 
 class PdfReader:
@@ -85,13 +82,9 @@ class PdfReader:
             pages = _page_texts(pdf)
             title = _title(pdf)
         except OSError as exc:
-            raise reader_error(
-                path, f"cannot read file ({exc.strerror or exc})"
-            ) from exc
+            raise reader_error(path, f"cannot read file ({exc.strerror or exc})") from exc
         except DependencyError as exc:
-            raise reader_error(
-                path, f"encrypted PDF needs an extra package: {exc}"
-            ) from exc
+            raise reader_error(path, f"encrypted PDF needs an extra package: {exc}") from exc
         except (PyPdfError, *_PARSER_ERRORS) as exc:
             raise reader_error(
                 path,
@@ -102,8 +95,7 @@ class PdfReader:
         if not any(text.strip() for text in pages):
             raise reader_error(
                 path,
-                "no text layer (scanned PDF?); "
-                "run OCR first, e.g. `ocrmypdf in.pdf out.pdf`",
+                "no text layer (scanned PDF?); run OCR first, e.g. `ocrmypdf in.pdf out.pdf`",
             )
         text = PAGE_SEPARATOR.join(pages)
         return build_document(path, text, self.file_type, title=title, pages=len(pages))

@@ -23,16 +23,16 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 from ragcli.choices import DEFAULT_GROUP
 from ragcli.errors import IndexMismatch, RagError, ReaderError
 from ragcli.locking import DEFAULT_TIMEOUT, index_writer
-from ragcli.readers import is_probably_binary, read_document, reader_for
-from ragcli.readers.base import open_regular
+from ragcli.ingest.readers import is_probably_binary, read_document, reader_for
+from ragcli.ingest.readers.base import open_regular
 from ragcli.analysis import term_string
-from ragcli.splitting import PRESETS, page_at, page_starts, section_bounds, split, validate_settings
+from ragcli.ingest.splitting import PRESETS, page_at, page_starts, section_bounds, split, validate_settings
 from ragcli.store import NewChunk, Store
 from ragcli.store.errors import storage_errors
 from ragcli.store.ownership import claim_index_dir, is_index, remove_index, require_index_or_absent
 from ragcli.types import ChunkSettings, Document, Progress, Span
-from ragcli.walk import FileFilter, display_path, resolve_roots, walk_files
-from ragcli.removal import apply_exclusions
+from ragcli.ingest.walk import FileFilter, display_path, resolve_roots, walk_files
+from ragcli.store.removal import apply_exclusions
 
 if TYPE_CHECKING:
     from ragcli.embedding.base import Embedder
@@ -121,8 +121,11 @@ def record_model(store: Store, embedder: Embedder) -> None:
 def vector_params(store: Store, group: str) -> dict:
     """What the params file beside a group's vectors records."""
     settings = store.group(group)
-    return {"model": store.get_meta("embedding_model"), "fingerprint": store.get_meta("embedding_fingerprint"),
-            "chunking": asdict(settings)}
+    return {
+        "model": store.get_meta("embedding_model"),
+        "fingerprint": store.get_meta("embedding_fingerprint"),
+        "chunking": asdict(settings),
+    }
 
 
 EMBED_SLICE = 32  # chunks per progress report while a batch is embedded
@@ -190,7 +193,7 @@ class _Batcher:
         self.progress.embedding(len(texts))
         parts = []
         for start in range(0, len(texts), EMBED_SLICE):
-            parts.append(np.asarray(self.embedder.embed(texts[start:start + EMBED_SLICE])))
+            parts.append(np.asarray(self.embedder.embed(texts[start : start + EMBED_SLICE])))
             report(len(parts[-1]))
         return np.concatenate(parts)
 
@@ -202,9 +205,16 @@ class _Batcher:
             self._doc_ids[path] = doc_id
         doc_id = self._doc_ids[path]
         chunks = [
-            NewChunk(order=span.order, text=span.text, start=span.start, end=span.end,
-                     page=page_at(item.page_starts, span.start) if item.page_starts else None,
-                     hash=chunk_hash, tokens=term_string(span.text), embedding_id=embedding_ids[chunk_hash])
+            NewChunk(
+                order=span.order,
+                text=span.text,
+                start=span.start,
+                end=span.end,
+                page=page_at(item.page_starts, span.start) if item.page_starts else None,
+                hash=chunk_hash,
+                tokens=term_string(span.text),
+                embedding_id=embedding_ids[chunk_hash],
+            )
             for span, chunk_hash in zip(item.spans, item.span_hashes)
         ]
         self.store.add_chunks(doc_id, self.group, chunks)
@@ -222,11 +232,15 @@ def document_record(doc: Document, content_hash: str) -> dict:
     """The document's row; names that are not valid UTF-8 are stored with `\\xNN` escapes."""
     meta = dict(doc.metadata)
     return {
-        "path": display_path(doc.path), "file_type": doc.file_type, "content_hash": content_hash,
+        "path": display_path(doc.path),
+        "file_type": doc.file_type,
+        "content_hash": content_hash,
         "file_name": display_path(meta.pop("file_name", Path(doc.path).name)),
         "size": meta.pop("size", len(doc.text)),
-        "modified": meta.pop("modified", None), "created": meta.pop("created", None),
-        "title": meta.pop("title", None), "metadata": meta,
+        "modified": meta.pop("modified", None),
+        "created": meta.pop("created", None),
+        "title": meta.pop("title", None),
+        "metadata": meta,
     }
 
 
@@ -236,8 +250,13 @@ def split_document(doc: Document, settings: ChunkSettings, embedder: Embedder) -
     tokenize = embedder.token_offsets if settings.split_by == "token" else None
     order = 0
     for start, end in section_bounds(doc.text):
-        spans = split(doc.text[start:end], split_by=settings.split_by, chunk_size=settings.chunk_size,
-                      chunk_overlap=settings.chunk_overlap, tokenize=tokenize)
+        spans = split(
+            doc.text[start:end],
+            split_by=settings.split_by,
+            chunk_size=settings.chunk_size,
+            chunk_overlap=settings.chunk_overlap,
+            tokenize=tokenize,
+        )
         yield [Span(span.text, order + span.order, span.start + start, span.end + start) for span in spans]
         order += len(spans)
 
@@ -287,10 +306,23 @@ def ingest(
     roots = resolve_roots(paths)
     lock = {"lock_timeout": lock_timeout, "on_wait": on_wait}
     if rebuild:
-        return _rebuild(index, roots, embedder=embedder, group=group, chunking=chunking,
-                        file_filter=file_filter, batch_chunks=batch_chunks, progress=progress, **lock)
+        return _rebuild(
+            index,
+            roots,
+            embedder=embedder,
+            group=group,
+            chunking=chunking,
+            file_filter=file_filter,
+            batch_chunks=batch_chunks,
+            progress=progress,
+            **lock,
+        )
     with _run(index, embedder, group, chunking, batch_chunks, roots, **lock) as (
-            store, settings, batcher, report):
+        store,
+        settings,
+        batcher,
+        report,
+    ):
         batcher.progress = progress
         files = [p for root in roots for p in walk_files(root, file_filter)]
         files = apply_exclusions(store, files)  # what `rag rm` removed stays out
@@ -307,10 +339,17 @@ def ingest(
 
 
 @contextmanager
-def _run(index: Path, embedder: Embedder, group: str, chunking: ChunkSettings | None, batch_chunks: int,
-         roots: Sequence[Path], *, lock_timeout: float = DEFAULT_TIMEOUT,
-         on_wait: Callable[[str], None] | None = None,
-         ) -> Iterator[tuple[Store, ChunkSettings, "_Batcher", IngestReport]]:
+def _run(
+    index: Path,
+    embedder: Embedder,
+    group: str,
+    chunking: ChunkSettings | None,
+    batch_chunks: int,
+    roots: Sequence[Path],
+    *,
+    lock_timeout: float = DEFAULT_TIMEOUT,
+    on_wait: Callable[[str], None] | None = None,
+) -> Iterator[tuple[Store, ChunkSettings, "_Batcher", IngestReport]]:
     """Open the index for one ingest under its write lock; on success sync vectors and record
     the run, always close. Storage failures (disk full, a damaged file) become one `RagError`."""
     started = time.perf_counter()
@@ -378,8 +417,11 @@ def file_hash(path: Path) -> str:
 
 def _unchanged(store: Store, existing: dict | None, content_hash: str, group: str) -> bool:
     """Same content, already chunked with the group's current settings."""
-    return bool(existing) and existing["content_hash"] == content_hash and \
-        store.chunked_hash(existing["id"], group) == content_hash
+    return (
+        bool(existing)
+        and existing["content_hash"] == content_hash
+        and store.chunked_hash(existing["id"], group) == content_hash
+    )
 
 
 def _queue(batcher: _Batcher, document, content_hash, settings, embedder, report, exists: bool) -> str:
@@ -424,7 +466,11 @@ def ingest_documents(
     With `prune`, documents in the index that are not among `documents` are removed.
     """
     with _run(index, embedder, group, chunking, batch_chunks, [], lock_timeout=lock_timeout) as (
-            store, settings, batcher, report):
+        store,
+        settings,
+        batcher,
+        report,
+    ):
         seen: set[str] = set()
         for document in documents:
             seen.add(document.path)
@@ -476,8 +522,13 @@ def _finish(store: Store, report: IngestReport, roots: Sequence[Path]) -> None:
         store.set_meta("last_ingest", json.dumps({**report.to_dict(), "failed": len(report.failed)}))
 
 
-def remove_paths(index: Path, paths: Sequence[str], *, lock_timeout: float = DEFAULT_TIMEOUT,
-                 on_wait: Callable[[str], None] | None = None) -> int:
+def remove_paths(
+    index: Path,
+    paths: Sequence[str],
+    *,
+    lock_timeout: float = DEFAULT_TIMEOUT,
+    on_wait: Callable[[str], None] | None = None,
+) -> int:
     """Remove documents by path (a folder removes everything under it); returns how many.
 
     Raises:
@@ -501,8 +552,14 @@ def remove_paths(index: Path, paths: Sequence[str], *, lock_timeout: float = DEF
             store.close()
 
 
-def _rebuild(index: Path, roots: list[Path], *, lock_timeout: float = DEFAULT_TIMEOUT,
-             on_wait: Callable[[str], None] | None = None, **options) -> IngestReport:
+def _rebuild(
+    index: Path,
+    roots: list[Path],
+    *,
+    lock_timeout: float = DEFAULT_TIMEOUT,
+    on_wait: Callable[[str], None] | None = None,
+    **options,
+) -> IngestReport:
     """Build a fresh index next to the old one; swap folders only when it is complete.
 
     Only ragcli's own indexes are ever removed or renamed: `index`, `<index>.rebuild` and
@@ -541,15 +598,19 @@ def known_roots(index: Path) -> list[str]:
     return roots
 
 
-def chunking_override(index: Path, group: str, split_by: str | None, chunk_size: int | None,
-                      chunk_overlap: int | None) -> ChunkSettings | None:
+def chunking_override(
+    index: Path, group: str, split_by: str | None, chunk_size: int | None, chunk_overlap: int | None
+) -> ChunkSettings | None:
     """Settings from the flags given, the rest from the group's current settings or preset."""
     from dataclasses import replace
 
     from ragcli.store import DATABASE_NAME
 
-    given = {k: v for k, v in {"split_by": split_by, "chunk_size": chunk_size,
-                               "chunk_overlap": chunk_overlap}.items() if v is not None}
+    given = {
+        k: v
+        for k, v in {"split_by": split_by, "chunk_size": chunk_size, "chunk_overlap": chunk_overlap}.items()
+        if v is not None
+    }
     if not given:
         return None
     base = PRESETS.get(group, PRESETS[DEFAULT_GROUP])
@@ -611,8 +672,9 @@ def ingest_changes(
     return report
 
 
-def _classify_changes(roots: Sequence[Path], changed: Iterable[Path],
-                      file_filter: FileFilter) -> tuple[list[Path], list[Path]]:
+def _classify_changes(
+    roots: Sequence[Path], changed: Iterable[Path], file_filter: FileFilter
+) -> tuple[list[Path], list[Path]]:
     """Split changed paths into files to (re)ingest and paths that are gone."""
     files: dict[Path, None] = {}
     gone: list[Path] = []

@@ -22,7 +22,7 @@ from ragcli.retrieval.fusion import rrf
 from ragcli.types import Hit
 
 if TYPE_CHECKING:
-    from ragcli.query import QueryOptions
+    from ragcli.retrieval.search import QueryOptions
 
 REWRITES = ("multi", "hyde")
 MULTI_QUERIES = 3
@@ -62,10 +62,14 @@ def parse_queries(text: str, question: str, n: int) -> list[str]:
 def multi_query_prompt(question: str, n: int) -> list[Message]:
     """Ask for `n` alternative search queries, one per line (for ``--rewrite multi``)."""
     return [
-        {"role": "system",
-         "content": "You rewrite search queries. Reply with the queries only, one per line."},
-        {"role": "user", "content": f"Write {n} different search queries that would find the answer to: "
-                                    f"{question}"},
+        {
+            "role": "system",
+            "content": "You rewrite search queries. Reply with the queries only, one per line.",
+        },
+        {
+            "role": "user",
+            "content": f"Write {n} different search queries that would find the answer to: {question}",
+        },
     ]
 
 
@@ -89,8 +93,9 @@ def hypothetical_answer(question: str, generator: Generator) -> str:
     return generator.complete(hyde_prompt(question), max_tokens=_MAX_REWRITE_TOKENS * 2).strip()
 
 
-def rewrite(question: str, how: str | None, options: "QueryOptions",
-            generator: Callable[[], Generator]) -> list[SearchRequest]:
+def rewrite(
+    question: str, how: str | None, options: "QueryOptions", generator: Callable[[], Generator]
+) -> list[SearchRequest]:
     """The searches to run for `question`: just the question, or it plus its rewrites.
 
     Args:
@@ -122,8 +127,10 @@ def retrieve_all(requests: Sequence[SearchRequest], search: Search, *, k: int = 
     A fused hit keeps the retriever details of its best appearance and records, per request
     name, its rank and score there; its dense cosine is the best one seen in any request.
     """
-    results = {request.name: tag_retriever(search(request.query, request.options), request.options.mode)
-               for request in requests}
+    results = {
+        request.name: tag_retriever(search(request.query, request.options), request.options.mode)
+        for request in requests
+    }
     if len(results) == 1:
         return next(iter(results.values()))
     return fuse_results(results, k=k)
@@ -134,9 +141,12 @@ def tag_retriever(hits: Sequence[Hit], mode: str) -> list[Hit]:
     so later stages (the relevance gate) read a dense cosine the same way in every mode."""
     if mode not in ("bm25", "dense"):
         return list(hits)
-    return [hit if mode in hit.sources else
-            replace(hit, sources={**hit.sources, mode: {"rank": hit.rank or rank, "score": hit.score}})
-            for rank, hit in enumerate(hits, start=1)]
+    return [
+        hit
+        if mode in hit.sources
+        else replace(hit, sources={**hit.sources, mode: {"rank": hit.rank or rank, "score": hit.score}})
+        for rank, hit in enumerate(hits, start=1)
+    ]
 
 
 def fuse_results(results: Mapping[str, Sequence[Hit]], *, k: int = 60) -> list[Hit]:
@@ -149,8 +159,10 @@ def fuse_results(results: Mapping[str, Sequence[Hit]], *, k: int = 60) -> list[H
             per_list.setdefault(hit.chunk.id, {})[name] = {"rank": rank, "score": hit.score}
             _keep_best_dense(per_list[hit.chunk.id], hit)
     fused = rrf({name: [hit.chunk.id for hit in hits] for name, hits in results.items()}, k)
-    return [Hit(first[cid].chunk, score, rank, {**first[cid].sources, **per_list[cid]})
-            for rank, (cid, score) in enumerate(fused, start=1)]
+    return [
+        Hit(first[cid].chunk, score, rank, {**first[cid].sources, **per_list[cid]})
+        for rank, (cid, score) in enumerate(fused, start=1)
+    ]
 
 
 def _keep_best_dense(record: dict[str, dict[str, float]], hit: Hit) -> None:

@@ -11,14 +11,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ragcli.readers.base import build_document
-from ragcli.readers.text import read_text_file
+from ragcli.ingest.readers.base import build_document
+from ragcli.ingest.readers.text import read_text_file
 from ragcli.types import Document
 
 # YAML (---) or TOML (+++) front matter at the very start of the file.
-_FRONT_MATTER = re.compile(
-    r"\A(---|\+\+\+)[ \t]*\n(.*?)\n(?:---|\.\.\.|\+\+\+)[ \t]*(?:\n|\Z)", re.DOTALL
-)
+_FRONT_MATTER = re.compile(r"\A(---|\+\+\+)[ \t]*\n(.*?)\n(?:---|\.\.\.|\+\+\+)[ \t]*(?:\n|\Z)", re.DOTALL)
 # Only the title is needed, so one scalar key is matched rather than pulling in a YAML
 # parser; quotes around the value are optional.
 _TITLE_KEY = re.compile(r"""^title\s*[:=]\s*(["']?)(.*?)\1\s*$""", re.MULTILINE)
@@ -74,6 +72,4 @@ class MarkdownReader:
         text = read_text_file(path).replace("\r\n", "\n")
         front_matter, body = split_front_matter(text)
         title = front_matter_title(front_matter) if front_matter else None
-        return build_document(
-            path, body, self.file_type, title=title or first_heading(body)
-        )
+        return build_document(path, body, self.file_type, title=title or first_heading(body))

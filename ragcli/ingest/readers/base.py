@@ -67,13 +67,19 @@ def open_regular(path: Path) -> BinaryIO:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
-        raise reader_error(path, f"cannot read file ({exc.strerror or exc}); check it exists and is "
-                                 "readable") from exc
+        raise reader_error(
+            path, f"cannot read file ({exc.strerror or exc}); check it exists and is readable"
+        ) from exc
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            kind = "a named pipe" if stat.S_ISFIFO(mode) else "a folder" if stat.S_ISDIR(mode) else \
-                "a device or socket"
+            kind = (
+                "a named pipe"
+                if stat.S_ISFIFO(mode)
+                else "a folder"
+                if stat.S_ISDIR(mode)
+                else "a device or socket"
+            )
             raise reader_error(path, f"not a regular file ({kind}); skipped")
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
@@ -117,9 +123,7 @@ def normalise_text(text: str) -> str:
 
 
 def _iso_utc(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, tz=timezone.utc).isoformat(
-        timespec="seconds"
-    )
+    return datetime.fromtimestamp(timestamp, tz=timezone.utc).isoformat(timespec="seconds")
 
 
 def file_metadata(path: Path, file_type: str) -> dict[str, Any]:
@@ -134,9 +138,7 @@ def file_metadata(path: Path, file_type: str) -> dict[str, Any]:
     try:
         st = path.stat()
     except OSError as exc:
-        raise reader_error(
-            path, f"cannot read file ({exc.strerror or exc}); check it exists"
-        ) from exc
+        raise reader_error(path, f"cannot read file ({exc.strerror or exc}); check it exists") from exc
     return {
         "file_name": path.name,
         "file_type": file_type,

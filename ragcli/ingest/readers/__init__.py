@@ -2,7 +2,7 @@
 
 Usage::
 
-    from ragcli.readers import read_document, reader_for, SUPPORTED_SUFFIXES
+    from ragcli.ingest.readers import read_document, reader_for, SUPPORTED_SUFFIXES
     document = read_document(Path("notes.md"))
 
 Each reader's third-party parser (pypdf, python-docx, selectolax) is imported only when
@@ -16,12 +16,12 @@ from types import MappingProxyType
 from typing import Mapping
 
 from ragcli.errors import ReaderError
-from ragcli.readers.base import Reader, open_regular, reader_error
-from ragcli.readers.docx import DocxReader
-from ragcli.readers.html import HtmlReader
-from ragcli.readers.markdown import MarkdownReader
-from ragcli.readers.pdf import PdfReader
-from ragcli.readers.text import TextReader, has_unicode_bom, sniff_utf16
+from ragcli.ingest.readers.base import Reader, open_regular, reader_error
+from ragcli.ingest.readers.docx import DocxReader
+from ragcli.ingest.readers.html import HtmlReader
+from ragcli.ingest.readers.markdown import MarkdownReader
+from ragcli.ingest.readers.pdf import PdfReader
+from ragcli.ingest.readers.text import TextReader, has_unicode_bom, sniff_utf16
 from ragcli.types import Document
 
 __all__ = [
@@ -82,8 +82,7 @@ def read_document(path: Path) -> Document:
         supported = ", ".join(sorted(SUPPORTED_SUFFIXES))
         raise reader_error(
             path,
-            f"unsupported file type {path.suffix or '(no suffix)'!r}; "
-            f"supported: {supported}",
+            f"unsupported file type {path.suffix or '(no suffix)'!r}; supported: {supported}",
         )
     if not path.is_file():
         raise reader_error(path, "no such file; check the path")

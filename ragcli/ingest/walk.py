@@ -75,8 +75,11 @@ def walk_files(root: Path, file_filter: FileFilter) -> Iterator[Path]:
             if name.startswith("."):
                 continue
             path = Path(folder) / name
-            if file_filter.accepts(path.relative_to(root).as_posix()) and path.is_file() and \
-                    not _link_into(path, root):
+            if (
+                file_filter.accepts(path.relative_to(root).as_posix())
+                and path.is_file()
+                and not _link_into(path, root)
+            ):
                 yield path
 
 

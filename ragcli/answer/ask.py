@@ -4,14 +4,14 @@ The steps of `Asker.stream` (each one a field of `Pipeline`, replaceable by any 
 with the same signature; the ones marked *optional* are skipped when set to None):
 
 1. **Cache**: the same question, options, model file and index state return the stored
-   answer at once (`ragcli.answer_cache`; any ingest changes the state).
+   answer at once (`ragcli.answer.cache`; any ingest changes the state).
 2. **Rewrite** (only with ``rewrite="multi"|"hyde"``): ``rewrite(question, how, query_options,
-   generator_factory) -> [SearchRequest]`` (`ragcli.rewrite.rewrite`).
+   generator_factory) -> [SearchRequest]`` (`ragcli.retrieval.rewrite.rewrite`).
 3. **Retrieve**: ``retrieve(requests, search) -> [Hit]`` runs each request through the
-   `Searcher` and fuses several with RRF (`ragcli.rewrite.retrieve_all`). With a reranker
+   `Searcher` and fuses several with RRF (`ragcli.retrieval.rewrite.retrieve_all`). With a reranker
    or a rewrite, ``max(top_k, candidates)`` hits are fetched first.
 4. **Rerank** (only when ``query.rerank`` is set): ``rerank(question, hits, query_options,
-   generator_factory) -> [Hit]`` (`ragcli.rerank.rerank`); hits are then cut to ``top_k``.
+   generator_factory) -> [Hit]`` (`ragcli.retrieval.rerank.rerank`); hits are then cut to ``top_k``.
 Which of the answering steps below run is the answer style: ``auto`` (the default) is
 ``generative`` for a capable model (`Asker.style`: 0.4B+ parameters in its GGUF header) and
 ``evidence`` otherwise.
@@ -21,27 +21,27 @@ Which of the answering steps below run is the answer style: ``auto`` (the defaul
    documents." with ``abstained=True`` and the model is never called.
 6. **Evidence** (``answer_style="evidence"``): ``evidence(question, hits, embedder=, passages=)
    -> Evidence``: the short answer when a typed span is confident, then the best sentences
-   quoted and cited (`ragcli.evidence.answer_with_evidence`); then steps 9-10.
+   quoted and cited (`ragcli.answer.evidence.answer_with_evidence`); then steps 9-10.
 6. **Extract** (``answer_style="extractive"``, ``"sentence"`` or ``"choice"``): ``extract(question,
    hits, embedder=, passages=, style=) -> Extraction`` numbers the best passages as sources,
    finds their sentence most relevant to the question, abstains when it is weak evidence,
    else answers with the span of it that answers (or the whole sentence) and its citation
-   (`ragcli.extractive.answer_extractively`); then steps 9-10. No language model is loaded,
+   (`ragcli.answer.extractive.answer_extractively`); then steps 9-10. No language model is loaded,
    except with ``answer_style="choice"``: ``choose(question, extraction, generator)`` lets
    the model pick among the best spans with a one-letter grammar (`choose_with_model`).
    With ``answer_style="generative"`` steps 6-8 below run instead (see docs/answer-quality.md
    for what each style scores).
 6. **Build context**: ``build_context(hits, budget=, count_tokens=) -> [Source]`` dedupes,
    merges adjacent chunks, fits ``n_ctx - max_tokens - prompt`` tokens and numbers the
-   sources (`ragcli.context.build_context`). Their sentences are scored; when the best is
+   sources (`ragcli.answer.context.build_context`). Their sentences are scored; when the best is
    weak evidence, ``evidence_gate(sentence) -> bool`` abstains without calling the model.
-7. **Prompt**: ``prompt(question, sources) -> messages`` (`ragcli.prompting.PROMPTS`), the
+7. **Prompt**: ``prompt(question, sources) -> messages`` (`ragcli.answer.prompting.PROMPTS`), the
    sources cut to their best sentences within ``AskOptions.prompt_tokens``; a short
    generated answer is followed by its supporting sentence, quoted and cited.
 8. **Generate**: ``generate(generator, messages, options) -> Iterator[str]``; pieces are
    yielded as they come (`stream_answer`).
 9. **Annotate** (optional): ``annotate(answer, sources) -> (SentenceSupport, ...)``
-   (`ragcli.support.annotate_support`).
+   (`ragcli.answer.support.annotate_support`).
 10. **Finish**: an answer that declines ("not found") is marked ``abstained``; citations
     ``[n]`` naming no source are removed from the text and listed in ``invalid_citations``;
     when the model cites nothing, each sentence's best-supported source (label supported or
@@ -50,7 +50,7 @@ Which of the answering steps below run is the answer style: ``auto`` (the defaul
 Example::
 
     from dataclasses import replace
-    from ragcli.ask import Asker, AskOptions, Pipeline
+    from ragcli.answer.ask import Asker, AskOptions, Pipeline
     from ragcli.config import load_settings
 
     settings = load_settings()
@@ -67,21 +67,27 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from ragcli.answer_cache import AnswerCache, cache_key, index_state
+from ragcli.answer.cache import AnswerCache, cache_key, index_state
 from ragcli.config import Settings
 from ragcli.errors import UsageError
-from ragcli.context import Source, build_context, context_budget
-from ragcli.evidence import Evidence, answer_with_evidence, excerpts, quote, rank_source_sentences
-from ragcli.evidence import supporting_sentence
-from ragcli.extractive import Extraction, answer_extractively, choose_with_model, is_answerable
+from ragcli.answer.context import Source, build_context, context_budget
+from ragcli.answer.evidence import Evidence, answer_with_evidence, excerpts, quote, rank_source_sentences
+from ragcli.answer.evidence import supporting_sentence
+from ragcli.answer.extractive import Extraction, answer_extractively, choose_with_model, is_answerable
 from ragcli.llm import Generator, Message, check_gguf, load_generator
-from ragcli.prompting import NOT_FOUND, grounded_prompt, parse_citations, prompt_overhead, says_not_found
-from ragcli.prompting import without_citations
-from ragcli.prompting import strip_invalid_citations
-from ragcli.query import QueryOptions, Searcher
-from ragcli.retrieval.analysis import analyze
-from ragcli.rewrite import SearchRequest, retrieve_all, rewrite
-from ragcli.support import SentenceSupport, annotate_support
+from ragcli.answer.prompting import (
+    NOT_FOUND,
+    grounded_prompt,
+    parse_citations,
+    prompt_overhead,
+    says_not_found,
+)
+from ragcli.answer.prompting import without_citations
+from ragcli.answer.prompting import strip_invalid_citations
+from ragcli.retrieval.search import QueryOptions, Searcher
+from ragcli.analysis import analyze
+from ragcli.retrieval.rewrite import SearchRequest, retrieve_all, rewrite
+from ragcli.answer.support import SentenceSupport, annotate_support
 from ragcli.types import Hit
 
 __all__ = ["Answer", "AskOptions", "Asker", "Pipeline", "SentenceSupport", "Source", "relevant_hits"]
@@ -91,8 +97,10 @@ __all__ = ["Answer", "AskOptions", "Asker", "Pipeline", "SentenceSupport", "Sour
 # pairs score about 0.0-0.2 and paraphrases 0.5+; 0.3 leaves room for loosely worded questions.
 DENSE_RELEVANCE = 0.3
 # Words of the question's form, not its topic: sharing only these with a passage is no match.
-QUESTION_WORDS = ("what which who whom whose when where why how do does did can could should would "
-                  "i you me my your we our tell explain about please know")
+QUESTION_WORDS = (
+    "what which who whom whose when where why how do does did can could should would "
+    "i you me my your we our tell explain about please know"
+)
 
 
 @dataclass(frozen=True)
@@ -111,7 +119,7 @@ class AskOptions:
         use_cache: look up and store answers in the index's answer cache.
         answer_style: "auto" (generative with a capable model, `ragcli.model_catalog.is_capable`,
             else evidence), "evidence" (short answer when confident, then the quoted best
-            sentences, `ragcli.evidence`), "extractive" (only the short span of a retrieved
+            sentences, `ragcli.answer.evidence`), "extractive" (only the short span of a retrieved
             sentence), "sentence" (that whole sentence), "choice" (the model picks among the
             best spans) or "generative" (the model writes the answer from the best sentences).
         passages: how many of the best hits the extractive styles read.
@@ -193,38 +201,54 @@ class Answer:
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of `rag ask --json` (without the envelope)."""
         return {
-            "question": self.question, "answer": self.text, "abstained": self.abstained, "model": self.model,
+            "question": self.question,
+            "answer": self.text,
+            "abstained": self.abstained,
+            "model": self.model,
             "short_answer": self.short,
-            "citations": [{"number": n, "path": s.path, "page": self.page(n)}
-                          for n in self.citations if (s := self.source(n)) is not None],
+            "citations": [
+                {"number": n, "path": s.path, "page": self.page(n)}
+                for n in self.citations
+                if (s := self.source(n)) is not None
+            ],
             "citations_inferred": self.citations_inferred,
             "invalid_citations": list(self.invalid_citations),
             "sources": [asdict(source) for source in self.sources],
             "support": [asdict(item) for item in self.support],
             "timings": {key: round(value, 4) for key, value in self.timings.items()},
-            "tokens": dict(self.tokens), "cached": self.cached,
+            "tokens": dict(self.tokens),
+            "cached": self.cached,
         }
 
     @classmethod
     def from_dict(cls, record: Mapping[str, Any]) -> "Answer":
         """Rebuild an answer from `to_dict` output (the answer cache's format)."""
         sources = tuple(Source(**{**s, "chunk_ids": tuple(s["chunk_ids"])}) for s in record["sources"])
-        return cls(question=record["question"], text=record["answer"], abstained=record["abstained"],
-                   sources=sources, citations=tuple(c["number"] for c in record["citations"]),
-                   support=tuple(SentenceSupport(**item) for item in record["support"]),
-                   timings=record["timings"], tokens=record["tokens"], cached=record["cached"],
-                   invalid_citations=tuple(record["invalid_citations"]),
-                   citations_inferred=record["citations_inferred"], model=record["model"],
-                   short=record.get("short_answer"),
-                   pages={c["number"]: c["page"] for c in record["citations"] if c.get("page") is not None})
+        return cls(
+            question=record["question"],
+            text=record["answer"],
+            abstained=record["abstained"],
+            sources=sources,
+            citations=tuple(c["number"] for c in record["citations"]),
+            support=tuple(SentenceSupport(**item) for item in record["support"]),
+            timings=record["timings"],
+            tokens=record["tokens"],
+            cached=record["cached"],
+            invalid_citations=tuple(record["invalid_citations"]),
+            citations_inferred=record["citations_inferred"],
+            model=record["model"],
+            short=record.get("short_answer"),
+            pages={c["number"]: c["page"] for c in record["citations"] if c.get("page") is not None},
+        )
 
 
 def relevant_hits(queries: Sequence[str], hits: Sequence[Hit]) -> list[Hit]:
     """The hits sharing a content word with a query, or with a dense cosine >= `DENSE_RELEVANCE`."""
     ignored = set(analyze(QUESTION_WORDS))
     terms = {term for query in queries for term in analyze(query)} - ignored
-    return [hit for hit in hits
-            if terms & set(analyze(hit.chunk.text)) or _dense_score(hit) >= DENSE_RELEVANCE]
+    return [
+        hit for hit in hits if terms & set(analyze(hit.chunk.text)) or _dense_score(hit) >= DENSE_RELEVANCE
+    ]
 
 
 def _dense_score(hit: Hit) -> float:
@@ -234,8 +258,12 @@ def _dense_score(hit: Hit) -> float:
 def needs_model(options: AskOptions) -> bool:
     """Whether answering with these options runs the GGUF model at all (extractive answers
     with keyword retrieval and no rewriting or LLM reranking do not)."""
-    return (options.answer_style in ("generative", "choice") or bool(options.rewrite)
-            or options.query.rerank == "llm" or options.query.mode == "llm")
+    return (
+        options.answer_style in ("generative", "choice")
+        or bool(options.rewrite)
+        or options.query.rerank == "llm"
+        or options.query.mode == "llm"
+    )
 
 
 def stream_answer(generator: Generator, messages: Sequence[Message], options: AskOptions) -> Iterator[str]:
@@ -243,10 +271,11 @@ def stream_answer(generator: Generator, messages: Sequence[Message], options: As
     return generator.stream(messages, max_tokens=options.max_tokens, temperature=options.temperature)
 
 
-def rerank_hits(question: str, hits: Sequence[Hit], options: QueryOptions,
-                generator_factory: Callable[[], Generator]) -> list[Hit]:
-    """The default rerank stage: `ragcli.rerank.rerank` (imported only when reranking)."""
-    from ragcli.rerank import rerank
+def rerank_hits(
+    question: str, hits: Sequence[Hit], options: QueryOptions, generator_factory: Callable[[], Generator]
+) -> list[Hit]:
+    """The default rerank stage: `ragcli.retrieval.rerank.rerank` (imported only when reranking)."""
+    from ragcli.retrieval.rerank import rerank
 
     return rerank(question, hits, options, generator_factory=generator_factory)
 
@@ -309,15 +338,23 @@ class Asker:
         NotIndexed: there is no index at `index`.
     """
 
-    def __init__(self, index: Path, *, settings: Settings, generator: Generator | None = None,
-                 pipeline: Pipeline | None = None, embedder: Any = None) -> None:
+    def __init__(
+        self,
+        index: Path,
+        *,
+        settings: Settings,
+        generator: Generator | None = None,
+        pipeline: Pipeline | None = None,
+        embedder: Any = None,
+    ) -> None:
         self.settings = settings
         self.pipeline = pipeline or Pipeline()
         self._injected = generator
         self._loaded: tuple[tuple, Generator] | None = None
         self._active = AskOptions()
-        self.searcher = Searcher(Path(index), settings=settings, generator_factory=self._active_generator,
-                                 embedder=embedder)
+        self.searcher = Searcher(
+            Path(index), settings=settings, generator_factory=self._active_generator, embedder=embedder
+        )
         self._cache: AnswerCache | None = None
         self._state: dict[str, Any] = {}
         self._capable: tuple[tuple, bool] | None = None
@@ -341,8 +378,9 @@ class Asker:
             return self._injected
         key = (options.model, options.n_ctx, options.threads, options.seed)
         if self._loaded is None or self._loaded[0] != key:
-            generator = load_generator(options.model, self.settings, n_ctx=options.n_ctx,
-                                       threads=options.threads, seed=options.seed)
+            generator = load_generator(
+                options.model, self.settings, n_ctx=options.n_ctx, threads=options.threads, seed=options.seed
+            )
             self._loaded = (key, generator)
         return self._loaded[1]
 
@@ -400,7 +438,7 @@ class Asker:
         Raises:
             ModelNotFound, ContextTooSmall, NotIndexed, UsageError and the retrieval errors.
         """
-        from ragcli.readers.base import valid_unicode
+        from ragcli.ingest.readers.base import valid_unicode
 
         question = valid_unicode(question)  # non-UTF-8 bytes from argv/stdin
         started = time.perf_counter()
@@ -415,8 +453,9 @@ class Asker:
             return
         style = self.style(options)
         if style not in ANSWER_STYLES:
-            raise UsageError(f"unknown answer style {options.answer_style!r}: choose one of "
-                             f"{', '.join(ANSWER_STYLES)}")
+            raise UsageError(
+                f"unknown answer style {options.answer_style!r}: choose one of {', '.join(ANSWER_STYLES)}"
+            )
         run = _Run(question, options, started)
         hits = self._retrieve(run)
         if not hits:
@@ -444,7 +483,7 @@ class Asker:
         run.lap("retrieve")
         if options.query.rerank is not None and stages.rerank is not None:
             hits = stages.rerank(run.question, hits, options.query, self._active_generator)
-        run.retrieved = tuple(hits[:options.query.top_k])
+        run.retrieved = tuple(hits[: options.query.top_k])
         run.lap("rerank")
         queries = [request.query for request in requests if request.is_query]
         return list(run.retrieved) if stages.gate is None else stages.gate(queries, run.retrieved)
@@ -462,8 +501,9 @@ class Asker:
         ranked = rank_source_sentences(run.question, sources, embedder=embedder)
         if not ranked or (stages.evidence_gate is not None and not stages.evidence_gate(ranked[0])):
             return run.abstain(sources, model="evidence gate")
-        shown = excerpts(sources, ranked, budget=min(budget, options.prompt_tokens),
-                         count_tokens=generator.count_tokens)
+        shown = excerpts(
+            sources, ranked, budget=min(budget, options.prompt_tokens), count_tokens=generator.count_tokens
+        )
         messages = stages.prompt(run.question, shown)
         run.lap("prompt")
         pieces: list[str] = []
@@ -487,8 +527,9 @@ class Asker:
             cite = f" [{evidence.passage + 1}]"
             yield cite
             text += cite
-        if evidence is not None and (short is None or (len(short.split()) <= SHORT_WORDS
-                                                       and not short.endswith((".", "!", "?")))):
+        if evidence is not None and (
+            short is None or (len(short.split()) <= SHORT_WORDS and not short.endswith((".", "!", "?")))
+        ):
             quoted = "\n" + quote(evidence)
             yield quoted
             text += quoted
@@ -496,10 +537,11 @@ class Asker:
         return replace(answer, short=short) if not answer.abstained else answer
 
     def _evidence(self, run: "_Run", hits: list[Hit]) -> Answer:
-        """The evidence-first answer (`ragcli.evidence`): no model runs."""
+        """The evidence-first answer (`ragcli.answer.evidence`): no model runs."""
         options = run.options
-        found = self.pipeline.evidence(run.question, hits, embedder=self.searcher.embedder(),
-                                       passages=options.passages)
+        found = self.pipeline.evidence(
+            run.question, hits, embedder=self.searcher.embedder(), passages=options.passages
+        )
         run.lap("prompt")
         if found.abstained:
             return run.abstain(found.sources, model="evidence")
@@ -510,11 +552,13 @@ class Asker:
         """Steps 6 (extractive), 9 and 10: the answer taken from the retrieved text."""
         options = run.options
         if options.answer_style not in ANSWER_STYLES:
-            raise UsageError(f"unknown answer style {options.answer_style!r}: choose one of "
-                             f"{', '.join(ANSWER_STYLES)}")
+            raise UsageError(
+                f"unknown answer style {options.answer_style!r}: choose one of {', '.join(ANSWER_STYLES)}"
+            )
         style = "sentence" if options.answer_style == "sentence" else "span"
-        found = self.pipeline.extract(run.question, hits, embedder=self.searcher.embedder(),
-                                      passages=options.passages, style=style)
+        found = self.pipeline.extract(
+            run.question, hits, embedder=self.searcher.embedder(), passages=options.passages, style=style
+        )
         run.lap("prompt")
         if options.answer_style == "choice":
             found = self.pipeline.choose(run.question, found, self.generator(options))
@@ -540,8 +584,15 @@ class Asker:
         if record is None:
             return None
         elapsed = time.perf_counter() - started
-        timings = {"rewrite": 0.0, "retrieve": 0.0, "rerank": 0.0, "prompt": 0.0, "first_token": elapsed,
-                   "generate": 0.0, "total": elapsed}
+        timings = {
+            "rewrite": 0.0,
+            "retrieve": 0.0,
+            "rerank": 0.0,
+            "prompt": 0.0,
+            "first_token": elapsed,
+            "generate": 0.0,
+            "total": elapsed,
+        }
         return replace(Answer.from_dict(record), cached=True, timings=timings)
 
 
@@ -564,18 +615,37 @@ class _Run:
     def _totals(self) -> dict[str, float]:
         total = time.perf_counter() - self.started
         self.timings.setdefault("first_token", total)
-        return {name: self.timings.get(name, 0.0) for name in
-                ("rewrite", "retrieve", "rerank", "prompt", "first_token", "generate")} | {"total": total}
+        return {
+            name: self.timings.get(name, 0.0)
+            for name in ("rewrite", "retrieve", "rerank", "prompt", "first_token", "generate")
+        } | {"total": total}
 
-    def abstain(self, sources: tuple[Source, ...] = (), text: str = NOT_FOUND,
-                tokens: Mapping[str, int] | None = None, model: str = "") -> Answer:
+    def abstain(
+        self,
+        sources: tuple[Source, ...] = (),
+        text: str = NOT_FOUND,
+        tokens: Mapping[str, int] | None = None,
+        model: str = "",
+    ) -> Answer:
         """The answer when nothing relevant was found (or the model declined)."""
-        return Answer(self.question, text, True, sources, timings=self._totals(),
-                      tokens=dict(tokens or {"prompt": 0, "completion": 0}), retrieved=self.retrieved,
-                      model=model)
+        return Answer(
+            self.question,
+            text,
+            True,
+            sources,
+            timings=self._totals(),
+            tokens=dict(tokens or {"prompt": 0, "completion": 0}),
+            retrieved=self.retrieved,
+            model=model,
+        )
 
-    def finish(self, text: str, sources: tuple[Source, ...], generator: Generator | None,
-               annotate: Callable[..., tuple[SentenceSupport, ...]] | None) -> Answer:
+    def finish(
+        self,
+        text: str,
+        sources: tuple[Source, ...],
+        generator: Generator | None,
+        annotate: Callable[..., tuple[SentenceSupport, ...]] | None,
+    ) -> Answer:
         """Check citations, annotate support and detect a declined answer (step 10).
 
         `generator` is None for an extractive answer (no model wrote it).
@@ -590,9 +660,20 @@ class _Run:
         inferred = not citations
         if inferred:
             citations = _supported_sources(support)
-        return Answer(self.question, text, False, sources, citations, support, self._totals(), tokens,
-                      retrieved=self.retrieved, invalid_citations=invalid, citations_inferred=inferred,
-                      model=model_id)
+        return Answer(
+            self.question,
+            text,
+            False,
+            sources,
+            citations,
+            support,
+            self._totals(),
+            tokens,
+            retrieved=self.retrieved,
+            invalid_citations=invalid,
+            citations_inferred=inferred,
+            model=model_id,
+        )
 
 
 def _supported_sources(support: Sequence[SentenceSupport]) -> tuple[int, ...]:

@@ -11,8 +11,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ragcli.readers.base import build_document
-from ragcli.readers.text import read_text_file
+from ragcli.ingest.readers.base import build_document
+from ragcli.ingest.readers.text import read_text_file
 from ragcli.types import Document
 
 # Elements whose content is never shown as page text, or is site chrome repeated on

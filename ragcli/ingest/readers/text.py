@@ -12,7 +12,7 @@ from __future__ import annotations
 import codecs
 from pathlib import Path
 
-from ragcli.readers.base import build_document, read_bytes, reader_error
+from ragcli.ingest.readers.base import build_document, read_bytes, reader_error
 from ragcli.types import Document
 
 # Longest BOMs first: the UTF-32-LE BOM starts with the UTF-16-LE one.

@@ -24,8 +24,14 @@ PAGE_VIEWERS: dict[str, Callable[[str, int], list[str]]] = {
 }
 
 
-def open_command(path: str, page: int | None, *, platform: str, has_display: bool,
-                 which: Callable[[str], str | None] = shutil.which) -> list[str] | None:
+def open_command(
+    path: str,
+    page: int | None,
+    *,
+    platform: str,
+    has_display: bool,
+    which: Callable[[str], str | None] = shutil.which,
+) -> list[str] | None:
     """The command that shows `path` (at `page` where the viewer allows), or None when none can.
 
     Args:
@@ -48,5 +54,10 @@ def open_command(path: str, page: int | None, *, platform: str, has_display: boo
 
 def launch(command: Sequence[str]) -> None:
     """Start the viewer detached from this process (its output discarded; it outlives `rag`)."""
-    subprocess.Popen(list(command), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL, start_new_session=True)
+    subprocess.Popen(
+        list(command),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )

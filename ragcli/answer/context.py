@@ -25,7 +25,6 @@ from ragcli.types import Hit
 CountTokens = Callable[[str], int]
 
 
-
 class ContextTooSmall(RagError):
     """Not even one retrieved chunk fits in the model's context window."""
 
@@ -108,7 +107,7 @@ def merge_texts(run: Sequence[Hit]) -> str:
     for hit in run[1:]:
         chunk = hit.chunk
         if chunk.start < end:
-            text += chunk.text[end - chunk.start:]
+            text += chunk.text[end - chunk.start :]
         else:
             text += "\n" + chunk.text
         end = max(end, chunk.end)
@@ -120,8 +119,9 @@ def context_budget(n_ctx: int, max_tokens: int, prompt_tokens: int) -> int:
     return n_ctx - max_tokens - prompt_tokens - TEMPLATE_MARGIN
 
 
-def build_context(hits: Sequence[Hit], *, budget: int, count_tokens: CountTokens,
-                  max_sources: int | None = None) -> list[Source]:
+def build_context(
+    hits: Sequence[Hit], *, budget: int, count_tokens: CountTokens, max_sources: int | None = None
+) -> list[Source]:
     """Dedupe, merge, fit and number the hits (see the module docstring for the steps).
 
     Args:
@@ -148,8 +148,10 @@ def build_context(hits: Sequence[Hit], *, budget: int, count_tokens: CountTokens
             chosen.append(run)
             left -= cost
     if runs and not chosen:
-        raise ContextTooSmall(f"context too small for any chunk ({budget} tokens left for sources): "
-                              "raise --ctx, lower --max-tokens or use a finer --group")
+        raise ContextTooSmall(
+            f"context too small for any chunk ({budget} tokens left for sources): "
+            "raise --ctx, lower --max-tokens or use a finer --group"
+        )
     return [_source(number, run) for number, run in enumerate(chosen, start=1)]
 
 
@@ -171,5 +173,11 @@ def _fit(run: list[Hit], left: int, count_tokens: CountTokens) -> tuple[list[Hit
 
 def _source(number: int, run: Sequence[Hit]) -> Source:
     first = run[0].chunk
-    return Source(number=number, path=first.path, page=first.page, score=max(h.score for h in run),
-                  text=merge_texts(run), chunk_ids=tuple(h.chunk.id for h in run))
+    return Source(
+        number=number,
+        path=first.path,
+        page=first.page,
+        score=max(h.score for h in run),
+        text=merge_texts(run),
+        chunk_ids=tuple(h.chunk.id for h in run),
+    )

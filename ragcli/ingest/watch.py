@@ -7,7 +7,7 @@
    came for `step` ms, or after `debounce` ms of continuous changes, so an editor's
    write-to-temp-then-rename save or a `git checkout` of a thousand files arrives as one or a
    few sets, not as one ingest per event.
-3. **Apply** each set with `ragcli.ingest.ingest_changes`: changed files are re-read only
+3. **Apply** each set with `ragcli.ingest.pipeline.ingest_changes`: changed files are re-read only
    when their content hash changed, only new chunk texts are embedded, and deleted or
    renamed-away paths are pruned. Each set is one short write: the index is not held open
    (nor its write lock, where the index has one) between sets, so other `rag` processes
@@ -28,9 +28,9 @@ from typing import Iterator, Sequence
 
 from ragcli.choices import DEFAULT_GROUP
 from ragcli.embedding.base import Embedder
-from ragcli.ingest import IngestReport, ingest, ingest_changes
+from ragcli.ingest.pipeline import IngestReport, ingest, ingest_changes
 from ragcli.types import ChunkSettings
-from ragcli.walk import FileFilter, resolve_roots
+from ragcli.ingest.walk import FileFilter, resolve_roots
 
 # Quiet time that ends a set of changes, and the longest a set keeps growing (milliseconds).
 STEP_MS = 50
@@ -101,7 +101,7 @@ def watch(
         paths: folders (watched recursively) and files.
         embedder: the embedding model, loaded once and used for every set of changes.
         stop: set it (e.g. from a signal handler) to end the watch cleanly.
-        group, chunking, file_filter, batch_chunks: as for `ragcli.ingest.ingest`.
+        group, chunking, file_filter, batch_chunks: as for `ragcli.ingest.pipeline.ingest`.
         step_ms: quiet time that ends a set of changes.
         debounce_ms: longest a set keeps growing while changes keep coming.
         force_polling: poll instead of using OS notifications (network file systems).
@@ -116,11 +116,18 @@ def watch(
     import watchfiles
 
     roots = resolve_roots(paths)
-    options = dict(embedder=embedder, group=group, chunking=chunking, file_filter=file_filter,
-                   batch_chunks=batch_chunks)
+    options = dict(
+        embedder=embedder, group=group, chunking=chunking, file_filter=file_filter, batch_chunks=batch_chunks
+    )
     yield _full(index, roots, "initial", options)
-    for raw in watchfiles.watch(*roots, stop_event=stop, step=step_ms, debounce=debounce_ms,
-                                raise_interrupt=False, force_polling=force_polling):
+    for raw in watchfiles.watch(
+        *roots,
+        stop_event=stop,
+        step=step_ms,
+        debounce=debounce_ms,
+        raise_interrupt=False,
+        force_polling=force_polling,
+    ):
         collector = _Collector()
         report = ingest_changes(index, roots, [Path(path) for _, path in raw], progress=collector, **options)
         batch = _batch("changes", report, collector)

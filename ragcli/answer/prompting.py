@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Mapping, Sequence
 
-from ragcli.context import Source
+from ragcli.answer.context import Source
 from ragcli.llm import Message
 
 NOT_FOUND = "I could not find this in your documents."
@@ -60,10 +60,10 @@ GROUNDED_EXPLAIN_SYSTEM = (
 def grounded_prompt(question: str, sources: Sequence[Source]) -> list[Message]:
     """The generative default: the best sentences of each source, then the question.
 
-    A factoid question (`ragcli.evidence.is_factoid`) asks for the exact short words, which
+    A factoid question (`ragcli.answer.evidence.is_factoid`) asks for the exact short words, which
     a 0.5B model copies well; any other question asks for one to three cited sentences.
     """
-    from ragcli.evidence import is_factoid
+    from ragcli.answer.evidence import is_factoid
 
     factoid = is_factoid(question)
     system = GROUNDED_SYSTEM if factoid else GROUNDED_EXPLAIN_SYSTEM
@@ -85,8 +85,11 @@ def question_first_prompt(question: str, sources: Sequence[Source]) -> list[Mess
     return [{"role": "system", "content": CITED_SYSTEM}, {"role": "user", "content": user}]
 
 
-PROMPTS: Mapping[str, PromptShape] = {"grounded": grounded_prompt, "cited": cited_prompt,
-                                      "question-first": question_first_prompt}
+PROMPTS: Mapping[str, PromptShape] = {
+    "grounded": grounded_prompt,
+    "cited": cited_prompt,
+    "question-first": question_first_prompt,
+}
 
 
 def prompt_overhead(shape: PromptShape, question: str, count_tokens: Callable[[str], int]) -> int:
@@ -112,6 +115,7 @@ def parse_citations(text: str, n_sources: int) -> tuple[tuple[int, ...], tuple[i
 
 def strip_invalid_citations(text: str, n_sources: int) -> str:
     """Remove citation numbers that name no source; a bracket left empty disappears."""
+
     def keep(match: re.Match) -> str:
         numbers = [p.strip() for p in match.group(1).split(",") if 1 <= int(p) <= n_sources]
         return f"[{', '.join(numbers)}]" if numbers else ""
@@ -127,4 +131,3 @@ def says_not_found(text: str) -> bool:
     """
     head = re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0]
     return not text.strip() or bool(_NOT_FOUND.search(head))
-

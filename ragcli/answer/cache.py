@@ -25,8 +25,10 @@ CACHE_FILE = "answers.db"
 
 def index_state(db: Any) -> dict[str, Any]:
     """What identifies the index's content now (`db` is the store's sqlite3 connection)."""
-    meta = db.execute("SELECT key, value FROM meta WHERE key = 'last_ingest' "
-                      "OR key LIKE 'vectors_generation:%' ORDER BY key").fetchall()
+    meta = db.execute(
+        "SELECT key, value FROM meta WHERE key = 'last_ingest' "
+        "OR key LIKE 'vectors_generation:%' ORDER BY key"
+    ).fetchall()
     documents = db.execute("SELECT count(*), max(id), max(ingested_at) FROM documents").fetchone()
     chunks = db.execute("SELECT count(*), max(id) FROM chunks").fetchone()
     return {"meta": [list(row) for row in meta], "documents": list(documents), "chunks": list(chunks)}
@@ -38,11 +40,16 @@ def state_digest(state: Mapping[str, Any]) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
-def cache_key(question: str, options: Mapping[str, Any], model_fingerprint: str,
-              state: Mapping[str, Any]) -> str:
+def cache_key(
+    question: str, options: Mapping[str, Any], model_fingerprint: str, state: Mapping[str, Any]
+) -> str:
     """The sha256 naming one answer: question, normalised options, model and index state."""
-    payload = {"question": " ".join(question.split()), "options": options,
-               "model": model_fingerprint, "index": state}
+    payload = {
+        "question": " ".join(question.split()),
+        "options": options,
+        "model": model_fingerprint,
+        "index": state,
+    }
     blob = json.dumps(payload, sort_keys=True, default=str, ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -56,11 +63,14 @@ class AnswerCache:
 
     def __init__(self, index: Path) -> None:
         self.path = index / CACHE_FILE
-        self._conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None,
-                                     check_same_thread=False)
+        self._conn = sqlite3.connect(
+            str(self.path), timeout=30, isolation_level=None, check_same_thread=False
+        )
         self._conn.execute("PRAGMA busy_timeout = 30000")
-        self._conn.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, state TEXT NOT NULL, "
-                           "answer TEXT NOT NULL, created REAL NOT NULL)")
+        self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, state TEXT NOT NULL, "
+            "answer TEXT NOT NULL, created REAL NOT NULL)"
+        )
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored answer record, or None."""
@@ -71,8 +81,10 @@ class AnswerCache:
         """Store one answer record made over index `state`; answers over any older state go."""
         digest = state_digest(state)
         self._conn.execute("DELETE FROM answers WHERE state != ?", [digest])
-        self._conn.execute("INSERT OR REPLACE INTO answers (key, state, answer, created) VALUES (?, ?, ?, ?)",
-                           [key, digest, json.dumps(record, ensure_ascii=False, default=str), time.time()])
+        self._conn.execute(
+            "INSERT OR REPLACE INTO answers (key, state, answer, created) VALUES (?, ?, ?, ?)",
+            [key, digest, json.dumps(record, ensure_ascii=False, default=str), time.time()],
+        )
 
     def __len__(self) -> int:
         return int(self._conn.execute("SELECT count(*) FROM answers").fetchone()[0])

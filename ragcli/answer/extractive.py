@@ -14,7 +14,7 @@ even with the right passage), but the retrieved text usually holds one. So:
    sentence, and a small penalty per word beyond the few a factual answer needs.
 4. `extract_answer` returns the best candidates over the best sentences.
 5. `answer_extractively` is the `rag ask` stage: number the top passages as sources, pick
-   their best sentences (`ragcli.sentences`), abstain when the best sentence is too weak
+   their best sentences (`ragcli.answer.sentences`), abstain when the best sentence is too weak
    evidence (`is_answerable`), else answer with the best span and its citation ``[n]``.
    With ``style="sentence"`` the whole best sentence is the answer instead.
 """
@@ -25,24 +25,27 @@ import re
 from dataclasses import dataclass, replace
 from typing import Sequence
 
-from ragcli.context import Source, build_context
-from ragcli.retrieval.analysis import STOP_WORDS, analyze
-from ragcli.sentences import Embedder, Sentence, question_terms, score_sentences, sentences_of
+from ragcli.answer.context import Source, build_context
+from ragcli.analysis import STOP_WORDS, analyze
+from ragcli.answer.sentences import Embedder, Sentence, question_terms, score_sentences, sentences_of
 from ragcli.types import Hit
 
 NUMBER_WORDS = frozenset(
     "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand "
     "million billion trillion dozen half first second third fourth fifth sixth seventh eighth ninth tenth "
-    "several".split())
+    "several".split()
+)
 MONTHS = frozenset(
-    "january february march april may june july august september october november december".split())
+    "january february march april may june july august september october november december".split()
+)
 # Lower-case words allowed inside a capitalised name ("University of Chicago", "Charles de Gaulle").
 NAME_GLUE = frozenset("of de da von van der du la le and the for".split())
 # Words that start or end no answer: stop words plus auxiliaries, pronouns and linkers.
 EDGE_WORDS = STOP_WORDS | frozenset(
     "is are was were be been being has have had do does did which who whom whose that also its his her "
-    "their our from than so however although while when where whereas because since known called".split())
+    "their our from than so however although while when where whereas because since known called".split()
+)
 # Score parts (tuned on xquad-en with benchmarks/bench_answers.py).
 TYPE_BONUS = 0.5
 NEAR_BONUS = 0.05
@@ -52,16 +55,36 @@ MAX_WORDS = 8
 SANDWICH_PENALTY = 0.4
 
 _TYPES = (
-    ("date", re.compile(r"^(when|what (year|years|century|decade|date|day|month|time|period|era)|"
-                        r"in (what|which) (year|century|decade|month))\b")),
-    ("number", re.compile(r"^(how (many|much|long|old|large|big|far|high|tall|often|fast|heavy|deep|wide)|"
-                          r"what (percentage|percent|number|amount|proportion|fraction|share|size|age)|"
-                          r"(at|to|by) what (age|rate|speed|temperature|percentage))\b")),
-    ("person", re.compile(r"^(who|whom|whose|(what|which) (person|man|woman|king|president|emperor|leader|"
-                          r"scientist|team|company|group|organization|player|author))\b")),
-    ("place", re.compile(r"^(where|(in|to|from|at) (what|which) (city|country|state|place|region|town|"
-                         r"continent|area|part)|"
-                         r"(what|which) (city|country|state|place|region|town|continent))\b")),
+    (
+        "date",
+        re.compile(
+            r"^(when|what (year|years|century|decade|date|day|month|time|period|era)|"
+            r"in (what|which) (year|century|decade|month))\b"
+        ),
+    ),
+    (
+        "number",
+        re.compile(
+            r"^(how (many|much|long|old|large|big|far|high|tall|often|fast|heavy|deep|wide)|"
+            r"what (percentage|percent|number|amount|proportion|fraction|share|size|age)|"
+            r"(at|to|by) what (age|rate|speed|temperature|percentage))\b"
+        ),
+    ),
+    (
+        "person",
+        re.compile(
+            r"^(who|whom|whose|(what|which) (person|man|woman|king|president|emperor|leader|"
+            r"scientist|team|company|group|organization|player|author))\b"
+        ),
+    ),
+    (
+        "place",
+        re.compile(
+            r"^(where|(in|to|from|at) (what|which) (city|country|state|place|region|town|"
+            r"continent|area|part)|"
+            r"(what|which) (city|country|state|place|region|town|continent))\b"
+        ),
+    ),
 )
 _WORD = re.compile(r"[\w$£€%][\w$£€%.,'’-]*[\w%]|[\w$£€%]")
 
@@ -140,14 +163,20 @@ def _kinds(words: Sequence[Word], in_question: Sequence[bool], text: str) -> lis
     """Candidate ``(kind, i, j)`` word ranges of one sentence."""
     found: list[tuple[str, int, int]] = []
     # joined[k]: only spaces between word k-1 and word k (a comma or bracket ends a name).
-    joined = [k > 0 and not text[words[k - 1].end:words[k].start].strip() for k in range(len(words))]
+    joined = [k > 0 and not text[words[k - 1].end : words[k].start].strip() for k in range(len(words))]
     for i, j in _spans(words, lambda k: is_number(words[k].text)):
         # A number takes its unit ("308 points", "1.2 million tons") when the unit is not asked.
         unit = j < len(words) and not in_question[j] and words[j].text.lower() not in STOP_WORDS
         end = j + 1 if unit else j
         found.append(("number", i, end))
-    for i, j in _spans(words, lambda k: is_year(words[k].text) or words[k].text.lower() in MONTHS
-                       or (words[k].text.isdigit() and len(words[k].text) <= 2)):
+    for i, j in _spans(
+        words,
+        lambda k: (
+            is_year(words[k].text)
+            or words[k].text.lower() in MONTHS
+            or (words[k].text.isdigit() and len(words[k].text) <= 2)
+        ),
+    ):
         if any(is_year(w.text) or w.text.lower() in MONTHS for w in words[i:j]):
             found.append(("date", i, j))
     for i, j in _name_runs(words, joined):
@@ -161,9 +190,14 @@ def _kinds(words: Sequence[Word], in_question: Sequence[bool], text: str) -> lis
 
 def _name_runs(words: Sequence[Word], joined: Sequence[bool]) -> list[tuple[int, int]]:
     """Runs of capitalised words (with `NAME_GLUE` between them) not broken by punctuation."""
+
     def glue(k: int) -> bool:
-        return (words[k].text.lower() in NAME_GLUE and k + 1 < len(words)
-                and is_capitalised(words[k + 1].text) and joined[k + 1])
+        return (
+            words[k].text.lower() in NAME_GLUE
+            and k + 1 < len(words)
+            and is_capitalised(words[k + 1].text)
+            and joined[k + 1]
+        )
 
     runs, start = [], None
     for k in range(len(words) + 1):
@@ -180,6 +214,7 @@ def _name_runs(words: Sequence[Word], joined: Sequence[bool]) -> list[tuple[int,
 
 def _trim(words: Sequence[Word], in_question: Sequence[bool], i: int, j: int) -> tuple[int, int] | None:
     """Drop question words and stop words from both ends of ``[i, j)``; None if nothing is left."""
+
     def dull(k: int) -> bool:
         return in_question[k] or words[k].text.lower() in EDGE_WORDS
 
@@ -190,8 +225,13 @@ def _trim(words: Sequence[Word], in_question: Sequence[bool], i: int, j: int) ->
     return (i, j) if i < j else None
 
 
-_FITS = {"number": ("number",), "date": ("date", "number"), "person": ("name",), "place": ("name",),
-         "thing": ("name", "run")}
+_FITS = {
+    "number": ("number",),
+    "date": ("date", "number"),
+    "person": ("name",),
+    "place": ("name",),
+    "thing": ("name", "run"),
+}
 
 
 def candidates(question: str, sentence: Sentence, *, qtype: str | None = None) -> list[Candidate]:
@@ -206,10 +246,15 @@ def candidates(question: str, sentence: Sentence, *, qtype: str | None = None) -
         if all(in_question[i:j]) or _lone_opener(words, kind, i, j):
             continue
         j = min(j, i + MAX_WORDS)
-        text = sentence.text[words[i].start:words[j - 1].end]
-        score = (sentence.score + (TYPE_BONUS if kind in _FITS[qtype] else 0.0) + _nearness(asked, i, j)
-                 - LENGTH_PENALTY * max(0, (j - i) - IDEAL_WORDS) - 0.1 * sum(in_question[i:j])
-                 - (SANDWICH_PENALTY if _sandwiched(in_question, i, j) else 0.0))
+        text = sentence.text[words[i].start : words[j - 1].end]
+        score = (
+            sentence.score
+            + (TYPE_BONUS if kind in _FITS[qtype] else 0.0)
+            + _nearness(asked, i, j)
+            - LENGTH_PENALTY * max(0, (j - i) - IDEAL_WORDS)
+            - 0.1 * sum(in_question[i:j])
+            - (SANDWICH_PENALTY if _sandwiched(in_question, i, j) else 0.0)
+        )
         result.append(Candidate(text, kind, sentence, score, i, j - 1))
     return sorted(result, key=lambda c: -c.score)
 
@@ -277,20 +322,28 @@ class Extraction:
     candidates: tuple[Candidate, ...] = ()
 
 
-def is_answerable(sentence: Sentence | None, *, lexical: float = LEXICAL_EVIDENCE,
-                  dense: float = DENSE_EVIDENCE) -> bool:
+def is_answerable(
+    sentence: Sentence | None, *, lexical: float = LEXICAL_EVIDENCE, dense: float = DENSE_EVIDENCE
+) -> bool:
     """Whether the best sentence is evidence enough to answer (see the thresholds above)."""
     return sentence is not None and (sentence.lexical >= lexical or sentence.dense >= dense)
 
 
 def numbered_sources(hits: Sequence[Hit], passages: int) -> list[Source]:
     """The best `passages` hits as numbered sources (deduplicated, adjacent chunks merged)."""
-    return build_context(list(hits)[:passages], budget=10**9, count_tokens=lambda text: 0,
-                         max_sources=passages)
+    return build_context(
+        list(hits)[:passages], budget=10**9, count_tokens=lambda text: 0, max_sources=passages
+    )
 
 
-def answer_extractively(question: str, hits: Sequence[Hit], *, embedder: Embedder | None = None,
-                        passages: int = 3, style: str = "span") -> Extraction:
+def answer_extractively(
+    question: str,
+    hits: Sequence[Hit],
+    *,
+    embedder: Embedder | None = None,
+    passages: int = 3,
+    style: str = "span",
+) -> Extraction:
     """The `rag ask` extractive stage: the words of the retrieved text that answer.
 
     Args:
