@@ -15,7 +15,6 @@ still loads and runs the real ONNX model for the query. The index is reused on l
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -31,28 +30,9 @@ from ragcli.embedding import load_embedder
 from ragcli.ingest.pipeline import ingest_documents
 from ragcli.store import DATABASE_NAME, Store
 from ragcli.types import ChunkSettings, Document
+from standin import HashVectors  # benchmarks/standin.py: the script's folder is on sys.path
 
 ONE_CHUNK = ChunkSettings("word", 400, 0)  # synthetic documents are short: one chunk each
-
-
-class HashVectors:
-    """Deterministic stand-in embedder: a pseudo-random unit vector per text, fast."""
-
-    def __init__(self, model_id: str, fingerprint: str, dimension: int) -> None:
-        self.model_id, self.fingerprint, self.dimension = model_id, fingerprint, dimension
-
-    def embed(self, texts, batch_size: int = 32) -> np.ndarray:
-        rows = [
-            np.random.default_rng(
-                int.from_bytes(hashlib.sha1(t.encode()).digest()[:8], "little")
-            ).standard_normal(self.dimension)
-            for t in texts
-        ]
-        vectors = np.asarray(rows, dtype=np.float32)
-        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-
-    def token_offsets(self, text: str) -> list[tuple[int, int]]:
-        raise NotImplementedError("synthetic documents are split by words")
 
 
 def vocabulary(size: int, rng: np.random.Generator) -> list[str]:

@@ -115,16 +115,7 @@ class IVFIndex(FaissIndex):
         if allowed_ids is not None:
             params.sel = faiss.IDSelectorBatch(np.asarray(allowed_ids, dtype=np.int64))
             params.nprobe = self.nlist
-        k = max(1, min(k, len(self)))
-        queries = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
-        if len(queries) > 1:
-            return self._index.search(queries, k, params=params)
-        threads = faiss.omp_get_max_threads()  # one query: one thread (see FaissIndex.search)
-        faiss.omp_set_num_threads(1)
-        try:
-            return self._index.search(queries, k, params=params)
-        finally:
-            faiss.omp_set_num_threads(threads)
+        return self._search(queries, k, params)
 
     def ids(self) -> np.ndarray:
         """Every stored id, read list by list from the inverted lists."""
