@@ -50,9 +50,9 @@ def _polled(stream: IO[str], fd: int, limit: int) -> Iterator[list[str]]:
                 batch.append(pending.strip())
             yield from _split(batch, limit)
             return
-        if len(batch) >= limit:
-            yield from _split(batch, limit)
-            batch = []
+        while len(batch) >= limit:  # full batches now; the rest may grow with the next block
+            yield batch[:limit]
+            batch = batch[limit:]
 
 
 def _readable(fd: int) -> bool:
