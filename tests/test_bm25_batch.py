@@ -166,3 +166,14 @@ def test_rag_query_stdin_equals_one_query_per_call(isolated_home):
     records = [json.loads(line) for line in one_by_one]
     assert records and {record["path"][0] for record in records} <= {"r", "c"}
     assert all(record["score"] >= 1 for record in records)
+
+
+def test_a_full_chunk_cache_restarts_and_still_returns_every_hit(english):
+    from ragcli.store.chunkcache import ChunkCache
+
+    small = BM25Retriever(english, "medium")
+    small._chunks = ChunkCache(max_chunks=2)
+    expected = BM25Retriever(english, "medium").search_many(QUERIES, 4)
+    assert small.search_many(QUERIES, 4) == expected
+    assert [small.search(query, 4) for query in QUERIES] == expected
+    assert len(small._chunks._chunks) <= 4

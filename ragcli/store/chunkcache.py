@@ -6,7 +6,8 @@ stream of queries repeat, so `ChunkCache` keeps the `Chunk`s it has read, keyed 
 database's version: SQLite's `PRAGMA data_version` (changes when another connection
 commits) with this connection's `total_changes` (its own writes). Any change to the
 database, by any process, empties the cache, so a hit is never staler than the snapshot
-it was read in. At most `max_chunks` are kept (then the cache restarts).
+it was read in. At most `max_chunks` are kept (then the cache restarts; 10,000 chunks of
+256 tokens hold about 15 MB). The version is per connection: one cache serves one `Store`.
 """
 
 from __future__ import annotations
@@ -20,24 +21,32 @@ if TYPE_CHECKING:
 
 
 class ChunkCache:
-    """`Store.chunks` with memory; call inside the snapshot the chunk ids came from."""
+    """`Store.chunks` with memory; call inside the snapshot the chunk ids came from.
 
-    def __init__(self, max_chunks: int = 50_000) -> None:
+    The cached `Chunk`s (and their metadata dicts) are shared by every hit that returns them:
+    read them, never change them.
+    """
+
+    def __init__(self, max_chunks: int = 10_000) -> None:
         self.max_chunks = max_chunks
         self._chunks: dict[int, Chunk] = {}
-        self._version: tuple[int, int] | None = None
+        self._version: tuple[int, int, int] | None = None
 
     def chunks(self, store: "Store", ids: Iterable[int]) -> dict[int, Chunk]:
         """Chunks by id (ids no longer stored are left out), with their document's path and metadata."""
-        version = (store.db.execute("PRAGMA data_version").fetchone()[0], store.db.total_changes)
+        db = store.db
+        version = (id(db), db.execute("PRAGMA data_version").fetchone()[0], db.total_changes)
         if version != self._version:
             self._chunks.clear()
             self._version = version
         cached = self._chunks
         wanted = list(dict.fromkeys(ids))
         missing = [chunk_id for chunk_id in wanted if chunk_id not in cached]
+        found = store.chunks(missing) if missing else {}
+        found.update((chunk_id, cached[chunk_id]) for chunk_id in wanted if chunk_id in cached)
         if missing:
             if len(cached) + len(missing) > self.max_chunks:
                 cached.clear()
-            cached.update(store.chunks(missing))
-        return {chunk_id: cached[chunk_id] for chunk_id in wanted if chunk_id in cached}
+            if len(missing) <= self.max_chunks:  # a batch larger than the cache is not kept
+                cached.update((chunk_id, found[chunk_id]) for chunk_id in missing if chunk_id in found)
+        return {chunk_id: found[chunk_id] for chunk_id in wanted if chunk_id in found}
