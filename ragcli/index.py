@@ -285,6 +285,13 @@ class Index:
         """
         return self.searcher().search(query, self._query(options, given))
 
+    def search_many(
+        self, queries: Sequence[str], options: "QueryOptions | None" = None, **given: Any
+    ) -> list[list["Hit"]]:
+        """`search` for each query, in order; a plain bm25 search runs as one batch
+        (`Searcher.search_many`)."""
+        return self.searcher().search_many(queries, self._query(options, given))
+
     def ask(self, question: str, options: "AskOptions | None" = None, **given: Any) -> "Answer":
         """Answer a question from the index, citing sources (`ragcli.answer.ask.Asker.ask`).
 

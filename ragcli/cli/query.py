@@ -153,15 +153,27 @@ def query(
         elif queries is None:
             hits = index_.search(str(text), options)
             _print_hits(str(text), options.mode, hits, fmt or Format.table, explain)
-        elif fmt in (Format.tsv, Format.csv):
-            _print_records(fmt, ((line, hit) for line in queries for hit in index_.search(line, options)))
         else:
-            for line in queries:
-                hits = index_.search(line, options)
-                if fmt is Format.table:
-                    _print_table_for(line, hits, explain, query_column=True)
-                else:
-                    _print_batch(line, options.mode, hits, fmt or Format.jsonl)
+            _print_answers(index_, options, fmt, explain)
+
+
+def _print_answers(index, options, fmt: Optional[Format], explain: bool) -> None:
+    """Queries from stdin, answered a batch at a time (`Index.search_many`), printed in order."""
+    from ragcli.cli.stdin_batches import query_batches
+
+    answered = (
+        (line, hits)
+        for batch in query_batches(sys.stdin)
+        for line, hits in zip(batch, index.search_many(batch, options))
+    )
+    if fmt in (Format.tsv, Format.csv):
+        _print_records(fmt, ((line, hit) for line, hits in answered for hit in hits))
+        return
+    for line, hits in answered:
+        if fmt is Format.table:
+            _print_table_for(line, hits, explain, query_column=True)
+        else:
+            _print_batch(line, options.mode, hits, fmt or Format.jsonl)
 
 
 def _output_format(

@@ -16,6 +16,7 @@ from typing import Sequence
 from ragcli.analysis import analyze
 from ragcli.retrieval.base import ChunkFilter
 from ragcli.store import Store
+from ragcli.store.chunkcache import ChunkCache
 from ragcli.store.postings import PostingsReader
 from ragcli.types import Hit
 
@@ -27,6 +28,7 @@ class BM25Retriever:
         self.store = store
         self.group = group
         self._reader = PostingsReader()
+        self._chunks = ChunkCache()
 
     def search(self, query: str, k: int, allowed: ChunkFilter | None = None) -> list[Hit]:
         """Up to `k` chunks by BM25 score (higher is better), best first.
@@ -41,7 +43,11 @@ class BM25Retriever:
     def search_many(
         self, queries: Sequence[str], k: int, allowed: ChunkFilter | None = None
     ) -> list[list[Hit]]:
-        """`search` for several queries at once: one snapshot, one read of the hit chunks."""
+        """`search` for several queries at once: one snapshot, one read of the hit chunks.
+
+        Chunks already read for an earlier query of this retriever are reused while the
+        database is unchanged (`ragcli.store.chunkcache`).
+        """
         if k <= 0:
             return [[] for _ in queries]
         with self.store.snapshot():  # filters, statistics and postings from the same commit
@@ -52,7 +58,7 @@ class BM25Retriever:
                 self._reader.top_k(self.store.db, self.group, analyze(query), k, allowed_ids)
                 for query in queries
             ]
-            chunks = self.store.chunks(list({chunk_id for rows in ranked for chunk_id, _ in rows}))
+            chunks = self._chunks.chunks(self.store, (chunk_id for rows in ranked for chunk_id, _ in rows))
         return [
             [
                 Hit(chunks[chunk_id], score, rank)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from ragcli.choices import DEFAULT_GROUP, MODES, RERANKERS
 from ragcli.config import Settings
@@ -277,6 +277,43 @@ class Searcher:
         if options.rerank is not None or keywords:
             with stage("rerank", options.rerank or "keywords"):
                 hits = self._rerank(query, hits, options)
+        return [replace(hit, rank=rank) for rank, hit in enumerate(hits[: options.top_k], start=1)]
+
+    def search_many(self, queries: Sequence[str], options: QueryOptions = QueryOptions()) -> list[list[Hit]]:
+        """`search` for each query, in order, with the same results.
+
+        A plain bm25 search (no reranking, keyword filter or llm selection) is answered in one
+        batch (`BM25Retriever.search_many`: one snapshot, one read of the hit chunks); any
+        other search runs query by query.
+
+        Raises:
+            UsageError, NotIndexed, UnknownGroup, UnknownFilter, IndexMismatch.
+        """
+        if options.mode != "bm25" or options.rerank is not None or options.require or options.exclude:
+            return [self.search(query, options) for query in queries]
+        from ragcli.ingest.readers.base import valid_unicode
+
+        validate(options)
+        group = self.resolve_group(options.group)
+        log.info(
+            "index %s, group %s, bm25 batch of %d, top %d",
+            self.store.path,
+            group,
+            len(queries),
+            options.top_k,
+        )
+        allowed = self.compile_filters(options.filters)
+        with stage("bm25 retrieve", f"{len(queries)} queries"):
+            found = self.retriever("bm25", group).search_many(
+                [valid_unicode(query) for query in queries], options.top_k, allowed
+            )
+        return [self._cut(hits, options) for hits in found]
+
+    @staticmethod
+    def _cut(hits: list[Hit], options: QueryOptions) -> list[Hit]:
+        """`min_score`, then ranks from 1 (what `search` does after a plain retrieve)."""
+        if options.min_score is not None:
+            hits = [hit for hit in hits if hit.score >= options.min_score]
         return [replace(hit, rank=rank) for rank, hit in enumerate(hits[: options.top_k], start=1)]
 
     def _rerank(self, query: str, hits: list[Hit], options: QueryOptions) -> list[Hit]:
