@@ -143,3 +143,33 @@ def test_max_tokens_and_threads(rag, layer):
     assert done.returncode == 0, done.stderr
     assert "THREADS=1" in done.stderr.splitlines()
     assert 1 <= json.loads(done.stdout)["tokens"]["completion"] <= 2
+
+
+@pytest.mark.parametrize("layer", ("env", "config"))
+def test_ingest_fills_the_group_the_settings_name(model_cache_dir, tmp_path, layer):
+    """`RAG_GROUP` (or the config file's `group`) chooses the group `rag ingest` fills, as it
+    chooses the group `rag query` reads; the --group flag still wins over both."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "kites.md").write_text("# Kites\n\nBox kites were invented by Lawrence Hargrave in 1893.\n")
+    env = {**os.environ, "RAG_CACHE_DIR": str(model_cache_dir), "RAG_CONFIG": str(tmp_path / "config.toml")}
+    if layer == "env":
+        env["RAG_GROUP"] = "fine"
+    else:
+        (tmp_path / "config.toml").write_text('group = "fine"\n', encoding="utf-8")
+    index = str(tmp_path / "idx")
+
+    def rag(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["rag", *args], env=env, capture_output=True, text=True, timeout=600)
+
+    ingested = rag("ingest", "--index", index, str(docs), "--json")
+    assert ingested.returncode == 0, ingested.stderr
+    assert json.loads(ingested.stdout)["group"] == "fine"
+    flagged = rag("ingest", "--index", index, str(docs), "--group", "coarse", "--json")
+    assert flagged.returncode == 0, flagged.stderr
+    assert json.loads(flagged.stdout)["group"] == "coarse"
+    status = json.loads(rag("status", "--index", index, "--json").stdout)
+    assert set(status["groups"]) == {"fine", "coarse"}
+    queried = rag("query", "--index", index, "Hargrave", "--mode", "bm25", "--json")
+    assert queried.returncode == 0, queried.stderr
+    assert json.loads(queried.stdout)["hits"][0]["path"].endswith("kites.md")
