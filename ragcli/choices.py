@@ -24,5 +24,13 @@ DEFAULT_GROUP = "medium"
 QUERY_TOP_K = 10
 ASK_TOP_K = 5
 
+# How hybrid retrieval fuses the BM25 and dense rankings (`ragcli.retrieval.fusion`).
+FUSIONS = ("adaptive", "rrf", "score")
+DEFAULT_FUSION = "adaptive"
+
+# How `rag ask` answers (`ragcli.answer.ask.Asker`): auto picks evidence-first or generative
+# by the model's size; the others force one way.
+ANSWER_STYLES = ("auto", "evidence", "extractive", "sentence", "choice", "generative")
+
 # Colour on the terminal (`rag --color`, RAG_COLOR).
 COLORS = ("auto", "always", "never")

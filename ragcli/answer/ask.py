@@ -68,6 +68,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ragcli.answer.cache import AnswerCache, cache_key, index_state
+from ragcli.choices import ANSWER_STYLES
 from ragcli.config import Settings
 from ragcli.errors import UsageError
 from ragcli.answer.context import Source, build_context, context_budget
@@ -144,7 +145,6 @@ class AskOptions:
 # A generated short answer (this many words at most, not a sentence) gets its supporting
 # sentence quoted under it, so the user sees the evidence, as in the evidence-first style.
 SHORT_WORDS = 12
-ANSWER_STYLES = ("auto", "evidence", "extractive", "sentence", "choice", "generative")
 
 
 @dataclass(frozen=True)

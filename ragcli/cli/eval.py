@@ -124,7 +124,7 @@ def _stages(enabled: bool):
 def _query_options(index: Any, top_k: int, group: str | None, fusion: str | None, weights: str | None) -> Any:
     """The `QueryOptions` every compared configuration starts from (the modes and rerankers vary)."""
     from ragcli.cli.options import parse_weights
-    from ragcli.retrieval.fusion import FUSIONS
+    from ragcli.choices import FUSIONS
 
     flags: dict[str, Any] = {"top_k": top_k, "group": group, "candidates": max(50, top_k)}
     if fusion is not None:
@@ -326,8 +326,7 @@ def answers(
 
     Example: rag eval answers ./xquad-en --limit 50 --modes bm25,hybrid --json
     """
-    from ragcli.answer.ask import ANSWER_STYLES
-    from ragcli.choices import MODES, RERANKERS
+    from ragcli.choices import ANSWER_STYLES, MODES, RERANKERS
     from ragcli.evaluation.answer_eval import ANSWER_METRICS, answer_configurations
     from ragcli.evaluation.metrics import floor_failures
     from ragcli.index import open_index

@@ -24,13 +24,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ragcli.choices import DEFAULT_GROUP, MODES, RERANKERS
+from ragcli.choices import DEFAULT_FUSION, DEFAULT_GROUP, FUSIONS, MODES, RERANKERS
 from ragcli.config import Settings
 from ragcli.errors import IndexMismatch, NotIndexed, UsageError
 from ragcli.retrieval import RETRIEVERS
 from ragcli.retrieval.base import ChunkFilter, Retriever
 from ragcli.retrieval.filters import check_keys, filters_sql, known_keys
-from ragcli.retrieval.fusion import DEFAULT_FUSION, FUSIONS, adaptive_fusion, fuse_hits, scaled_priors
+from ragcli.retrieval.fusion import adaptive_fusion, fuse_hits, scaled_priors
 from ragcli.stages import stage
 from ragcli.store import Store
 from ragcli.types import Hit
