@@ -574,7 +574,7 @@ class Asker:
         return self._cache
 
     def _cache_key(self, question: str, options: AskOptions, model: str) -> str:
-        self._state = index_state(self.searcher.store.db)
+        self._state = index_state(self.searcher.store)
         normalised = asdict(replace(options, use_cache=True, threads=None, model=None))
         normalised["pipeline"] = self.pipeline.fingerprint()
         return cache_key(question, normalised, model, self._state)

@@ -29,7 +29,7 @@ from ragcli.config import Settings
 from ragcli.errors import IndexMismatch, NotIndexed, UsageError
 from ragcli.retrieval import RETRIEVERS
 from ragcli.retrieval.base import ChunkFilter, Retriever
-from ragcli.retrieval.filters import check_keys, filters_sql, known_keys
+from ragcli.retrieval.filters import check_keys, filters_sql
 from ragcli.retrieval.fusion import adaptive_fusion, fuse_hits, scaled_priors
 from ragcli.stages import stage
 from ragcli.store import Store
@@ -210,12 +210,7 @@ class Searcher:
         name = group or default_group(groups)
         if groups:
             self.store.group(name)
-        if (
-            not groups
-            or not self.store.db.execute(
-                "SELECT 1 FROM chunks WHERE group_name = ? LIMIT 1", [name]
-            ).fetchone()
-        ):
+        if not groups or not self.store.has_chunks(name):
             where = f" (group '{name}')" if group else ""
             raise NotIndexed(f"the index at {self.store.path} is empty{where}: run `rag ingest DIR` first")
         return name
@@ -229,7 +224,7 @@ class Searcher:
         if not filters:
             return None
         if self._filter_keys is None:
-            self._filter_keys = known_keys(self.store.db)
+            self._filter_keys = self.store.filter_keys()
         check_keys(filters, self._filter_keys)
         where, params = filters_sql(filters)
         return ChunkFilter(where, tuple(params))
