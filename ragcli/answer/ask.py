@@ -65,7 +65,7 @@ import time
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from ragcli.answer.cache import AnswerCache, cache_key, index_state
 from ragcli.choices import ANSWER_STYLES
@@ -90,6 +90,9 @@ from ragcli.analysis import analyze
 from ragcli.retrieval.rewrite import SearchRequest, retrieve_all, rewrite
 from ragcli.answer.support import SentenceSupport, annotate_support
 from ragcli.types import Hit
+
+if TYPE_CHECKING:
+    from ragcli.embedding.base import Embedder
 
 __all__ = ["Answer", "AskOptions", "Asker", "Pipeline", "SentenceSupport", "Source", "relevant_hits"]
 
@@ -345,7 +348,7 @@ class Asker:
         settings: Settings,
         generator: Generator | None = None,
         pipeline: Pipeline | None = None,
-        embedder: Any = None,
+        embedder: "Embedder | None" = None,
     ) -> None:
         self.settings = settings
         self.pipeline = pipeline or Pipeline()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Iterator, List, Optional, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Iterator, List, Optional, Sequence
 
 import typer
 from rich import box
@@ -14,6 +14,11 @@ from ragcli.cli.options import EmbedModelOption, GroupOption, IndexOption, JsonO
 from ragcli.cli.progress import progress_bar
 from ragcli.cli.render import emit_json, emit_jsonl, stderr_console, stdout_console
 from ragcli.evaluation.metrics import RETRIEVAL_MEASURES
+
+if TYPE_CHECKING:
+    from ragcli.evaluation import AnswerReport, RetrievalReport
+    from ragcli.index import Index
+    from ragcli.retrieval.search import QueryOptions
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -121,7 +126,9 @@ def _stages(enabled: bool):
     return stage
 
 
-def _query_options(index: Any, top_k: int, group: str | None, fusion: str | None, weights: str | None) -> Any:
+def _query_options(
+    index: Index, top_k: int, group: str | None, fusion: str | None, weights: str | None
+) -> QueryOptions:
     """The `QueryOptions` every compared configuration starts from (the modes and rerankers vary)."""
     from ragcli.cli.options import parse_weights
     from ragcli.choices import FUSIONS
@@ -142,7 +149,7 @@ def _fail_under(failures: list[str]) -> None:
         raise typer.Exit(1)
 
 
-def _stop_if_partial(report: Any) -> None:
+def _stop_if_partial(report: RetrievalReport | AnswerReport) -> None:
     """Ctrl-C: the finished part was reported above; exit 130 as an interrupted command does."""
     if report.partial:
         stderr_console().print(
@@ -223,7 +230,7 @@ def retrieval(
     _fail_under(floor_failures(((r.name, r.metrics) for r in report.configurations), floors))
 
 
-def _print_retrieval(report: Any) -> None:
+def _print_retrieval(report: RetrievalReport) -> None:
     title = f"{report.dataset}: {report.completed} of {report.queries} queries"
     if report.partial:
         title += " (partial: interrupted)"
@@ -251,7 +258,7 @@ def _print_retrieval(report: Any) -> None:
         )
 
 
-def _print_gains(report: Any) -> None:
+def _print_gains(report: RetrievalReport) -> None:
     """One line per hybrid configuration: its nDCG@10 gain over the best single mode beside it."""
     from ragcli.evaluation.retrieval_eval import hybrid_gains
 
@@ -354,7 +361,7 @@ def answers(
     _fail_under(floor_failures(((r.name, r.metrics) for r in report.configurations), floors))
 
 
-def _print_answers(report: Any, names: Sequence[str]) -> None:
+def _print_answers(report: AnswerReport, names: Sequence[str]) -> None:
     title = f"{report.dataset}: {report.completed} of {report.questions} questions"
     title += f" ({report.answerable} answerable)"
     if report.partial:

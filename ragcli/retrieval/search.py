@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ragcli.choices import DEFAULT_FUSION, DEFAULT_GROUP, FUSIONS, MODES, RERANKERS
 from ragcli.config import Settings
@@ -34,6 +34,10 @@ from ragcli.retrieval.fusion import adaptive_fusion, fuse_hits, scaled_priors
 from ragcli.stages import stage
 from ragcli.store import Store
 from ragcli.types import Hit
+
+if TYPE_CHECKING:
+    from ragcli.embedding.base import Embedder
+    from ragcli.llm import Generator
 
 log = logging.getLogger(__name__)
 
@@ -125,8 +129,8 @@ class Searcher:
         index: Path,
         *,
         settings: Settings,
-        generator_factory: Callable[[], Any] | None = None,
-        embedder: Any = None,
+        generator_factory: Callable[[], Generator] | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         """Open the index.
 
@@ -143,8 +147,8 @@ class Searcher:
         self.store = Store.open(Path(index))
         self.settings = settings
         self._generator_factory = generator_factory
-        self._generator: Any = None
-        self._embedder: Any = None
+        self._generator: Generator | None = None
+        self._embedder: Embedder | None = None
         self._given_embedder = embedder
         self._retrievers: dict[tuple[str, str], Retriever] = {}
         self._filter_keys: list[str] | None = None
@@ -166,7 +170,7 @@ class Searcher:
         self._filter_keys = None
 
     # -- models ---------------------------------------------------------------------------
-    def embedder(self) -> Any:
+    def embedder(self) -> Embedder:
         """The query embedder: the index's own model, checked against the stored fingerprint.
 
         Raises:
@@ -190,7 +194,7 @@ class Searcher:
             self._embedder = embedder
         return self._embedder
 
-    def generator(self) -> Any:
+    def generator(self) -> Generator:
         """The language model for llm mode and the llm reranker, built once."""
         if self._generator is None:
             if self._generator_factory is None:
