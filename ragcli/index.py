@@ -29,17 +29,20 @@ from ragcli.config import KEYS, Settings, load_settings
 from ragcli.errors import UsageError
 
 if TYPE_CHECKING:
+    import threading
+
     from ragcli.answer.ask import Answer, Asker, AskOptions
+    from ragcli.doctor import Check
     from ragcli.embedding.base import Embedder
     from ragcli.evaluation import AnswerReport, RetrievalReport
     from ragcli.evaluation.answer_eval import AnswerConfiguration
     from ragcli.evaluation.retrieval_eval import Configuration
     from ragcli.ingest.pipeline import IngestReport
+    from ragcli.ingest.watch import WatchBatch
     from ragcli.llm import Generator
-    from ragcli.retrieval.search import QueryOptions, Searcher
-    from ragcli.doctor import Check
     from ragcli.model_catalog import ModelEntry
     from ragcli.retrieval.documents import StoredText
+    from ragcli.retrieval.search import QueryOptions, Searcher
     from ragcli.store.removal import RemovalPlan
     from ragcli.types import Hit, Progress
 
@@ -303,7 +306,7 @@ class Index:
         self,
         paths: Sequence[str | Path] | None = None,
         *,
-        stop: Any,
+        stop: threading.Event,
         group: str | None = None,
         split_by: str | None = None,
         chunk_size: int | None = None,
@@ -311,7 +314,7 @@ class Index:
         include: Iterable[str] = (),
         exclude: Iterable[str] = (),
         batch_chunks: int = 256,
-    ) -> Iterator[Any]:
+    ) -> Iterator["WatchBatch"]:
         """`ingest`, then every change under the folders as it happens (`ragcli.ingest.watch.watch`).
 
         Args:

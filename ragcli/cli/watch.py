@@ -5,14 +5,17 @@ from __future__ import annotations
 import signal
 import threading
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 import typer
 
 from ragcli.cli.render import stderr_console
 
+if TYPE_CHECKING:
+    from ragcli.ingest.watch import WatchBatch
 
-def run_watch(changes: Callable[[threading.Event], Iterator[Any]], roots: Sequence[Path]) -> None:
+
+def run_watch(changes: Callable[[threading.Event], Iterator[WatchBatch]], roots: Sequence[Path]) -> None:
     """Watch until Ctrl-C, printing one line per changed document on stderr; then exit 130.
 
     `changes(stop)` yields the batches (`ragcli.index.Index.watch`). The first Ctrl-C lets
