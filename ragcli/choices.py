@@ -32,5 +32,12 @@ DEFAULT_FUSION = "adaptive"
 # by the model's size; the others force one way.
 ANSWER_STYLES = ("auto", "evidence", "extractive", "sentence", "choice", "generative")
 
+# Query rewriting before retrieval (`ragcli.retrieval.rewrite`): several phrasings, or a
+# hypothetical answer passage searched densely.
+REWRITES = ("multi", "hyde")
+
+# The unit a chunk group's windows are counted in (`ragcli.ingest.splitting`).
+SPLIT_BY = ("page", "passage", "sentence", "word", "token")
+
 # Colour on the terminal (`rag --color`, RAG_COLOR).
 COLORS = ("auto", "always", "never")

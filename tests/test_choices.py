@@ -15,13 +15,16 @@ PACKAGE = Path(ragcli.__file__).parent
 
 
 def test_cli_enums_are_the_choice_lists():
-    from ragcli.cli.ask import AnswerStyle
+    from ragcli.cli.ask import AnswerStyle, Rewrite
+    from ragcli.cli.ingest import SplitBy
     from ragcli.cli.options import Fusion, Mode, Rerank
 
     assert tuple(member.value for member in AnswerStyle) == choices.ANSWER_STYLES
     assert tuple(member.value for member in Fusion) == choices.FUSIONS
     assert tuple(member.value for member in Mode) == choices.MODES
     assert tuple(member.value for member in Rerank) == choices.RERANKERS
+    assert tuple(member.value for member in Rewrite) == choices.REWRITES
+    assert tuple(member.value for member in SplitBy) == choices.SPLIT_BY
 
 
 def test_the_library_validates_against_the_same_lists():
@@ -33,7 +36,7 @@ def test_the_library_validates_against_the_same_lists():
     assert fusion.DEFAULT_FUSION == search.DEFAULT_FUSION == choices.DEFAULT_FUSION
 
 
-@pytest.mark.parametrize("name", ["ANSWER_STYLES", "FUSIONS", "MODES", "RERANKERS"])
+@pytest.mark.parametrize("name", ["ANSWER_STYLES", "FUSIONS", "MODES", "RERANKERS", "REWRITES", "SPLIT_BY"])
 def test_no_other_module_assigns_a_choice_list(name):
     """A list declared twice drifts. `agent_tools` offers agents a narrower set of answer styles."""
     assigned = []

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import sys
-from enum import Enum
 from typing import Annotated, Iterable, Optional
 
 import typer
 
-from ragcli.choices import ANSWER_STYLES
+from ragcli.choices import ANSWER_STYLES, REWRITES
 from ragcli.cli.options import (
     CandidatesOption,
     EmbedModelOption,
@@ -36,9 +35,7 @@ SUPPORT_STYLES = {"supported": "green", "partial": "yellow", "unsupported": "red
 AnswerStyle = choice_enum("AnswerStyle", ANSWER_STYLES)
 
 
-class Rewrite(str, Enum):
-    multi = "multi"
-    hyde = "hyde"
+Rewrite = choice_enum("Rewrite", REWRITES)
 
 
 def ask(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from enum import Enum
 from pathlib import Path
 from typing import Annotated, List, Optional
 
@@ -11,7 +10,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragcli.cli.options import EmbedModelOption, FormatOption, GroupOption, IndexOption, JsonOption
+from ragcli.choices import SPLIT_BY
+from ragcli.cli.options import (
+    EmbedModelOption,
+    FormatOption,
+    GroupOption,
+    IndexOption,
+    JsonOption,
+    choice_enum,
+)
 from ragcli.cli.progress import progress_bar, step_status
 from ragcli.cli.render import (
     emit_json,
@@ -24,12 +31,7 @@ from ragcli.cli.render import (
 )
 
 
-class SplitBy(str, Enum):
-    page = "page"
-    passage = "passage"
-    sentence = "sentence"
-    word = "word"
-    token = "token"
+SplitBy = choice_enum("SplitBy", SPLIT_BY)
 
 
 LockTimeoutOption = Annotated[
