@@ -388,7 +388,9 @@ class Index:
         """
         return self.asker().ask(question, self._ask(options, given))
 
-    def stream(self, question: str, options: "AskOptions | None" = None, **given: Any) -> Iterator[Any]:
+    def stream(
+        self, question: str, options: "AskOptions | None" = None, **given: Any
+    ) -> Iterator["str | Answer"]:
         """`ask`, streamed: the answer's text pieces as they come, then the final `Answer`."""
         return self.asker().stream(question, self._ask(options, given))
 
