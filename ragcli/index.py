@@ -281,7 +281,8 @@ class Index:
         """
         from ragcli.ingest.pipeline import ingest
 
-        plan = self._ingest_plan(paths, group, split_by, chunk_size, chunk_overlap, include, exclude)
+        plan = self.ingest_plan(paths, group, split_by, chunk_size, chunk_overlap, include, exclude)
+        self._lift_exclusions(paths)
         embedder = self.embedder(fresh=rebuild)
         self.close()  # open readers would keep serving the index as it was
         lock = {} if lock_timeout is None else {"lock_timeout": lock_timeout}
@@ -327,7 +328,8 @@ class Index:
         """
         from ragcli.ingest.watch import watch
 
-        plan = self._ingest_plan(paths, group, split_by, chunk_size, chunk_overlap, include, exclude)
+        plan = self.ingest_plan(paths, group, split_by, chunk_size, chunk_overlap, include, exclude)
+        self._lift_exclusions(paths)
         embedder = self.embedder()
         self.close()
         yield from watch(
@@ -341,22 +343,42 @@ class Index:
             batch_chunks=batch_chunks,
         )
 
+    def _lift_exclusions(self, paths: Sequence[str | Path] | None) -> None:
+        if paths:  # naming a path that `remove` excluded adds it back
+            from ragcli.store.removal import lift_exclusions
+
+            lift_exclusions(self.path, [Path(path) for path in paths])
+
     def ingest_roots(self, paths: Sequence[str | Path] | None = None) -> list[Path]:
         """The folders and files an ingest of `paths` reads: those, else the roots ingested before."""
         from ragcli.ingest.pipeline import known_roots
 
         return [Path(path) for path in paths] if paths else list(known_roots(self.path))
 
-    def _ingest_plan(
-        self, paths, group, split_by, chunk_size, chunk_overlap, include, exclude
+    def ingest_plan(
+        self,
+        paths: Sequence[str | Path] | None = None,
+        group: str | None = None,
+        split_by: str | None = None,
+        chunk_size: int | None = None,
+        chunk_overlap: int | None = None,
+        include: Iterable[str] = (),
+        exclude: Iterable[str] = (),
     ) -> dict[str, Any]:
+        """What an `ingest` with these arguments reads and how it chunks, checked; nothing changes.
+
+        A caller about to load the embedding model first (e.g. behind a spinner) calls this to
+        fail fast on a usage error.
+
+        Returns:
+            roots, group, chunking (None: the group's own) and file_filter.
+
+        Raises:
+            UsageError: no paths and none ingested before, or bad chunk settings.
+        """
         from ragcli.ingest.pipeline import chunking_override
         from ragcli.ingest.walk import FileFilter
 
-        if paths:  # naming a path that `remove` excluded adds it back
-            from ragcli.store.removal import lift_exclusions
-
-            lift_exclusions(self.path, [Path(path) for path in paths])
         group = group or self.settings.get("group") or DEFAULT_GROUP
         return {
             "roots": self.ingest_roots(paths),

@@ -173,3 +173,36 @@ def test_ingest_fills_the_group_the_settings_name(model_cache_dir, tmp_path, lay
     queried = rag("query", "--index", index, "Hargrave", "--mode", "bm25", "--json")
     assert queried.returncode == 0, queried.stderr
     assert json.loads(queried.stdout)["hits"][0]["path"].endswith("kites.md")
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((), "no paths given and none ingested before"),
+        (("docs", "--chunk-size", "0"), "--chunk-size must be at least 1"),
+    ],
+)
+def test_ingest_usage_errors_come_before_the_model_loads(tmp_path, args, message):
+    """A usage error is reported at once, not after loading (or failing to load) the model."""
+    (tmp_path / "docs").mkdir()
+    env = {**os.environ, "RAG_CONFIG": str(tmp_path / "none.toml")}
+    done = subprocess.run(
+        [
+            "rag",
+            "ingest",
+            "--index",
+            str(tmp_path / "idx"),
+            "--embed-model",
+            str(tmp_path / "no-model"),
+            *args,
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("rag: error: ") and done.stderr.count("\n") == 1
+    assert message in done.stderr
+    assert done.stdout == ""

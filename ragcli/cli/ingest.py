@@ -123,8 +123,9 @@ def ingest(
         "chunk_overlap": chunk_overlap,
         "include": include or (),
         "exclude": exclude or (),
-        "batch_chunks": batch_size,
     }
+    index_.ingest_plan(paths, **chunking)  # a usage error before the model loads
+    chunking["batch_chunks"] = batch_size
     err = stderr_console()
     with step_status(err, "loading the embedding model") as step:
         prepared_at = time.monotonic()
