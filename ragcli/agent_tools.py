@@ -235,11 +235,7 @@ class IndexTools:
         return self._asker
 
     def _marks(self) -> tuple:
-        rows = self._asker.searcher.store.db.execute(
-            "SELECT key, value FROM meta WHERE key = 'last_ingest' OR key LIKE 'vectors_generation:%' "
-            "ORDER BY key"
-        ).fetchall()
-        return tuple(map(tuple, rows))
+        return tuple(self._asker.searcher.store.change_meta())
 
     def _drop(self) -> None:
         if self._asker is not None:

@@ -24,5 +24,20 @@ DEFAULT_GROUP = "medium"
 QUERY_TOP_K = 10
 ASK_TOP_K = 5
 
+# How hybrid retrieval fuses the BM25 and dense rankings (`ragcli.retrieval.fusion`).
+FUSIONS = ("adaptive", "rrf", "score")
+DEFAULT_FUSION = "adaptive"
+
+# How `rag ask` answers (`ragcli.answer.ask.Asker`): auto picks evidence-first or generative
+# by the model's size; the others force one way.
+ANSWER_STYLES = ("auto", "evidence", "extractive", "sentence", "choice", "generative")
+
+# Query rewriting before retrieval (`ragcli.retrieval.rewrite`): several phrasings, or a
+# hypothetical answer passage searched densely.
+REWRITES = ("multi", "hyde")
+
+# The unit a chunk group's windows are counted in (`ragcli.ingest.splitting`).
+SPLIT_BY = ("page", "passage", "sentence", "word", "token")
+
 # Colour on the terminal (`rag --color`, RAG_COLOR).
 COLORS = ("auto", "always", "never")

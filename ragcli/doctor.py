@@ -141,7 +141,7 @@ def _index_checks(settings: Settings) -> list[Check]:
 
 
 def _integrity(store) -> str:
-    result = store.db.execute("PRAGMA integrity_check").fetchone()[0]
+    result = store.full_integrity_check()
     if result != "ok":
         raise RuntimeError(f"integrity_check: {result}")
     return "integrity_check ok"
@@ -164,7 +164,7 @@ def _vectors(store, group: str) -> str:
     path = store.vector_path(group)
     params = read_params(path)
     wanted = len(store.group_embedding_ids(group))
-    chunks = store.count("chunks", "group_name = ?", [group])
+    chunks = store.chunk_count(group)
     if params is None or not path.is_file():
         raise RuntimeError("no vector file yet (an ingest was interrupted before writing it)")
     if params.get("generation") != store.vector_generation(group):

@@ -29,14 +29,21 @@ from ragcli.config import KEYS, Settings, load_settings
 from ragcli.errors import UsageError
 
 if TYPE_CHECKING:
+    import threading
+
     from ragcli.answer.ask import Answer, Asker, AskOptions
+    from ragcli.doctor import Check
     from ragcli.embedding.base import Embedder
     from ragcli.evaluation import AnswerReport, RetrievalReport
     from ragcli.evaluation.answer_eval import AnswerConfiguration
     from ragcli.evaluation.retrieval_eval import Configuration
     from ragcli.ingest.pipeline import IngestReport
+    from ragcli.ingest.watch import WatchBatch
     from ragcli.llm import Generator
+    from ragcli.model_catalog import ModelEntry
+    from ragcli.retrieval.documents import StoredText
     from ragcli.retrieval.search import QueryOptions, Searcher
+    from ragcli.store.removal import RemovalPlan
     from ragcli.types import Hit, Progress
 
 __all__ = ["Index", "open_index"]
@@ -86,6 +93,7 @@ class Index:
         self._searcher: Searcher | None = None
         self._asker: Asker | None = None
         self._embedder: Embedder | None = None
+        self._fresh: Embedder | None = None
         self._generator: Generator | None = None
 
     @property
@@ -175,18 +183,33 @@ class Index:
         return AskOptions(query=query, **values)
 
     # -- models ---------------------------------------------------------------------------
-    def embedder(self) -> "Embedder":
-        """The embedding model: the flag/env/config choice, else the index's own, else the default."""
+    def embedder(self, *, fresh: bool = False, notify: Callable[[str], None] | None = None) -> "Embedder":
+        """The embedding model: the flag/env/config choice, else the index's own, else the default.
+
+        Args:
+            fresh: the chosen model (or the default), not the index's own: what a rebuild embeds with.
+            notify: hears about slow first-use steps (an ONNX export), one line each.
+        """
+        if fresh:
+            if self._fresh is None:
+                self._fresh = self._load_embedder(None, notify)
+            return self._fresh
         if self._embedder is None:
             if self._searcher is not None or self._asker is not None:
                 searcher = self._searcher or self._asker.searcher
                 self._embedder = searcher.embedder()
             else:
-                from ragcli.models import embedder_for
                 from ragcli.store import read_index_meta
 
-                self._embedder = embedder_for(self.settings, read_index_meta(self.path, "embedding_model"))
+                self._embedder = self._load_embedder(read_index_meta(self.path, "embedding_model"), notify)
         return self._embedder
+
+    def _load_embedder(self, index_model: str | None, notify: Callable[[str], None] | None) -> "Embedder":
+        from ragcli.models import embedder_for
+        from ragcli.stages import stage
+
+        with stage("load embedding model", str(self.settings.embed_model or index_model or "default")):
+            return embedder_for(self.settings, index_model, notify=notify)
 
     def generator(self) -> "Generator":
         """The GGUF model for llm retrieval, llm reranking and evaluation, loaded once."""
@@ -234,8 +257,12 @@ class Index:
         rebuild: bool = False,
         batch_chunks: int = 256,
         progress: "Progress | None" = None,
+        lock_timeout: float | None = None,
+        on_wait: Callable[[str], None] | None = None,
     ) -> "IngestReport":
         """Read files and folders into the index (`ingest`); unchanged files are skipped.
+
+        Naming a path that `remove` excluded adds it back.
 
         Args:
             paths: folders (walked) and files; None for the roots ingested before.
@@ -246,31 +273,119 @@ class Index:
             rebuild: build a fresh index (e.g. for another embedding model) and swap it in.
             batch_chunks: chunks embedded and committed per transaction.
             progress: receives `start(total)` and `advance(path, status)`.
+            lock_timeout: seconds to wait for another process writing the index (default: 600).
+            on_wait: told once (one line) when this call has to wait for that process.
 
         Raises:
-            IndexMismatch, UsageError: see `ragcli.ingest.pipeline.ingest`.
+            IndexMismatch, IndexBusy, UsageError: see `ragcli.ingest.pipeline.ingest`.
         """
-        from ragcli.ingest.pipeline import chunking_override, ingest, known_roots
-        from ragcli.ingest.walk import FileFilter
+        from ragcli.ingest.pipeline import ingest
 
-        group = group or self.settings.get("group") or DEFAULT_GROUP
-        chunking = chunking_override(self.path, group, _plain(split_by), chunk_size, chunk_overlap)
-        embedder = self._fresh_embedder() if rebuild else self.embedder()
+        plan = self.ingest_plan(paths, group, split_by, chunk_size, chunk_overlap, include, exclude)
+        self._lift_exclusions(paths)
+        embedder = self.embedder(fresh=rebuild)
         self.close()  # open readers would keep serving the index as it was
+        lock = {} if lock_timeout is None else {"lock_timeout": lock_timeout}
         report = ingest(
             self.path,
-            paths or known_roots(self.path),
+            plan["roots"],
             embedder=embedder,
-            group=group,
-            chunking=chunking,
-            file_filter=FileFilter(tuple(include), tuple(exclude)),
+            group=plan["group"],
+            chunking=plan["chunking"],
+            file_filter=plan["file_filter"],
             prune=prune,
             rebuild=rebuild,
             batch_chunks=batch_chunks,
             progress=progress,
+            on_wait=on_wait,
+            **lock,
         )
         self._embedder = embedder
         return report
+
+    def watch(
+        self,
+        paths: Sequence[str | Path] | None = None,
+        *,
+        stop: threading.Event,
+        group: str | None = None,
+        split_by: str | None = None,
+        chunk_size: int | None = None,
+        chunk_overlap: int | None = None,
+        include: Iterable[str] = (),
+        exclude: Iterable[str] = (),
+        batch_chunks: int = 256,
+    ) -> Iterator["WatchBatch"]:
+        """`ingest`, then every change under the folders as it happens (`ragcli.ingest.watch.watch`).
+
+        Args:
+            stop: a `threading.Event`; once set, the batch being applied commits and the
+                iteration ends after a last catch-up.
+            the others: as `ingest`.
+
+        Yields:
+            One batch per set of changes (the first, `kind == "initial"`, carries the report).
+        """
+        from ragcli.ingest.watch import watch
+
+        plan = self.ingest_plan(paths, group, split_by, chunk_size, chunk_overlap, include, exclude)
+        self._lift_exclusions(paths)
+        embedder = self.embedder()
+        self.close()
+        yield from watch(
+            self.path,
+            plan["roots"],
+            stop=stop,
+            embedder=embedder,
+            group=plan["group"],
+            chunking=plan["chunking"],
+            file_filter=plan["file_filter"],
+            batch_chunks=batch_chunks,
+        )
+
+    def _lift_exclusions(self, paths: Sequence[str | Path] | None) -> None:
+        if paths:  # naming a path that `remove` excluded adds it back
+            from ragcli.store.removal import lift_exclusions
+
+            lift_exclusions(self.path, [Path(path) for path in paths])
+
+    def ingest_roots(self, paths: Sequence[str | Path] | None = None) -> list[Path]:
+        """The folders and files an ingest of `paths` reads: those, else the roots ingested before."""
+        from ragcli.ingest.pipeline import known_roots
+
+        return [Path(path) for path in paths] if paths else list(known_roots(self.path))
+
+    def ingest_plan(
+        self,
+        paths: Sequence[str | Path] | None = None,
+        group: str | None = None,
+        split_by: str | None = None,
+        chunk_size: int | None = None,
+        chunk_overlap: int | None = None,
+        include: Iterable[str] = (),
+        exclude: Iterable[str] = (),
+    ) -> dict[str, Any]:
+        """What an `ingest` with these arguments reads and how it chunks, checked; nothing changes.
+
+        A caller about to load the embedding model first (e.g. behind a spinner) calls this to
+        fail fast on a usage error.
+
+        Returns:
+            roots, group, chunking (None: the group's own) and file_filter.
+
+        Raises:
+            UsageError: no paths and none ingested before, or bad chunk settings.
+        """
+        from ragcli.ingest.pipeline import chunking_override
+        from ragcli.ingest.walk import FileFilter
+
+        group = group or self.settings.get("group") or DEFAULT_GROUP
+        return {
+            "roots": self.ingest_roots(paths),
+            "group": group,
+            "chunking": chunking_override(self.path, group, _plain(split_by), chunk_size, chunk_overlap),
+            "file_filter": FileFilter(tuple(include or ()), tuple(exclude or ())),
+        }
 
     def search(self, query: str, options: "QueryOptions | None" = None, **given: Any) -> list["Hit"]:
         """The best matching chunks, best first (`Searcher.search`).
@@ -302,7 +417,9 @@ class Index:
         """
         return self.asker().ask(question, self._ask(options, given))
 
-    def stream(self, question: str, options: "AskOptions | None" = None, **given: Any) -> Iterator[Any]:
+    def stream(
+        self, question: str, options: "AskOptions | None" = None, **given: Any
+    ) -> Iterator["str | Answer"]:
         """`ask`, streamed: the answer's text pieces as they come, then the final `Answer`."""
         return self.asker().stream(question, self._ask(options, given))
 
@@ -319,12 +436,59 @@ class Index:
 
         return list_documents(self.path)
 
-    def remove(self, paths: Sequence[str | Path]) -> int:
-        """Remove documents (a folder: everything under it); returns how many (`remove_paths`)."""
-        from ragcli.ingest.pipeline import remove_paths
+    def get(self, target: str | None = None, *, chunk: int | None = None) -> "StoredText":
+        """A stored document (``PATH`` or ``PATH:PAGE``, in the `group` setting) or one chunk by id.
 
+        Raises:
+            NotIndexed, RagError: no index, or nothing stored under that path or id.
+        """
+        from ragcli.retrieval.documents import get_chunk, get_document
+
+        if chunk is not None:
+            return get_chunk(self.path, chunk)
+        return get_document(self.path, str(target), group=self.settings.get("group"))
+
+    def models(self) -> list["ModelEntry"]:
+        """Every GGUF model on this machine that `--model NAME` can name (`ragcli.model_catalog`)."""
+        from ragcli.model_catalog import list_models
+
+        return list_models(self.settings)
+
+    def plan_removal(self, paths: Sequence[str | Path]) -> "RemovalPlan":
+        """Which indexed documents a `remove(paths)` would remove, out of how many (nothing changes)."""
+        from ragcli.store.removal import plan_removal
+
+        return plan_removal(self.path, [str(path) for path in paths])
+
+    def remove(
+        self,
+        paths: Sequence[str | Path],
+        *,
+        lock_timeout: float | None = None,
+        on_wait: Callable[[str], None] | None = None,
+    ) -> int:
+        """Remove documents (a folder: everything under it); returns how many.
+
+        The removal lasts: later ingests skip the removed paths until one is named again.
+
+        Raises:
+            IndexBusy: another process kept the index locked for longer than `lock_timeout`.
+        """
+        from ragcli.ingest.pipeline import remove_paths
+        from ragcli.store.removal import record_exclusions
+
+        targets = self.plan_removal(paths).targets
         self.close()
-        return remove_paths(self.path, [str(path) for path in paths])
+        lock = {} if lock_timeout is None else {"lock_timeout": lock_timeout}
+        removed = remove_paths(self.path, [str(path) for path in paths], on_wait=on_wait, **lock)
+        record_exclusions(self.path, targets)
+        return removed
+
+    def diagnose(self) -> list["Check"]:
+        """Check models, llama.cpp, the index, its integrity, vectors and disk (`ragcli.doctor`)."""
+        from ragcli.doctor import diagnose
+
+        return diagnose(self.settings)
 
     # -- evaluation -----------------------------------------------------------------------
     def evaluate_retrieval(
@@ -402,12 +566,6 @@ class Index:
         if options is None:
             return self.ask_options(**given)
         return replace(options, **{name: _plain(value) for name, value in given.items() if value is not None})
-
-    def _fresh_embedder(self) -> "Embedder":
-        """For a rebuild: the chosen model, not the index's current one."""
-        from ragcli.models import embedder_for
-
-        return embedder_for(self.settings, None)
 
 
 def _plain(value: Any) -> Any:

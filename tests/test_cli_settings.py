@@ -143,3 +143,66 @@ def test_max_tokens_and_threads(rag, layer):
     assert done.returncode == 0, done.stderr
     assert "THREADS=1" in done.stderr.splitlines()
     assert 1 <= json.loads(done.stdout)["tokens"]["completion"] <= 2
+
+
+@pytest.mark.parametrize("layer", ("env", "config"))
+def test_ingest_fills_the_group_the_settings_name(model_cache_dir, tmp_path, layer):
+    """`RAG_GROUP` (or the config file's `group`) chooses the group `rag ingest` fills, as it
+    chooses the group `rag query` reads; the --group flag still wins over both."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "kites.md").write_text("# Kites\n\nBox kites were invented by Lawrence Hargrave in 1893.\n")
+    env = {**os.environ, "RAG_CACHE_DIR": str(model_cache_dir), "RAG_CONFIG": str(tmp_path / "config.toml")}
+    if layer == "env":
+        env["RAG_GROUP"] = "fine"
+    else:
+        (tmp_path / "config.toml").write_text('group = "fine"\n', encoding="utf-8")
+    index = str(tmp_path / "idx")
+
+    def rag(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["rag", *args], env=env, capture_output=True, text=True, timeout=600)
+
+    ingested = rag("ingest", "--index", index, str(docs), "--json")
+    assert ingested.returncode == 0, ingested.stderr
+    assert json.loads(ingested.stdout)["group"] == "fine"
+    flagged = rag("ingest", "--index", index, str(docs), "--group", "coarse", "--json")
+    assert flagged.returncode == 0, flagged.stderr
+    assert json.loads(flagged.stdout)["group"] == "coarse"
+    status = json.loads(rag("status", "--index", index, "--json").stdout)
+    assert set(status["groups"]) == {"fine", "coarse"}
+    queried = rag("query", "--index", index, "Hargrave", "--mode", "bm25", "--json")
+    assert queried.returncode == 0, queried.stderr
+    assert json.loads(queried.stdout)["hits"][0]["path"].endswith("kites.md")
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((), "no paths given and none ingested before"),
+        (("docs", "--chunk-size", "0"), "--chunk-size must be at least 1"),
+    ],
+)
+def test_ingest_usage_errors_come_before_the_model_loads(tmp_path, args, message):
+    """A usage error is reported at once, not after loading (or failing to load) the model."""
+    (tmp_path / "docs").mkdir()
+    env = {**os.environ, "RAG_CONFIG": str(tmp_path / "none.toml")}
+    done = subprocess.run(
+        [
+            "rag",
+            "ingest",
+            "--index",
+            str(tmp_path / "idx"),
+            "--embed-model",
+            str(tmp_path / "no-model"),
+            *args,
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("rag: error: ") and done.stderr.count("\n") == 1
+    assert message in done.stderr
+    assert done.stdout == ""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from ragcli.choices import FUSIONS
 from ragcli.retrieval.fusion import (
-    FUSIONS,
     PRIORS,
     adaptive_fusion,
     adaptive_weights,

@@ -166,3 +166,28 @@ def test_readme_python_example_with_the_real_embedder(docs, capsys):
         hits = index.search("lighthouse lens that focuses light", mode="dense", top_k=1)
         assert hits[0].chunk.path.endswith("lighthouses.pdf")
         assert index.status()["model"] == "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_remove_lasts_until_the_path_is_named_again(docs, loads):
+    """`remove` is `rag rm`: later ingests of the folder skip the file until it is named."""
+    bread = docs / "bread_baking.md"
+    with ragcli.open_index("idx") as index:
+        total = index.ingest([docs]).added
+        plan = index.plan_removal([bread])
+        assert plan.total == total and len(plan.matched) == 1 and not plan.everything
+        assert index.remove([bread]) == 1
+        assert index.ingest([docs]).added == 0  # the folder again: the removed file stays out
+        assert not any(doc["path"].endswith("bread_baking.md") for doc in index.documents())
+        assert index.ingest([bread]).added == 1  # named: back in
+        assert index.get(str(bread)).path.endswith("bread_baking.md")
+        chunk_id = index.search("sourdough starter", mode="bm25", top_k=1)[0].chunk.id
+        assert "sourdough" in index.get(chunk=chunk_id).text.lower()
+
+
+def test_diagnose_and_models_use_the_index_settings(docs, loads):
+    with ragcli.open_index("idx") as index:
+        index.ingest([docs])
+        checks = {check.name: check for check in index.diagnose()}
+        assert checks["index opens"].ok, checks["index opens"].detail
+        assert str(index.path) in checks["disk space"].detail or checks["disk space"].ok
+        assert all(entry.name for entry in index.models())

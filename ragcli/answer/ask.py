@@ -65,9 +65,10 @@ import time
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from ragcli.answer.cache import AnswerCache, cache_key, index_state
+from ragcli.choices import ANSWER_STYLES
 from ragcli.config import Settings
 from ragcli.errors import UsageError
 from ragcli.answer.context import Source, build_context, context_budget
@@ -89,6 +90,9 @@ from ragcli.analysis import analyze
 from ragcli.retrieval.rewrite import SearchRequest, retrieve_all, rewrite
 from ragcli.answer.support import SentenceSupport, annotate_support
 from ragcli.types import Hit
+
+if TYPE_CHECKING:
+    from ragcli.embedding.base import Embedder
 
 __all__ = ["Answer", "AskOptions", "Asker", "Pipeline", "SentenceSupport", "Source", "relevant_hits"]
 
@@ -144,7 +148,6 @@ class AskOptions:
 # A generated short answer (this many words at most, not a sentence) gets its supporting
 # sentence quoted under it, so the user sees the evidence, as in the evidence-first style.
 SHORT_WORDS = 12
-ANSWER_STYLES = ("auto", "evidence", "extractive", "sentence", "choice", "generative")
 
 
 @dataclass(frozen=True)
@@ -345,7 +348,7 @@ class Asker:
         settings: Settings,
         generator: Generator | None = None,
         pipeline: Pipeline | None = None,
-        embedder: Any = None,
+        embedder: "Embedder | None" = None,
     ) -> None:
         self.settings = settings
         self.pipeline = pipeline or Pipeline()
@@ -574,7 +577,7 @@ class Asker:
         return self._cache
 
     def _cache_key(self, question: str, options: AskOptions, model: str) -> str:
-        self._state = index_state(self.searcher.store.db)
+        self._state = index_state(self.searcher.store)
         normalised = asdict(replace(options, use_cache=True, threads=None, model=None))
         normalised["pipeline"] = self.pipeline.fingerprint()
         return cache_key(question, normalised, model, self._state)

@@ -6,38 +6,28 @@ size, mtime) and the index state: the ``last_ingest`` record, every group's vect
 generation and the documents' and chunks' counts and newest ids. Any ingest or `rag rm`
 changes that state, so old entries are never looked up again; the next write deletes them.
 
-The cache lives in its own SQLite file, ``answers.db``, in the index directory rather than
-a table of ``index.db``: a cache write never takes the index's write lock (a query can run
-during an ingest) and deleting the file is always safe.
+The cache lives in its own SQLite file, ``answers.db`` (`ragcli.store.answers`), in the
+index directory rather than a table of ``index.db``: a cache write never takes the index's
+write lock (a query can run during an ingest) and deleting the file is always safe.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
-import time
-from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-CACHE_FILE = "answers.db"
+from ragcli.store.answers import CACHE_FILE, AnswerCache, state_digest
 
+if TYPE_CHECKING:
+    from ragcli.store import Store
 
-def index_state(db: Any) -> dict[str, Any]:
-    """What identifies the index's content now (`db` is the store's sqlite3 connection)."""
-    meta = db.execute(
-        "SELECT key, value FROM meta WHERE key = 'last_ingest' "
-        "OR key LIKE 'vectors_generation:%' ORDER BY key"
-    ).fetchall()
-    documents = db.execute("SELECT count(*), max(id), max(ingested_at) FROM documents").fetchone()
-    chunks = db.execute("SELECT count(*), max(id) FROM chunks").fetchone()
-    return {"meta": [list(row) for row in meta], "documents": list(documents), "chunks": list(chunks)}
+__all__ = ["CACHE_FILE", "AnswerCache", "cache_key", "index_state", "state_digest"]
 
 
-def state_digest(state: Mapping[str, Any]) -> str:
-    """A short stable name for an index state."""
-    blob = json.dumps(state, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+def index_state(store: "Store") -> dict[str, Any]:
+    """What identifies the index's content now (`Store.content_state`)."""
+    return store.content_state()
 
 
 def cache_key(
@@ -52,46 +42,3 @@ def cache_key(
     }
     blob = json.dumps(payload, sort_keys=True, default=str, ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-
-class AnswerCache:
-    """Answers stored as JSON by key, in ``<index>/answers.db``.
-
-    Args:
-        index: the index directory (must exist).
-    """
-
-    def __init__(self, index: Path) -> None:
-        self.path = index / CACHE_FILE
-        self._conn = sqlite3.connect(
-            str(self.path), timeout=30, isolation_level=None, check_same_thread=False
-        )
-        self._conn.execute("PRAGMA busy_timeout = 30000")
-        self._conn.execute(
-            "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, state TEXT NOT NULL, "
-            "answer TEXT NOT NULL, created REAL NOT NULL)"
-        )
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        """The stored answer record, or None."""
-        row = self._conn.execute("SELECT answer FROM answers WHERE key = ?", [key]).fetchone()
-        return json.loads(row[0]) if row else None
-
-    def put(self, key: str, record: Mapping[str, Any], *, state: Mapping[str, Any]) -> None:
-        """Store one answer record made over index `state`; answers over any older state go."""
-        digest = state_digest(state)
-        self._conn.execute("DELETE FROM answers WHERE state != ?", [digest])
-        self._conn.execute(
-            "INSERT OR REPLACE INTO answers (key, state, answer, created) VALUES (?, ?, ?, ?)",
-            [key, digest, json.dumps(record, ensure_ascii=False, default=str), time.time()],
-        )
-
-    def __len__(self) -> int:
-        return int(self._conn.execute("SELECT count(*) FROM answers").fetchone()[0])
-
-    def clear(self) -> int:
-        """Forget every answer; returns how many there were."""
-        return self._conn.execute("DELETE FROM answers").rowcount
-
-    def close(self) -> None:
-        self._conn.close()

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import sys
-from enum import Enum
-from typing import Annotated, Iterable, Iterator, Optional
+from typing import Annotated, Iterable, Optional
 
 import typer
 
+from ragcli.choices import ANSWER_STYLES, REWRITES
 from ragcli.cli.options import (
     CandidatesOption,
     EmbedModelOption,
@@ -23,25 +23,19 @@ from ragcli.cli.options import (
     RerankModelOption,
     RerankOption,
     WeightsOption,
+    choice_enum,
     parse_weights,
 )
+from ragcli.cli.stdin import stdin_lines
 from ragcli.cli.render import SCHEMA_VERSION, emit_json, emit_jsonl, printable, stderr_console, stdout_console
 
 SUPPORT_STYLES = {"supported": "green", "partial": "yellow", "unsupported": "red"}
 
 
-class AnswerStyle(str, Enum):
-    auto = "auto"
-    evidence = "evidence"
-    extractive = "extractive"
-    sentence = "sentence"
-    choice = "choice"
-    generative = "generative"
+AnswerStyle = choice_enum("AnswerStyle", ANSWER_STYLES)
 
 
-class Rewrite(str, Enum):
-    multi = "multi"
-    hyde = "hyde"
+Rewrite = choice_enum("Rewrite", REWRITES)
 
 
 def ask(
@@ -207,7 +201,7 @@ def ask(
         use_cache=cache,
         answer_style=answer_style,
     )
-    questions = _stdin_questions(question)
+    questions = stdin_lines(question, metavar="QUESTION", plural="questions")
     with index_:
         if questions is not None:
             print_answers(index_, questions, options)
@@ -246,17 +240,6 @@ def print_answers(asker, questions: Iterable[str], options) -> None:
         {"schema_version": SCHEMA_VERSION, "kind": "answer", **asker.ask(line, options).to_dict()}
         for line in questions
     )
-
-
-def _stdin_questions(question: Optional[str]) -> Optional[Iterator[str]]:
-    """None for a single QUESTION argument, else the non-empty lines of stdin."""
-    if question not in (None, "-"):
-        return None
-    if question is None and sys.stdin.isatty():
-        raise typer.BadParameter(
-            "give a QUESTION, or '-' / a pipe to read questions from stdin", param_hint="QUESTION"
-        )
-    return (line.strip() for line in sys.stdin if line.strip())
 
 
 def _print_streamed(items):

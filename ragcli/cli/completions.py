@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Callable
 
 import typer
 
@@ -50,14 +50,18 @@ def completions(shell: Annotated[Shell, typer.Argument(help="bash, zsh or fish."
 
 def group_names(incomplete: str, index: Path | None = None) -> list[str]:
     """Completion for --group: the groups of the index named on the line (else the default)."""
-    return [name for name in _index_values("SELECT name FROM groups", index) if name.startswith(incomplete)]
+    from ragcli.store.status import group_names as read_groups
+
+    return [name for name in _index_values(read_groups, index) if name.startswith(incomplete)]
 
 
 def indexed_paths(incomplete: str, index: Path | None = None) -> list[str]:
     """Completion for `rag rm`: the indexed document paths of the index named on the line."""
+    from ragcli.store.status import document_paths
+
     return [
         path
-        for path in _index_values("SELECT path FROM documents ORDER BY path", index)
+        for path in _index_values(document_paths, index)
         if path.startswith(incomplete) or Path(path).name.startswith(incomplete)
     ]
 
@@ -69,14 +73,11 @@ def config_keys(incomplete: str) -> list[str]:
     return [key for key in KEYS if key.startswith(incomplete)]
 
 
-def _index_values(sql: str, index: Path | None = None) -> list[str]:
-    import sqlite3
-
+def _index_values(reader: Callable[[Path], list[str]], index: Path | None = None) -> list[str]:
+    """What `reader` reads from the index named on the line; [] on any failure."""
     from ragcli.config import load_settings
 
     try:
-        index = load_settings(index=index).index / "index.db"
-        with sqlite3.connect(f"file:{index}?mode=ro", uri=True) as conn:
-            return [row[0] for row in conn.execute(sql)]
+        return reader(load_settings(index=index).index)
     except Exception:  # completion must never print a traceback into the shell
         return []

@@ -7,7 +7,6 @@ from rich.markup import escape
 
 from ragcli.cli.options import EmbedModelOption, FormatOption, IndexOption, JsonOption
 from ragcli.cli.render import emit_records, printable, resolve_format, stdout_console
-from ragcli.config import load_settings
 
 
 def doctor(
@@ -23,10 +22,10 @@ def doctor(
 
     Example: rag doctor --json | jq '.checks[] | select(.ok | not)'
     """
-    from ragcli.doctor import diagnose
+    from ragcli.index import open_index
 
     fmt = resolve_format(output_format, json_output)
-    checks = diagnose(load_settings(index=index, embed_model=embed_model))
+    checks = open_index(index, embed_model=embed_model).diagnose()
     healthy = all(check.ok for check in checks)
     records = [check.to_dict() for check in checks]
     emit_records(

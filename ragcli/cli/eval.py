@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Iterator, List, Optional, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Iterator, List, Optional, Sequence
 
 import typer
 from rich import box
@@ -13,8 +13,12 @@ from rich.table import Table
 from ragcli.cli.options import EmbedModelOption, GroupOption, IndexOption, JsonOption
 from ragcli.cli.progress import progress_bar
 from ragcli.cli.render import emit_json, emit_jsonl, stderr_console, stdout_console
-from ragcli.config import load_settings
 from ragcli.evaluation.metrics import RETRIEVAL_MEASURES
+
+if TYPE_CHECKING:
+    from ragcli.evaluation import AnswerReport, RetrievalReport
+    from ragcli.index import Index
+    from ragcli.retrieval.search import QueryOptions
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -122,17 +126,19 @@ def _stages(enabled: bool):
     return stage
 
 
-def _query_options(top_k: int, group: str | None, fusion: str | None, weights: str | None) -> Any:
+def _query_options(
+    index: Index, top_k: int, group: str | None, fusion: str | None, weights: str | None
+) -> QueryOptions:
+    """The `QueryOptions` every compared configuration starts from (the modes and rerankers vary)."""
     from ragcli.cli.options import parse_weights
-    from ragcli.retrieval.search import QueryOptions
-    from ragcli.retrieval.fusion import FUSIONS
+    from ragcli.choices import FUSIONS
 
     flags: dict[str, Any] = {"top_k": top_k, "group": group, "candidates": max(50, top_k)}
     if fusion is not None:
         flags["fusion"] = split_list(fusion, FUSIONS, "--fusion")[0]
     if weights is not None:
         flags["weights"] = parse_weights(weights)
-    return QueryOptions(**flags)
+    return index.query_options(**flags)
 
 
 def _fail_under(failures: list[str]) -> None:
@@ -143,7 +149,7 @@ def _fail_under(failures: list[str]) -> None:
         raise typer.Exit(1)
 
 
-def _stop_if_partial(report: Any) -> None:
+def _stop_if_partial(report: RetrievalReport | AnswerReport) -> None:
     """Ctrl-C: the finished part was reported above; exit 130 as an interrupted command does."""
     if report.partial:
         stderr_console().print(
@@ -200,27 +206,19 @@ def retrieval(
 
     Example: rag eval retrieval ./scifact --modes bm25,dense,hybrid --fail-under ndcg@10=0.6
     """
-    from ragcli.evaluation.retrieval_eval import configurations, evaluate_retrieval, write_trec_run
-    from ragcli.evaluation.metrics import floor_failures
     from ragcli.choices import MODES, RERANKERS
+    from ragcli.evaluation.metrics import floor_failures
+    from ragcli.evaluation.retrieval_eval import configurations, write_trec_run
+    from ragcli.index import open_index
 
     floors = parse_floors(fail_under, RETRIEVAL_METRICS)
+    index_ = open_index(index, embed_model=embed_model)
     chosen = configurations(
         split_list(modes, MODES, "--modes"),
         split_list(rerank, ("none", *RERANKERS), "--rerank"),
-        base=_query_options(top_k, group, fusion, weights),
+        base=_query_options(index_, top_k, group, fusion, weights),
     )
-    settings = load_settings(index=index, embed_model=embed_model)
-    report = evaluate_retrieval(
-        dataset,
-        settings=settings,
-        configs=chosen,
-        index=index,
-        group=group,
-        limit=limit,
-        progress=_stages(True),
-        generator_factory=_generator_factory(settings),
-    )
+    report = index_.evaluate_retrieval(dataset, chosen, index=index, limit=limit, progress=_stages(True))
     if output is not None:
         with output.open("w", encoding="utf-8") as handle:
             write_trec_run(handle, report)
@@ -232,16 +230,7 @@ def retrieval(
     _fail_under(floor_failures(((r.name, r.metrics) for r in report.configurations), floors))
 
 
-def _generator_factory(settings: Any, model: str | None = None):
-    def load() -> Any:
-        from ragcli.llm import load_generator
-
-        return load_generator(model, settings)
-
-    return load
-
-
-def _print_retrieval(report: Any) -> None:
+def _print_retrieval(report: RetrievalReport) -> None:
     title = f"{report.dataset}: {report.completed} of {report.queries} queries"
     if report.partial:
         title += " (partial: interrupted)"
@@ -269,7 +258,7 @@ def _print_retrieval(report: Any) -> None:
         )
 
 
-def _print_gains(report: Any) -> None:
+def _print_gains(report: RetrievalReport) -> None:
     """One line per hybrid configuration: its nDCG@10 gain over the best single mode beside it."""
     from ragcli.evaluation.retrieval_eval import hybrid_gains
 
@@ -344,14 +333,15 @@ def answers(
 
     Example: rag eval answers ./xquad-en --limit 50 --modes bm25,hybrid --json
     """
-    from ragcli.answer.ask import ANSWER_STYLES, AskOptions
-    from ragcli.evaluation.answer_eval import ANSWER_METRICS, answer_configurations, evaluate_answers
+    from ragcli.choices import ANSWER_STYLES, MODES, RERANKERS
+    from ragcli.evaluation.answer_eval import ANSWER_METRICS, answer_configurations
     from ragcli.evaluation.metrics import floor_failures
-    from ragcli.choices import MODES, RERANKERS
+    from ragcli.index import open_index
 
     floors = parse_floors(fail_under, ANSWER_METRICS)
-    base = AskOptions(
-        query=_query_options(top_k, group, fusion, weights),
+    index_ = open_index(index, embed_model=embed_model, gguf_model=model)
+    base = index_.ask_options(
+        query=_query_options(index_, top_k, group, fusion, weights),
         model=model,
         max_tokens=max_tokens,
         n_ctx=n_ctx or ctx,
@@ -362,10 +352,7 @@ def answers(
     chosen = answer_configurations(
         split_list(modes, MODES, "--modes"), split_list(rerank, ("none", *RERANKERS), "--rerank"), base=base
     )
-    settings = load_settings(index=index, embed_model=embed_model, gguf_model=model)
-    report = evaluate_answers(
-        dataset, settings=settings, configs=chosen, index=index, limit=limit, progress=_stages(True)
-    )
+    report = index_.evaluate_answers(dataset, chosen, index=index, limit=limit, progress=_stages(True))
     if json_output:
         emit_json("eval-answers", report.to_dict(details))
     else:
@@ -374,7 +361,7 @@ def answers(
     _fail_under(floor_failures(((r.name, r.metrics) for r in report.configurations), floors))
 
 
-def _print_answers(report: Any, names: Sequence[str]) -> None:
+def _print_answers(report: AnswerReport, names: Sequence[str]) -> None:
     title = f"{report.dataset}: {report.completed} of {report.questions} questions"
     title += f" ({report.answerable} answerable)"
     if report.partial:
@@ -423,13 +410,11 @@ def generate(
 
     Example: rag eval generate ~/notes --n 50 > qa.jsonl
     """
-    from ragcli.evaluation.generate import generate_qa
-    from ragcli.llm import load_generator
+    from ragcli.index import open_index
 
-    settings = load_settings(gguf_model=model)
-    generator = load_generator(model, settings, threads=threads, seed=seed)
+    index_ = open_index(gguf_model=model, threads=threads)
     with _stages(True)("generating") as bar:
-        emit_jsonl(generate_qa(folder, generator, n=n, seed=seed, progress=bar))
+        emit_jsonl(index_.generate_qa(folder, n=n, seed=seed, progress=bar))
 
 
 app.command("retrieval")(retrieval)

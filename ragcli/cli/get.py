@@ -9,7 +9,6 @@ import typer
 
 from ragcli.cli.options import GroupOption, IndexOption
 from ragcli.cli.render import emit_json, stderr_console
-from ragcli.config import load_settings
 
 TargetArgument = Annotated[
     Optional[str],
@@ -98,11 +97,8 @@ def open_(
 
 
 def _lookup(target: Optional[str], chunk: Optional[int], group: Optional[str], index):
-    from ragcli.retrieval.documents import get_chunk, get_document
+    from ragcli.index import open_index
 
     if (target is None) == (chunk is None):
         raise typer.BadParameter("give PATH[:PAGE] or --chunk ID (one of them)", param_hint="PATH[:PAGE]")
-    settings = load_settings(index=index, group=group)
-    if chunk is not None:
-        return get_chunk(settings.index, chunk)
-    return get_document(settings.index, str(target), group=settings.get("group"))
+    return open_index(index, group=group).get(None if target is None else str(target), chunk=chunk)

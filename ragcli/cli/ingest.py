@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from enum import Enum
 from pathlib import Path
 from typing import Annotated, List, Optional
 
@@ -11,7 +10,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragcli.cli.options import EmbedModelOption, FormatOption, GroupOption, IndexOption, JsonOption
+from ragcli.choices import SPLIT_BY
+from ragcli.cli.options import (
+    EmbedModelOption,
+    FormatOption,
+    GroupOption,
+    IndexOption,
+    JsonOption,
+    choice_enum,
+)
 from ragcli.cli.progress import progress_bar, step_status
 from ragcli.cli.render import (
     emit_json,
@@ -22,15 +29,9 @@ from ragcli.cli.render import (
     stderr_console,
     stdout_console,
 )
-from ragcli.config import load_settings
 
 
-class SplitBy(str, Enum):
-    page = "page"
-    passage = "passage"
-    sentence = "sentence"
-    word = "word"
-    token = "token"
+SplitBy = choice_enum("SplitBy", SPLIT_BY)
 
 
 LockTimeoutOption = Annotated[
@@ -110,61 +111,42 @@ def ingest(
     Example: rag ingest ~/notes --watch   (keeps the index current while you edit)
     """
     started = time.perf_counter()  # the summary reports wall time, model preparation included
-    from ragcli.ingest.pipeline import DEFAULT_GROUP, chunking_override, ingest as run_ingest, known_roots
-    from ragcli.models import embedder_for
-    from ragcli.store import read_index_meta
-    from ragcli.ingest.walk import FileFilter
+    from ragcli.index import open_index
 
-    settings = load_settings(index=index, embed_model=embed_model)
-    if paths:  # naming a path that `rag rm` removed adds it back
-        from ragcli.store.removal import lift_exclusions
-
-        lift_exclusions(settings.index, paths)
-    group = group or DEFAULT_GROUP
-    roots = paths or known_roots(settings.index)
-    chunking = chunking_override(
-        settings.index, group, split_by.value if split_by else None, chunk_size, chunk_overlap
-    )
+    if watch and rebuild:
+        raise typer.BadParameter("--rebuild cannot be combined with --watch: rebuild first, then watch")
+    index_ = open_index(index, embed_model=embed_model, group=group)
+    chunking = {
+        "group": group,
+        "split_by": split_by,
+        "chunk_size": chunk_size,
+        "chunk_overlap": chunk_overlap,
+        "include": include or (),
+        "exclude": exclude or (),
+    }
+    index_.ingest_plan(paths, **chunking)  # a usage error before the model loads
+    chunking["batch_chunks"] = batch_size
     err = stderr_console()
     with step_status(err, "loading the embedding model") as step:
         prepared_at = time.monotonic()
-        index_model = None if rebuild else read_index_meta(settings.index, "embedding_model")
-        from ragcli.stages import stage
-
-        with stage("load embedding model", str(settings.embed_model or index_model or "default")):
-            embedder = embedder_for(settings, index_model, notify=step.say)
+        index_.embedder(fresh=rebuild, notify=step.say)
     if step.said and step.live:  # a one-time preparation happened: say so once it is done
         done = step.said[-1].split(" (")[0]
         err.print(f"{done}: done in {time.monotonic() - prepared_at:.1f} s", highlight=False)
     if watch:
         from ragcli.cli.watch import run_watch
 
-        if rebuild:
-            raise typer.BadParameter("--rebuild cannot be combined with --watch: rebuild first, then watch")
-        run_watch(
-            settings.index,
-            roots,
-            embedder=embedder,
-            group=group,
-            chunking=chunking,
-            file_filter=FileFilter(tuple(include or ()), tuple(exclude or ())),
-            batch_chunks=batch_size,
-        )
+        run_watch(lambda stop: index_.watch(paths, stop=stop, **chunking), index_.ingest_roots(paths))
         return
     with progress_bar(err, "ingesting") as bar:
-        report = run_ingest(
-            settings.index,
-            roots,
-            embedder=embedder,
-            group=group,
-            chunking=chunking,
-            file_filter=FileFilter(tuple(include or ()), tuple(exclude or ())),
+        report = index_.ingest(
+            paths,
             prune=prune,
             rebuild=rebuild,
-            batch_chunks=batch_size,
             progress=bar,
             lock_timeout=lock_timeout,
             on_wait=_say_waiting,
+            **chunking,
         )
     for failure in report.failed:
         message = failure.reason if failure.path in failure.reason else f"{failure.path}: {failure.reason}"
@@ -198,10 +180,10 @@ def status(
 
     Example: rag status --json | jq .documents
     """
-    from ragcli.store.status import index_status
+    from ragcli.index import open_index
 
     fmt = resolve_format(output_format, json_output)
-    info = index_status(load_settings(index=index).index)
+    info = open_index(index).status()
     if fmt.value == "json":
         emit_json("status", info)
         return
@@ -271,10 +253,10 @@ def ls(
 
     Example: rag ls --json | jq -r '.documents[].path'
     """
-    from ragcli.store.status import list_documents
+    from ragcli.index import open_index
 
     fmt = resolve_format(output_format, json_output)
-    documents = list_documents(load_settings(index=index).index)
+    documents = open_index(index).documents()
     rows = [{**doc, "chunks": ",".join(f"{g}:{n}" for g, n in doc["chunks"].items())} for doc in documents]
     if fmt.value in ("json", "jsonl"):
         rows = documents
@@ -325,17 +307,15 @@ def rm(
     Example: rag rm ~/notes/old-draft.md
     """
     from ragcli.errors import RagError
-    from ragcli.ingest.pipeline import remove_paths
-    from ragcli.store.removal import plan_removal, record_exclusions
+    from ragcli.index import open_index
 
-    index_dir = load_settings(index=index).index
-    plan = plan_removal(index_dir, paths)
+    index_ = open_index(index)
+    plan = index_.plan_removal(paths)
     if not plan.matched:
         raise RagError(f"nothing indexed under {', '.join(map(str, paths))}: see `rag ls`")
     if plan.everything and not yes:
-        _confirm_remove_all(plan.total, index_dir)
-    removed = remove_paths(index_dir, paths, lock_timeout=lock_timeout, on_wait=_say_waiting)
-    record_exclusions(index_dir, plan.targets)
+        _confirm_remove_all(plan.total, index_.path)
+    removed = index_.remove(paths, lock_timeout=lock_timeout, on_wait=_say_waiting)
     if json_output:
         emit_json("rm", {"removed": removed, "excluded": [str(t) for t in plan.targets]})
     else:

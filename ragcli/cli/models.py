@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 
 from ragcli.cli.render import emit_json, human_size, stdout_console
-from ragcli.config import load_settings
 
 
 def models(
@@ -21,9 +20,10 @@ def models(
 
     Example: rag models --json
     """
-    from ragcli.model_catalog import is_capable, list_models
+    from ragcli.index import open_index
+    from ragcli.model_catalog import is_capable
 
-    entries = list_models(load_settings())
+    entries = open_index().models()
     if json_output:
         emit_json(
             "models",

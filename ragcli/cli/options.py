@@ -9,7 +9,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from ragcli.cli.render import ListFormat
-from ragcli.choices import MODES, RERANKERS
+from ragcli.choices import FUSIONS, MODES, RERANKERS
 
 
 def choice_enum(name: str, values: tuple[str, ...]) -> type[Enum]:
@@ -69,10 +69,7 @@ Mode = choice_enum("Mode", MODES)
 Rerank = choice_enum("Rerank", RERANKERS)
 
 
-class Fusion(str, Enum):
-    adaptive = "adaptive"
-    rrf = "rrf"
-    score = "score"
+Fusion = choice_enum("Fusion", FUSIONS)
 
 
 def parse_weights(value: Optional[str]) -> Optional[tuple[float, float]]:

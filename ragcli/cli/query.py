@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from enum import Enum
-from typing import Annotated, Any, Iterable, Iterator, Optional
+from typing import Annotated, Any, Iterable, Optional
 
 import typer
 
@@ -25,6 +25,7 @@ from ragcli.cli.options import (
     WeightsOption,
     parse_weights,
 )
+from ragcli.cli.stdin import stdin_lines
 from ragcli.cli.render import SCHEMA_VERSION, emit_json, emit_jsonl, stdout_console
 
 
@@ -146,7 +147,9 @@ def query(
         weights=parse_weights(weights),
     )
     fmt = _output_format(json_output, jsonl_output, output_format, answer)
-    queries = _stdin_queries(text)
+    queries = stdin_lines(
+        text, metavar="QUERY", plural="queries", empty="the query is empty: give words to search for"
+    )
     with index_:
         if answer:
             _answer(index_, options, text, queries, fmt is Format.json)
@@ -207,19 +210,6 @@ def _answer(index, options, text: Optional[str], queries, json_output: bool) -> 
         print_answers(index, queries, ask_options)
     else:
         print_answer(index, str(text), ask_options, json_output=json_output)
-
-
-def _stdin_queries(text: Optional[str]) -> Optional[Iterator[str]]:
-    """None for a single QUERY argument, else the non-empty lines of stdin."""
-    if text not in (None, "-"):
-        if not str(text).strip():
-            raise typer.BadParameter("the query is empty: give words to search for", param_hint="QUERY")
-        return None
-    if text is None and sys.stdin.isatty():
-        raise typer.BadParameter(
-            "give a QUERY, or '-' / a pipe to read queries from stdin", param_hint="QUERY"
-        )
-    return (line.strip() for line in sys.stdin if line.strip())
 
 
 # -- output ---------------------------------------------------------------------------------

@@ -5,21 +5,23 @@ from __future__ import annotations
 import signal
 import threading
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 import typer
 
 from ragcli.cli.render import stderr_console
 
+if TYPE_CHECKING:
+    from ragcli.ingest.watch import WatchBatch
 
-def run_watch(index: Path, roots: Sequence[Path], **options) -> None:
+
+def run_watch(changes: Callable[[threading.Event], Iterator[WatchBatch]], roots: Sequence[Path]) -> None:
     """Watch until Ctrl-C, printing one line per changed document on stderr; then exit 130.
 
-    The first Ctrl-C lets the set of changes being applied commit and runs a last catch-up;
-    a second one interrupts at once (what was committed stays).
+    `changes(stop)` yields the batches (`ragcli.index.Index.watch`). The first Ctrl-C lets
+    the set of changes being applied commit and runs a last catch-up; a second
+    one interrupts at once (what was committed stays).
     """
-    from ragcli.ingest.watch import watch
-
     stop = threading.Event()
 
     def interrupt(signum, frame) -> None:
@@ -30,7 +32,7 @@ def run_watch(index: Path, roots: Sequence[Path], **options) -> None:
     previous = signal.signal(signal.SIGINT, interrupt)
     err = stderr_console()
     try:
-        for batch in watch(index, roots, stop=stop, **options):
+        for batch in changes(stop):
             for change in batch.changes:
                 err.print(change_line(change), markup=False, highlight=False, soft_wrap=True)
             if batch.kind == "initial":

@@ -27,12 +27,17 @@ import statistics
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol, Sequence
 
 from ragcli.evaluation.datasets import QACase
 from ragcli.evaluation.metrics import answer_in_output, context_recall, exact_match, f1
 from ragcli.evaluation.retrieval_eval import mode_rerank_grid
 from ragcli.types import Progress
+
+if TYPE_CHECKING:
+    from ragcli.answer.ask import Answer, AskOptions
+    from ragcli.config import Settings
+    from ragcli.llm import Generator
 
 ANSWER_METRICS = (
     "exact_match",
@@ -53,7 +58,7 @@ _CITATION = re.compile(r"\[\s*\d+(?:\s*,\s*\d+)*\s*\]")
 class AskerLike(Protocol):
     """What evaluation needs of `ragcli.answer.ask.Asker`."""
 
-    def ask(self, question: str, options: Any) -> Any: ...
+    def ask(self, question: str, options: AskOptions) -> Answer: ...
 
 
 @dataclass(frozen=True)
@@ -61,11 +66,11 @@ class AnswerConfiguration:
     """One answering setup: a display name and the `AskOptions` it runs with."""
 
     name: str
-    options: Any
+    options: AskOptions
 
 
 def answer_configurations(
-    modes: Sequence[str], reranks: Sequence[str | None] = (None,), *, base: Any = None
+    modes: Sequence[str], reranks: Sequence[str | None] = (None,), *, base: AskOptions | None = None
 ) -> list[AnswerConfiguration]:
     """Every retrieval mode combined with every reranker, on top of `base` `AskOptions`."""
     if base is None:
@@ -101,7 +106,7 @@ def strip_citations(text: str) -> str:
     return " ".join(_CITATION.sub(" ", text).split())
 
 
-def citation_validity(answer: Any) -> float | None:
+def citation_validity(answer: Answer) -> float | None:
     """Share of the sources the model cited that exist and were retrieved; None if it cited none."""
     cited = [] if getattr(answer, "citations_inferred", False) else list(answer.citations)
     cited += list(getattr(answer, "invalid_citations", ()))
@@ -118,14 +123,14 @@ def citation_validity(answer: Any) -> float | None:
     return sum(map(valid, cited)) / len(cited)
 
 
-def supported_share(answer: Any) -> float | None:
+def supported_share(answer: Answer) -> float | None:
     """Share of the answer's sentences labelled "supported"; None for abstentions or no sentences."""
     if answer.abstained or not answer.support:
         return None
     return sum(item.label == "supported" for item in answer.support) / len(answer.support)
 
 
-def score_answer(case: QACase, answer: Any, seconds: float) -> CaseResult:
+def score_answer(case: QACase, answer: Answer, seconds: float) -> CaseResult:
     """Score one `Answer` against one question's gold answers."""
     text = strip_citations(answer.text)
     short = getattr(answer, "short", None)
@@ -183,7 +188,7 @@ class AnswerConfigurationResult:
     """One configuration's per-question results and their summary."""
 
     name: str
-    options: Any
+    options: AskOptions
     cases: list[CaseResult] = field(default_factory=list)
 
     @property
@@ -283,12 +288,12 @@ def run_answers(
 def evaluate_answers(
     source: Path,
     *,
-    settings: Any,
+    settings: Settings,
     configs: Sequence[AnswerConfiguration],
     index: Path | None = None,
     limit: int | None = None,
     progress: Callable[[str], Any] | None = None,
-    generator: Any = None,
+    generator: Generator | None = None,
 ) -> AnswerReport:
     """`rag eval answers`: load the questions, index the corpus if the set has one, ask, score.
 

@@ -13,13 +13,17 @@ import json
 from contextlib import nullcontext
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable, ContextManager
+from typing import TYPE_CHECKING, Any, Callable, ContextManager
 
 from ragcli.choices import DEFAULT_GROUP
 from ragcli.config import Settings
 from ragcli.evaluation.datasets import read_corpus
 from ragcli.ingest.splitting import PRESETS
 from ragcli.store import read_index_meta
+
+if TYPE_CHECKING:
+    from ragcli.embedding.base import Embedder
+    from ragcli.types import Progress
 
 
 def dataset_index_path(dataset: Path, *, settings: Settings, group: str = DEFAULT_GROUP) -> Path:
@@ -47,8 +51,8 @@ def prepare_index(
     *,
     settings: Settings,
     group: str = DEFAULT_GROUP,
-    embedder: Any = None,
-    progress: Any = None,
+    embedder: Embedder | None = None,
+    progress: Progress | None = None,
 ):
     """Ingest a BEIR corpus into `index`, adding or updating only what changed.
 

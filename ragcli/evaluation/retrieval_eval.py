@@ -15,11 +15,16 @@ import statistics
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
-from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Sequence, TextIO
 
 from ragcli.evaluation.datasets import RetrievalSet
 from ragcli.evaluation.metrics import RETRIEVAL_MEASURES, retrieval_metrics
 from ragcli.types import Hit, Progress
+
+if TYPE_CHECKING:
+    from ragcli.config import Settings
+    from ragcli.llm import Generator
+    from ragcli.retrieval.search import QueryOptions
 
 DEFAULT_TOP_K = 100
 RUN_TAG = "ragcli"
@@ -28,7 +33,7 @@ RUN_TAG = "ragcli"
 class SearcherLike(Protocol):
     """What evaluation needs of `ragcli.retrieval.search.Searcher`."""
 
-    def search(self, query: str, options: Any) -> list[Hit]: ...
+    def search(self, query: str, options: QueryOptions) -> list[Hit]: ...
 
 
 @dataclass(frozen=True)
@@ -36,11 +41,11 @@ class Configuration:
     """One retrieval setup to evaluate: a display name and the `QueryOptions` it runs with."""
 
     name: str
-    options: Any
+    options: QueryOptions
 
 
 def configurations(
-    modes: Sequence[str], reranks: Sequence[str | None] = (None,), *, base: Any = None
+    modes: Sequence[str], reranks: Sequence[str | None] = (None,), *, base: QueryOptions | None = None
 ) -> list[Configuration]:
     """Every mode combined with every reranker (None = no reranking), as configurations.
 
@@ -78,7 +83,7 @@ class ConfigurationResult:
     """Scores of one configuration over the finished queries."""
 
     name: str
-    options: Any
+    options: QueryOptions
     metrics: dict[str, float] = field(default_factory=dict)
     latencies: list[float] = field(default_factory=list)
     run: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -316,13 +321,13 @@ def write_trec_run(handle: TextIO, report: RetrievalReport) -> int:
 def evaluate_retrieval(
     source: Path,
     *,
-    settings: Any,
+    settings: Settings,
     configs: Sequence[Configuration],
     index: Path | None = None,
     group: str | None = None,
     limit: int | None = None,
     progress: Callable[[str], Any] | None = None,
-    generator_factory: Callable[[], Any] | None = None,
+    generator_factory: Callable[[], Generator] | None = None,
 ) -> RetrievalReport:
     """`rag eval retrieval`: load the set, index its corpus (reused when unchanged), run, score.
 

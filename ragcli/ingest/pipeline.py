@@ -377,7 +377,7 @@ def _start_group(store: Store, embedder: Embedder, group: str, settings: ChunkSe
         record_model(store, embedder)
         if store.ensure_group(group, settings):
             # New settings: every document must be re-chunked, even after an interruption.
-            store.db.execute("DELETE FROM doc_groups WHERE group_name = ?", [group])
+            store.forget_chunked(group)
 
 
 def _ingest_file(store, batcher, path: Path, settings, group, embedder, report: IngestReport) -> str:
@@ -494,7 +494,7 @@ def _ingest_text(store, batcher, document: Document, settings, group, embedder, 
 
 
 def _all_documents(store: Store) -> dict[str, int]:
-    return dict(store.db.execute("SELECT path, id FROM documents").fetchall())
+    return store.document_ids()
 
 
 def _prune(store: Store, roots: Sequence[Path], seen: set[str], report: IngestReport) -> None:

@@ -42,12 +42,12 @@ from itertools import accumulate, compress, count
 from operator import le
 from types import MappingProxyType
 
+from ragcli.choices import SPLIT_BY
 from ragcli.errors import UsageError
 from ragcli.types import ChunkSettings, Span
 
 Tokenize = Callable[[str], Sequence[tuple[int, int]]]
 
-SPLIT_BY = ("page", "passage", "sentence", "word", "token")
 SENTENCE_ENDS = ".!?。！？"
 PAGE_BREAK = "\f"
 

@@ -71,9 +71,5 @@ class BM25Retriever:
     def _allowed_ids(self, allowed: ChunkFilter):
         import numpy as np
 
-        rows = self.store.db.execute(
-            "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id "
-            f"WHERE c.group_name = ? AND ({allowed.where})",
-            [self.group, *allowed.params],
-        )
-        return np.fromiter((row[0] for row in rows), dtype=np.int64)
+        ids = self.store.filtered_chunk_ids(self.group, allowed.where, allowed.params)
+        return np.asarray(ids, dtype=np.int64)

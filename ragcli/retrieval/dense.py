@@ -85,15 +85,7 @@ class DenseRetriever:
 
     def chunk_vectors(self, chunk_ids: list[int], dimension: int) -> np.ndarray:
         """The stored embedding vectors of these chunks (those that have one), one per row."""
-        if not chunk_ids:
-            return np.zeros((0, dimension), dtype=np.float32)
-        marks = ",".join("?" * len(chunk_ids))
-        rows = self.store.db.execute(
-            "SELECT e.vector FROM chunks c JOIN embeddings e ON e.id = c.embedding_id "
-            f"WHERE c.id IN ({marks})",
-            [int(i) for i in chunk_ids],
-        ).fetchall()
-        return np.frombuffer(b"".join(row[0] for row in rows), dtype=np.float32).reshape(-1, dimension)
+        return self.store.chunk_vectors(chunk_ids, dimension)
 
     def _open_in_background(self) -> threading.Thread | None:
         """Map the vector file while the query is embedded.
@@ -161,12 +153,7 @@ class DenseRetriever:
 
     def _allowed_chunks(self, allowed: ChunkFilter) -> dict[int, int]:
         """Chunk id -> embedding id of the group's chunks whose documents pass the filters."""
-        rows = self.store.db.execute(
-            "SELECT c.id, c.embedding_id FROM chunks c JOIN documents d ON d.id = c.doc_id "
-            f"WHERE c.group_name = ? AND c.embedding_id IS NOT NULL AND ({allowed.where})",
-            [self.group, *allowed.params],
-        )
-        return dict(rows.fetchall())
+        return self.store.filtered_embedding_ids(self.group, allowed.where, allowed.params)
 
 
 def feedback_vector(query: np.ndarray, feedback: np.ndarray, weight: float) -> np.ndarray:

@@ -142,11 +142,7 @@ def get_document(
     try:
         record = _find_document(store, path)
         group = group or _group_of(store, record["id"])
-        rows = store.db.execute(
-            'SELECT id, start, "end", text FROM chunks WHERE doc_id = ? '
-            "AND group_name = ? ORDER BY start, ord",
-            [record["id"], group],
-        ).fetchall()
+        rows = store.document_chunks(record["id"], group)
     finally:
         store.close()
     if not rows:
@@ -180,13 +176,7 @@ def _find_document(store: Store, path: str) -> dict[str, Any]:
 def _group_of(store: Store, doc_id: int) -> str:
     from ragcli.retrieval.search import default_group
 
-    groups = [
-        row[0]
-        for row in store.db.execute(
-            "SELECT DISTINCT group_name FROM chunks WHERE doc_id = ? ORDER BY group_name", [doc_id]
-        )
-    ]
-    return default_group(dict.fromkeys(groups))
+    return default_group(dict.fromkeys(store.document_groups(doc_id)))
 
 
 def _metadata(record: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Metadata filters: `--filter key=value`, matched in Python or turned into SQL.
+"""Metadata filters: `--filter key=value` parsed and matched in Python (`ragcli.store.filters` is their SQL).
 
 Semantics (as LazyLLM's filters): values of one key are OR-ed, keys are AND-ed.
 A value may be
@@ -20,27 +20,31 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from ragcli.errors import UnknownFilter, UsageError
+from ragcli.store.filters import (
+    COLUMNS,
+    DATE_KEYS,
+    Condition,
+    Filters,
+    filters_sql,
+    normalise,
+    parse_condition,
+)
 
-if TYPE_CHECKING:
-    from sqlite_utils import Database
-
-COLUMNS = ("file_name", "file_type", "path", "title", "modified", "created")
-DATE_KEYS = frozenset({"modified", "created"})
-_OPERATORS = (">=", "<=", "!=", ">", "<")  # two-character ones first
-
-Filters = Mapping[str, tuple[str, ...]]
-
-
-@dataclass(frozen=True)
-class Condition:
-    """One parsed filter value: an operator ("=" for plain values) and its operand."""
-
-    op: str
-    value: str
+# `filters_sql` and `parse_condition` are re-exported: callers find every filter function here.
+__all__ = [
+    "COLUMNS",
+    "DATE_KEYS",
+    "Condition",
+    "Filters",
+    "check_keys",
+    "filters_sql",
+    "matches",
+    "parse_condition",
+    "parse_filters",
+]
 
 
 _NATURAL = re.compile(r"^\s*([^=<>!\s]+)\s*(>=|<=|!=|>|<)(.*)$")
@@ -96,14 +100,6 @@ def _check_date(pair: str, value: str) -> None:
         ) from None
 
 
-def parse_condition(value: str) -> Condition:
-    """Split a filter value into operator and operand (`>=2024-01-01` -> (">=", "2024-01-01"))."""
-    for op in _OPERATORS:
-        if value.startswith(op):
-            return Condition(op, value[len(op) :].strip())
-    return Condition("=", value)
-
-
 def check_keys(filters: Filters, known: Iterable[str]) -> None:
     """Refuse keys no document carries.
 
@@ -116,11 +112,6 @@ def check_keys(filters: Filters, known: Iterable[str]) -> None:
             raise UnknownFilter(f"unknown filter key '{key}': known keys are {', '.join(sorted(known_set))}")
 
 
-def _normalise(key: str, value: str) -> str:
-    # Types are stored as "pdf"; accept ".pdf" and "PDF" too.
-    return value.lower().lstrip(".") if key == "file_type" else value
-
-
 def _compare(op: str, stored: str, wanted: str, glob: bool) -> bool:
     if op in ("=", "!="):
         equal = fnmatch.fnmatchcase(stored, wanted) if glob else stored == wanted
@@ -130,7 +121,7 @@ def _compare(op: str, stored: str, wanted: str, glob: bool) -> bool:
 
 def _value_matches(key: str, stored: Any, condition: Condition) -> bool:
     items = [] if stored is None else stored if isinstance(stored, list) else [stored]
-    wanted = _normalise(key, condition.value)
+    wanted = normalise(key, condition.value)
     texts = [_as_text(item)[: len(wanted)] if key in DATE_KEYS else _as_text(item) for item in items]
     if condition.op == "!=":
         # "not equal" is the negation of "equal", so a missing key passes it.
@@ -156,46 +147,3 @@ def matches(filters: Filters, metadata: Mapping[str, Any]) -> bool:
         if not all(_value_matches(key, stored, c) for c in ranges):
             return False
     return True
-
-
-# json_each's value as text the way `_as_text` renders it in Python.
-_JSON_TEXT = (
-    "CASE WHEN type = 'true' THEN '1' WHEN type = 'false' THEN '0' "
-    "WHEN type IN ('object', 'array') THEN json(value) ELSE CAST(value AS TEXT) END"
-)
-
-
-def _condition_sql(key: str, condition: Condition, params: list[Any]) -> str:
-    """One condition as SQL over `documents d`; appends its params."""
-    wanted = _normalise(key, condition.value)
-    if key in COLUMNS:
-        stored = f"substr(d.{key}, 1, {len(wanted)})" if key in DATE_KEYS else f"d.{key}"
-    else:
-        stored = _JSON_TEXT
-        params.append("$." + json.dumps(key))
-    positive = "=" if condition.op == "!=" else condition.op
-    test = f"{stored} {'GLOB' if key == 'path' and positive == '=' else positive} ?"
-    params.append(wanted)
-    if key not in COLUMNS:
-        test = f"EXISTS (SELECT 1 FROM json_each(d.metadata, ?) WHERE {test})"
-    # `!=` negates equality, so a document without the key passes (NULL-safe via coalesce).
-    return f"NOT coalesce({test}, 0)" if condition.op == "!=" else f"({test})"
-
-
-def filters_sql(filters: Filters) -> tuple[str, list[Any]]:
-    """Turn filters into a WHERE clause over `documents d` (and its params); "" when none."""
-    clauses: list[str] = []
-    params: list[Any] = []
-    for key, values in filters.items():
-        conditions = [parse_condition(v) for v in values]
-        plain = [_condition_sql(key, c, params) for c in conditions if c.op == "="]
-        if plain:
-            clauses.append("(" + " OR ".join(plain) + ")")
-        clauses.extend(_condition_sql(key, c, params) for c in conditions if c.op != "=")
-    return " AND ".join(clauses), params
-
-
-def known_keys(db: Database) -> list[str]:
-    """Filter keys this index knows: the document columns plus every metadata JSON key."""
-    rows = db.execute("SELECT DISTINCT j.key FROM documents d, json_each(d.metadata) j").fetchall()
-    return sorted(set(COLUMNS) | {row[0] for row in rows})

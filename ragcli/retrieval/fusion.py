@@ -19,12 +19,11 @@ from __future__ import annotations
 import statistics
 from typing import Hashable, Iterable, Mapping, Sequence, TypeVar
 
+from ragcli.choices import DEFAULT_FUSION
 from ragcli.types import Hit
 
 Id = TypeVar("Id", bound=Hashable)
 
-FUSIONS = ("adaptive", "rrf", "score")
-DEFAULT_FUSION = "adaptive"
 
 # The adaptive fusion's constants, chosen on the even-numbered queries of the shared sets
 # (benchmarks/fusion_tuning.py). Scores are normalised against a theoretical floor (BM25

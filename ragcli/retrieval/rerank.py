@@ -16,13 +16,16 @@ import unicodedata
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 from ragcli.errors import ModelNotFound, UsageError
 from ragcli.llm import TEMPLATE_MARGIN, Generator, Message
 from ragcli.analysis import fold
 from ragcli.retrieval.llm import truncate_to_tokens
 from ragcli.types import Hit
+
+if TYPE_CHECKING:
+    from sentence_transformers import CrossEncoder
 
 GeneratorFactory = Callable[[], Generator]
 
@@ -119,7 +122,7 @@ class CrossEncoderReranker:
         return _reorder(hits, [float(score) for score in scores], self.name, top_k)
 
 
-def load_cross_encoder(model: str | None) -> Any:
+def load_cross_encoder(model: str | None) -> CrossEncoder:
     """Load a CrossEncoder from local files, failing fast (no hub access, no torch import on
     the error paths).
 
@@ -157,7 +160,7 @@ def _in_hub_cache(model: str) -> bool:
 
 
 @lru_cache(maxsize=2)
-def _load_cross_encoder(name_or_path: str) -> Any:
+def _load_cross_encoder(name_or_path: str) -> CrossEncoder:
     # Cached so a Searcher answering many queries loads the model once.
     try:
         from sentence_transformers import CrossEncoder
@@ -291,7 +294,7 @@ def _keyword(options: RerankRequest, generator_factory: GeneratorFactory | None)
     return KeywordFilter(options.require, options.exclude)
 
 
-RERANKERS: dict[str, Callable[[Any, GeneratorFactory | None], Reranker]] = {
+RERANKERS: dict[str, Callable[[RerankRequest, GeneratorFactory | None], Reranker]] = {
     "cross-encoder": _cross_encoder,
     "llm": _llm,
     "keyword": _keyword,

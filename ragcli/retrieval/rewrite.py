@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from ragcli.errors import UsageError
+from ragcli.choices import REWRITES
 from ragcli.llm import Generator, Message
 from ragcli.retrieval.fusion import rrf
 from ragcli.types import Hit
@@ -24,7 +25,6 @@ from ragcli.types import Hit
 if TYPE_CHECKING:
     from ragcli.retrieval.search import QueryOptions
 
-REWRITES = ("multi", "hyde")
 MULTI_QUERIES = 3
 _MAX_REWRITE_TOKENS = 96
 _LIST_MARKER = re.compile(r"^\s*(?:(?:[-*•]|\d+[.)]|query\s*\d*:)\s*)+", re.IGNORECASE)

@@ -22,18 +22,22 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from ragcli.choices import DEFAULT_GROUP, MODES, RERANKERS
+from ragcli.choices import DEFAULT_FUSION, DEFAULT_GROUP, FUSIONS, MODES, RERANKERS
 from ragcli.config import Settings
 from ragcli.errors import IndexMismatch, NotIndexed, UsageError
 from ragcli.retrieval import RETRIEVERS
 from ragcli.retrieval.base import ChunkFilter, Retriever
-from ragcli.retrieval.filters import check_keys, filters_sql, known_keys
-from ragcli.retrieval.fusion import DEFAULT_FUSION, FUSIONS, adaptive_fusion, fuse_hits, scaled_priors
+from ragcli.retrieval.filters import check_keys, filters_sql
+from ragcli.retrieval.fusion import adaptive_fusion, fuse_hits, scaled_priors
 from ragcli.stages import stage
 from ragcli.store import Store
 from ragcli.types import Hit
+
+if TYPE_CHECKING:
+    from ragcli.embedding.base import Embedder
+    from ragcli.llm import Generator
 
 log = logging.getLogger(__name__)
 
@@ -125,8 +129,8 @@ class Searcher:
         index: Path,
         *,
         settings: Settings,
-        generator_factory: Callable[[], Any] | None = None,
-        embedder: Any = None,
+        generator_factory: Callable[[], Generator] | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         """Open the index.
 
@@ -143,8 +147,8 @@ class Searcher:
         self.store = Store.open(Path(index))
         self.settings = settings
         self._generator_factory = generator_factory
-        self._generator: Any = None
-        self._embedder: Any = None
+        self._generator: Generator | None = None
+        self._embedder: Embedder | None = None
         self._given_embedder = embedder
         self._retrievers: dict[tuple[str, str], Retriever] = {}
         self._filter_keys: list[str] | None = None
@@ -166,7 +170,7 @@ class Searcher:
         self._filter_keys = None
 
     # -- models ---------------------------------------------------------------------------
-    def embedder(self) -> Any:
+    def embedder(self) -> Embedder:
         """The query embedder: the index's own model, checked against the stored fingerprint.
 
         Raises:
@@ -190,7 +194,7 @@ class Searcher:
             self._embedder = embedder
         return self._embedder
 
-    def generator(self) -> Any:
+    def generator(self) -> Generator:
         """The language model for llm mode and the llm reranker, built once."""
         if self._generator is None:
             if self._generator_factory is None:
@@ -210,12 +214,7 @@ class Searcher:
         name = group or default_group(groups)
         if groups:
             self.store.group(name)
-        if (
-            not groups
-            or not self.store.db.execute(
-                "SELECT 1 FROM chunks WHERE group_name = ? LIMIT 1", [name]
-            ).fetchone()
-        ):
+        if not groups or not self.store.has_chunks(name):
             where = f" (group '{name}')" if group else ""
             raise NotIndexed(f"the index at {self.store.path} is empty{where}: run `rag ingest DIR` first")
         return name
@@ -229,7 +228,7 @@ class Searcher:
         if not filters:
             return None
         if self._filter_keys is None:
-            self._filter_keys = known_keys(self.store.db)
+            self._filter_keys = self.store.filter_keys()
         check_keys(filters, self._filter_keys)
         where, params = filters_sql(filters)
         return ChunkFilter(where, tuple(params))

@@ -467,6 +467,104 @@ class Store:
         sql = f"SELECT count(*) FROM {table}" + (f" WHERE {where}" if where else "")
         return int(self.db.execute(sql, list(params)).fetchone()[0])
 
+    # -- reads for retrieval, ingest and diagnosis ---------------------------------------
+    def has_chunks(self, group: str) -> bool:
+        """Whether the group holds at least one chunk."""
+        row = self.db.execute("SELECT 1 FROM chunks WHERE group_name = ? LIMIT 1", [group]).fetchone()
+        return row is not None
+
+    def filter_keys(self) -> list[str]:
+        """Filter keys this index knows: the document columns plus every metadata JSON key."""
+        from ragcli.store.filters import known_keys
+
+        return known_keys(self.db)
+
+    def chunk_count(self, group: str) -> int:
+        """How many chunks the group holds."""
+        return self.count("chunks", "group_name = ?", [group])
+
+    def chunk_vectors(self, chunk_ids: Sequence[int], dimension: int) -> np.ndarray:
+        """The stored embedding vectors of these chunks (those that have one), one per row."""
+        import numpy as np
+
+        if not chunk_ids:
+            return np.zeros((0, dimension), dtype=np.float32)
+        marks = ",".join("?" * len(chunk_ids))
+        rows = self.db.execute(
+            "SELECT e.vector FROM chunks c JOIN embeddings e ON e.id = c.embedding_id "
+            f"WHERE c.id IN ({marks})",
+            [int(i) for i in chunk_ids],
+        ).fetchall()
+        return np.frombuffer(b"".join(row[0] for row in rows), dtype=np.float32).reshape(-1, dimension)
+
+    def filtered_embedding_ids(self, group: str, where: str, params: Sequence[Any]) -> dict[int, int]:
+        """Chunk id -> embedding id of the group's embedded chunks whose documents pass `where`.
+
+        Args:
+            where: a condition over `documents d` (`ragcli.store.filters.filters_sql`).
+        """
+        rows = self.db.execute(
+            "SELECT c.id, c.embedding_id FROM chunks c JOIN documents d ON d.id = c.doc_id "
+            f"WHERE c.group_name = ? AND c.embedding_id IS NOT NULL AND ({where})",
+            [group, *params],
+        )
+        return dict(rows.fetchall())
+
+    def filtered_chunk_ids(self, group: str, where: str, params: Sequence[Any]) -> list[int]:
+        """Ids of the group's chunks whose documents pass `where` (a condition over `documents d`)."""
+        rows = self.db.execute(
+            "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id "
+            f"WHERE c.group_name = ? AND ({where})",
+            [group, *params],
+        )
+        return [row[0] for row in rows]
+
+    def document_chunks(self, doc_id: int, group: str) -> list[tuple[int, int, int, str]]:
+        """(id, start, end, text) of a document's chunks in one group, in reading order."""
+        return self.db.execute(
+            'SELECT id, start, "end", text FROM chunks WHERE doc_id = ? AND group_name = ? '
+            "ORDER BY start, ord",
+            [doc_id, group],
+        ).fetchall()
+
+    def document_groups(self, doc_id: int) -> list[str]:
+        """The groups holding chunks of a document, by name."""
+        rows = self.db.execute(
+            "SELECT DISTINCT group_name FROM chunks WHERE doc_id = ? ORDER BY group_name", [doc_id]
+        )
+        return [row[0] for row in rows]
+
+    def document_ids(self) -> dict[str, int]:
+        """Path -> id of every document."""
+        return dict(self.db.execute("SELECT path, id FROM documents").fetchall())
+
+    def forget_chunked(self, group: str) -> None:
+        """Mark every document as not yet chunked for the group (its settings changed)."""
+        self.db.execute("DELETE FROM doc_groups WHERE group_name = ?", [group])
+
+    def full_integrity_check(self) -> str:
+        """SQLite's `PRAGMA integrity_check` (every page and index): "ok" or the first problem."""
+        return self.db.execute("PRAGMA integrity_check").fetchone()[0]
+
+    def change_meta(self) -> list[tuple[str, str]]:
+        """The meta values every write changes: the last ingest and the vector files' generations."""
+        rows = self.db.execute(
+            "SELECT key, value FROM meta WHERE key = 'last_ingest' OR key LIKE 'vectors_generation:%' "
+            "ORDER BY key"
+        )
+        return [tuple(row) for row in rows.fetchall()]
+
+    def content_state(self) -> dict[str, Any]:
+        """What identifies the index's content now (`change_meta`, document and chunk counts and
+        highest ids), JSON-ready: a cache of answers keys on it."""
+        documents = self.db.execute("SELECT count(*), max(id), max(ingested_at) FROM documents").fetchone()
+        chunks = self.db.execute("SELECT count(*), max(id) FROM chunks").fetchone()
+        return {
+            "meta": [list(row) for row in self.change_meta()],
+            "documents": list(documents),
+            "chunks": list(chunks),
+        }
+
     # -- vectors ------------------------------------------------------------------------
     def vector_path(self, group: str) -> Path:
         return self.path / VECTORS_DIR / f"{group}.faiss"

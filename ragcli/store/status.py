@@ -90,3 +90,20 @@ def list_documents(index: Path) -> list[dict[str, Any]]:
         ]
     finally:
         store.close()
+
+
+def group_names(index: Path) -> list[str]:
+    """The index's chunk groups, read without migrating or locking (for shell completion)."""
+    return _read_only_column(index, "SELECT name FROM groups")
+
+
+def document_paths(index: Path) -> list[str]:
+    """Every indexed document path, sorted, read without migrating or locking (for shell completion)."""
+    return _read_only_column(index, "SELECT path FROM documents ORDER BY path")
+
+
+def _read_only_column(index: Path, sql: str) -> list[str]:
+    import sqlite3
+
+    with sqlite3.connect(f"file:{index / DATABASE_NAME}?mode=ro", uri=True) as conn:
+        return [row[0] for row in conn.execute(sql)]

@@ -14,6 +14,9 @@ import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Protocol
 
+if TYPE_CHECKING:
+    import faiss
+
 if TYPE_CHECKING:  # imported where arrays are handled: opening an index needs no numpy
     import numpy as np
 
@@ -43,7 +46,7 @@ class VectorIndex(Protocol):
 class FaissIndex:
     """Exact inner-product search over an id-mapped flat FAISS index."""
 
-    def __init__(self, dimension: int, index: Any = None) -> None:
+    def __init__(self, dimension: int, index: faiss.Index | None = None) -> None:
         import faiss
 
         self.dimension = dimension
