@@ -267,3 +267,24 @@ def test_non_bert_model_is_exported_with_torch_when_the_extra_is_installed(tmp_p
     texts = ["the lamp of a lighthouse", "ships", "the the the warns"]
     reference = st.SentenceTransformer(str(folder), device="cpu").encode(texts, normalize_embeddings=True)
     assert cosines(embedder.embed(texts), reference).min() >= 0.9999
+
+
+def test_an_older_export_of_a_bert_model_is_rebuilt(tmp_path) -> None:
+    """A cache made by torch (meta.json without builder) or an older builder is remade."""
+    config = read_model_config(Path(default_model_path()))
+    first = cached_onnx(config, tmp_path)
+    meta_file = first.parent / "meta.json"
+    meta = json.loads(meta_file.read_text())
+    assert meta["builder"] == "ragcli.bert_graph" and meta["builder_version"] >= 2
+    # What a torch export of earlier versions left: no builder fields, an int8 file beside it.
+    meta_file.write_text(json.dumps({"fingerprint": meta["fingerprint"], "output": "token_embeddings"}))
+    (first.parent / "model.int8.onnx").write_bytes(b"stale")
+    steps: list[str] = []
+    again = cached_onnx(config, tmp_path, notify=steps.append)
+    assert again == first and steps and "preparing" in steps[0]
+    assert json.loads(meta_file.read_text()) == meta
+    assert not (first.parent / "model.int8.onnx").exists()
+    assert cached_onnx(config, tmp_path, notify=steps.append) == first and len(steps) == 1
+    embedder = OnnxEmbedder(config, again, model_id="m", fingerprint=meta["fingerprint"])
+    vectors = embedder.embed(REFERENCE["texts"])
+    assert cosines(vectors, np.array(REFERENCE["vectors"], dtype=np.float32)).min() >= 0.9999

@@ -45,6 +45,9 @@ TORCH_EXTRA = "pip install 'ragcli[torch]'"
 # How the graph was made, recorded in meta.json.
 BUILDER_BERT = "ragcli.bert_graph"
 BUILDER_TORCH = "torch.onnx"
+# Bumped when the built graph changes; a cached export of a BERT-family model made by torch
+# or by another builder version is rebuilt (about a second) so every cache runs the same graph.
+BUILDER_VERSION = 2
 
 
 class ExportFailed(ModelNotFound):
@@ -157,12 +160,15 @@ def cached_onnx(
     root = Path(cache_dir) / "onnx"
     final = root / fingerprint
     wanted = final / (INT8_FILE if int8 else ONNX_FILE)
-    if wanted.is_file() and (int8 or (final / WEIGHTS_FILE).is_file()):
+    if wanted.is_file() and (int8 or (final / WEIGHTS_FILE).is_file()) and _current(config, final):
         return wanted
     root.mkdir(parents=True, exist_ok=True)
     tell = notify or (lambda _message: None)
     with exclusive(root / f"{fingerprint}.lock"):  # the second exporter waits, then reuses it
         if not (final / ONNX_FILE).is_file():  # another process may have made it meanwhile
+            tell(_first_use_step(config))
+            _publish_export(config, fingerprint, final)
+        elif not _current(config, final):  # an older export: rebuild it (int8 follows)
             tell(_first_use_step(config))
             _publish_export(config, fingerprint, final)
         elif not (final / WEIGHTS_FILE).is_file():
@@ -186,6 +192,7 @@ def _publish_export(config: ModelConfig, fingerprint: str, final: Path) -> None:
             "model": str(config.path),
             "output": "token_embeddings",
             "builder": graph_builder(config),
+            "builder_version": BUILDER_VERSION,
         }
         (staging / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
         if final.exists():  # a folder left without its model (deleted by hand): replace it
@@ -193,6 +200,23 @@ def _publish_export(config: ModelConfig, fingerprint: str, final: Path) -> None:
         os.replace(staging, final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _current(config: ModelConfig, folder: Path) -> bool:
+    """False for a BERT-family export made by torch or an older builder (see BUILDER_VERSION).
+
+    Exports made by torch for other architectures are kept: remaking them needs torch and
+    ~20 s, and their graph does not depend on this module.
+    """
+    if graph_builder(config) != BUILDER_BERT:
+        return True
+    try:
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(meta, dict):
+        return False
+    return meta.get("builder") == BUILDER_BERT and meta.get("builder_version") == BUILDER_VERSION
 
 
 def _first_use_step(config: ModelConfig) -> str:
