@@ -90,12 +90,20 @@ def claim_index_dir(path: Path) -> None:
         raise RagError(f"cannot create the index folder {path}: {error.strerror or error}") from error
     if (path / MARKER_NAME).is_file():
         return
-    if any(path.iterdir()) and not _legacy_database(path / DATABASE_NAME):
+    if any(path.iterdir()) and not _being_created(path) and not _legacy_database(path / DATABASE_NAME):
         raise NotAnIndex(
             f"{path} is a folder with other files in it, not a rag index: "
             "pass --index a new or empty folder (nothing was changed)"
         )
     write_marker(path)
+
+
+def _being_created(path: Path) -> bool:
+    """Another ragcli process is creating this index right now: only ragcli's own file names
+    (its lock files, a database it has not written yet), and no marker written so far."""
+    database = path / DATABASE_NAME
+    fresh_database = not database.exists() or database.stat().st_size == 0
+    return _only_index_files(path) and fresh_database
 
 
 def write_marker(path: Path) -> None:
