@@ -30,34 +30,13 @@ from ragcli.embedding import load_embedder
 from ragcli.ingest.pipeline import ingest_documents
 from ragcli.store import DATABASE_NAME, Store
 from ragcli.types import ChunkSettings, Document
-from standin import HashVectors  # benchmarks/standin.py: the script's folder is on sys.path
+from standin import (
+    COMMON,
+    HashVectors,
+    vocabulary,
+)  # benchmarks/standin.py: the script's folder is on sys.path
 
 ONE_CHUNK = ChunkSettings("word", 400, 0)  # synthetic documents are short: one chunk each
-
-
-def vocabulary(size: int, rng: np.random.Generator) -> list[str]:
-    """Pronounceable pseudo-words, unique."""
-    onsets, vowels = list("bdfgklmnprstvz") + ["br", "st", "tr", "ch"], list("aeiou") + ["ai", "ou"]
-    words: set[str] = set()
-    while len(words) < size:
-        parts = rng.integers(2, 4)
-        words.add(
-            "".join(
-                onsets[rng.integers(len(onsets))] + vowels[rng.integers(len(vowels))] for _ in range(parts)
-            )
-        )
-    return sorted(words)
-
-
-# The commonest English words, in frequency order: as in real text they take the top
-# Zipf ranks, and the analyzer drops them.
-COMMON = (
-    "the of and to a in is that for it as was with be by on not he this are or his from at which "
-    "but they have an had one you were her all she there would their we him been has when who will "
-    "more no if out so said what up its about into than them can only other new some could time "
-    "these two may then do first any my now such like our over man me even most made after "
-    "also"
-).split()
 
 
 def synthetic_corpus(count: int, seed: int = 7) -> tuple[list[Document], list[str]]:

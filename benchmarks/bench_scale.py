@@ -35,30 +35,16 @@ from typing import Iterator
 import numpy as np
 
 from ragcli.types import ChunkSettings, Document
+from standin import COMMON  # benchmarks/standin.py: the script's folder is on sys.path
+from standin import vocabulary as pseudo_words
 
 ONE_CHUNK = ChunkSettings("word", 400, 0)
-COMMON = (
-    "the of and to a in is that for it as was with be by on not he this are or his from at which "
-    "but they have an had one you were her all she there would their we him been has when who will "
-    "more no if out so said what up its about into than them can only other new some could time "
-    "these two may then do first any my now such like our over man me even most made after "
-    "also"
-).split()
 
 
 def words(seed: int = 7) -> tuple[np.ndarray, np.ndarray]:
     """The vocabulary (common words, then 30,000 pseudo-words) and its Zipf weights."""
     rng = np.random.default_rng(seed)
-    onsets, vowels = list("bdfgklmnprstvz") + ["br", "st", "tr", "ch"], list("aeiou") + ["ai", "ou"]
-    made: set[str] = set()
-    while len(made) < 30_000:
-        made.add(
-            "".join(
-                onsets[rng.integers(len(onsets))] + vowels[rng.integers(len(vowels))]
-                for _ in range(rng.integers(2, 4))
-            )
-        )
-    vocabulary = np.array(COMMON + sorted(made))
+    vocabulary = np.array(COMMON + pseudo_words(30_000, rng))
     weights = 1.0 / np.arange(1, len(vocabulary) + 1) ** 1.05
     return vocabulary, weights / weights.sum()
 

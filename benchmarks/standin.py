@@ -1,4 +1,5 @@
-"""Stand-in embedders for benchmarks that measure the store, not the model."""
+"""Stand-ins for benchmarks that measure the store, not the model: embedders and a synthetic
+vocabulary (real common words on top, pronounceable pseudo-words below)."""
 
 from __future__ import annotations
 
@@ -49,3 +50,28 @@ class BagVectors(HashVectors):
             ]
             vectors[row] = self._table[rows].sum(axis=0)
         return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def vocabulary(size: int, rng: np.random.Generator) -> list[str]:
+    """Pronounceable pseudo-words, unique."""
+    onsets, vowels = list("bdfgklmnprstvz") + ["br", "st", "tr", "ch"], list("aeiou") + ["ai", "ou"]
+    words: set[str] = set()
+    while len(words) < size:
+        parts = rng.integers(2, 4)
+        words.add(
+            "".join(
+                onsets[rng.integers(len(onsets))] + vowels[rng.integers(len(vowels))] for _ in range(parts)
+            )
+        )
+    return sorted(words)
+
+
+# The commonest English words, in frequency order: as in real text they take the top
+# Zipf ranks, and the analyzer drops them.
+COMMON = (
+    "the of and to a in is that for it as was with be by on not he this are or his from at which "
+    "but they have an had one you were her all she there would their we him been has when who will "
+    "more no if out so said what up its about into than them can only other new some could time "
+    "these two may then do first any my now such like our over man me even most made after "
+    "also"
+).split()
