@@ -349,9 +349,13 @@ def _run(
     *,
     lock_timeout: float = DEFAULT_TIMEOUT,
     on_wait: Callable[[str], None] | None = None,
+    check_pages: bool = True,
 ) -> Iterator[tuple[Store, ChunkSettings, "_Batcher", IngestReport]]:
     """Open the index for one ingest under its write lock; on success sync vectors and record
-    the run, always close. Storage failures (disk full, a damaged file) become one `RagError`."""
+    the run, always close. Storage failures (disk full, a damaged file) become one `RagError`.
+
+    `check_pages=False` skips the whole-database page check, whose cost grows with the index:
+    for a watcher's small batches, whose run began with a full ingest that checked it."""
     started = time.perf_counter()
     claim_index_dir(index)
     with index_writer(index, timeout=lock_timeout, on_wait=on_wait), storage_errors(index):
@@ -359,7 +363,8 @@ def _run(
         try:
             # A damaged page would otherwise pass unnoticed (files "unchanged") until a query
             # trips on it; reading every page once took 0.35 s for a 430 MB database.
-            store.check_integrity()
+            if check_pages:
+                store.check_integrity()
             check_model(store, embedder)
             report = IngestReport(index=str(index), group=group)
             settings = chunking_for(store, group, chunking)
@@ -655,7 +660,12 @@ def ingest_changes(
         An `IngestReport`; `progress.advance(path, status)` is told "removed" for each removal.
     """
     files, gone = _classify_changes(roots, changed, file_filter)
-    with _run(index, embedder, group, chunking, batch_chunks, roots) as (store, settings, batcher, report):
+    with _run(index, embedder, group, chunking, batch_chunks, roots, check_pages=False) as (
+        store,
+        settings,
+        batcher,
+        report,
+    ):
         files = apply_exclusions(store, files)  # what `rag rm` removed stays out
         if progress:
             progress.start(len(files))
