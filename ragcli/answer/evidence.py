@@ -107,7 +107,7 @@ _TYPED = {
     "date": ("date", "number"),
     "person": ("name",),
     "place": ("name",),
-    "thing": ("name", "run", "number", "date"),
+    "thing": ("name", "phrase", "number", "date"),
 }
 
 
@@ -118,9 +118,11 @@ def is_plausible(candidate: Candidate) -> bool:
     words = text.split()
     if not is_complete_phrase(text) or "\n" in text or len(text) <= 1:
         return False
-    if len(words) == 1 and candidate.kind in ("name", "run") and candidate.first == 0:
+    if len(words) == 1 and candidate.kind in ("name", "phrase") and candidate.first == 0:
         return False
-    lone_verb = len(words) == 1 and candidate.kind == "run" and words[0].lower().endswith(("ed", "ly", "ing"))
+    lone_verb = (
+        len(words) == 1 and candidate.kind == "phrase" and words[0].lower().endswith(("ed", "ly", "ing"))
+    )
     return not lone_verb
 
 

@@ -27,15 +27,17 @@ from typing import Sequence
 
 from ragcli.answer.context import Source, build_context
 from ragcli.analysis import STOP_WORDS, analyze
-from ragcli.answer.sentences import Embedder, Sentence, question_terms, score_sentences, sentences_of
+from ragcli.answer.phrases import AUXILIARIES, NUMBER_WORDS, Word, noun_phrases, word_classes, words_of
+from ragcli.answer.sentences import (
+    FORM_WORDS,
+    Embedder,
+    Sentence,
+    question_terms,
+    score_sentences,
+    sentences_of,
+)
 from ragcli.types import Hit
 
-NUMBER_WORDS = frozenset(
-    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand "
-    "million billion trillion dozen half first second third fourth fifth sixth seventh eighth ninth tenth "
-    "several".split()
-)
 MONTHS = frozenset(
     "january february march april may june july august september october november december".split()
 )
@@ -46,6 +48,7 @@ EDGE_WORDS = STOP_WORDS | frozenset(
     "is are was were be been being has have had do does did which who whom whose that also its his her "
     "their our from than so however although while when where whereas because since known called".split()
 )
+ARTICLES = frozenset(("a", "an", "the"))
 # Score parts (tuned on xquad-en with benchmarks/bench_answers.py).
 TYPE_BONUS = 0.5
 NEAR_BONUS = 0.05
@@ -53,6 +56,9 @@ LENGTH_PENALTY = 0.02
 IDEAL_WORDS = 6
 MAX_WORDS = 8
 SANDWICH_PENALTY = 0.4
+CUE_BONUS = 0.1
+COUNTED_BONUS = 0.1
+HEAD_BONUS = 0.1
 
 _TYPES = (
     (
@@ -86,14 +92,6 @@ _TYPES = (
         ),
     ),
 )
-_WORD = re.compile(r"[\w$£€%][\w$£€%.,'’-]*[\w%]|[\w$£€%]")
-
-
-@dataclass(frozen=True)
-class Word:
-    text: str
-    start: int
-    end: int
 
 
 @dataclass(frozen=True)
@@ -129,11 +127,6 @@ def question_type(question: str) -> str:
     return "thing"
 
 
-def words_of(text: str) -> list[Word]:
-    """The words of `text` with their character offsets (edge punctuation dropped)."""
-    return [Word(m.group(), m.start(), m.end()) for m in _WORD.finditer(text)]
-
-
 def is_number(word: str) -> bool:
     lowered = word.lower()
     return any(ch.isdigit() for ch in word) or lowered in NUMBER_WORDS
@@ -159,14 +152,24 @@ def _spans(words: Sequence[Word], keep) -> list[tuple[int, int]]:
     return runs
 
 
+def _split_at(runs: Sequence[tuple[int, int]], joined: Sequence[bool]) -> list[tuple[int, int]]:
+    """The runs cut where punctuation stands between two words ("69,284 (43.8%)": two numbers)."""
+    result = []
+    for i, j in runs:
+        cuts = [i] + [k for k in range(i + 1, j) if not joined[k]] + [j]
+        result.extend(zip(cuts, cuts[1:]))
+    return result
+
+
 def _kinds(words: Sequence[Word], in_question: Sequence[bool], text: str) -> list[tuple[str, int, int]]:
     """Candidate ``(kind, i, j)`` word ranges of one sentence."""
     found: list[tuple[str, int, int]] = []
     # joined[k]: only spaces between word k-1 and word k (a comma or bracket ends a name).
     joined = [k > 0 and not text[words[k - 1].end : words[k].start].strip() for k in range(len(words))]
-    for i, j in _spans(words, lambda k: is_number(words[k].text)):
+    classes = word_classes(words)
+    for i, j in _split_at(_spans(words, lambda k: is_number(words[k].text)), joined):
         # A number takes its unit ("308 points", "1.2 million tons") when the unit is not asked.
-        unit = j < len(words) and not in_question[j] and words[j].text.lower() not in STOP_WORDS
+        unit = j < len(words) and joined[j] and not in_question[j] and classes[j] == "open"
         end = j + 1 if unit else j
         found.append(("number", i, end))
     for i, j in _spans(
@@ -182,10 +185,22 @@ def _kinds(words: Sequence[Word], in_question: Sequence[bool], text: str) -> lis
     for i, j in _name_runs(words, joined):
         if k := _trim(words, in_question, i, j):
             found.append(("name", *k))
-    for i, j in _spans(words, lambda k: not in_question[k]):
-        if k := _trim(words, in_question, i, j):
-            found.append(("run", *k))
+    for i, j in noun_phrases(text, words):
+        found.extend(("phrase", *span) for span in _phrase_spans(words, in_question, i, j))
     return found
+
+
+def _phrase_spans(words: Sequence[Word], in_question: Sequence[bool], i: int, j: int) -> set[tuple[int, int]]:
+    """A noun phrase without its leading article, and without the question's words in front."""
+    while i < j and words[i].text.lower() in ARTICLES:
+        i += 1
+    spans = {(i, j)} if i < j else set()
+    # Only the front is trimmed: the last word is the phrase's head, and "independent" is no
+    # answer where "independent schools" is.
+    while i < j - 1 and (in_question[i] or words[i].text.lower() in EDGE_WORDS):
+        i += 1
+        spans.add((i, j))
+    return spans
 
 
 def _name_runs(words: Sequence[Word], joined: Sequence[bool]) -> list[tuple[int, int]]:
@@ -230,7 +245,7 @@ _FITS = {
     "date": ("date", "number"),
     "person": ("name",),
     "place": ("name",),
-    "thing": ("name", "run"),
+    "thing": ("name", "phrase"),
 }
 
 
@@ -241,9 +256,11 @@ def candidates(question: str, sentence: Sentence, *, qtype: str | None = None) -
     words = words_of(sentence.text)
     in_question = [bool(set(analyze(w.text)) & terms) for w in words]
     asked = [k for k, hit in enumerate(in_question) if hit]
+    counted = counted_noun(question) if qtype == "number" else None
+    head = head_words(question)
     result = []
     for kind, i, j in _kinds(words, in_question, sentence.text):
-        if all(in_question[i:j]) or _lone_opener(words, kind, i, j):
+        if _says_nothing(words, in_question, i, j) or _lone_opener(words, kind, i, j):
             continue
         j = min(j, i + MAX_WORDS)
         text = sentence.text[words[i].start : words[j - 1].end]
@@ -254,9 +271,78 @@ def candidates(question: str, sentence: Sentence, *, qtype: str | None = None) -
             - LENGTH_PENALTY * max(0, (j - i) - IDEAL_WORDS)
             - 0.1 * sum(in_question[i:j])
             - (SANDWICH_PENALTY if _sandwiched(in_question, i, j) else 0.0)
+            + (CUE_BONUS if _cued(words, in_question, i, j, sentence.text) else 0.0)
+            + (COUNTED_BONUS if kind == "number" and _counts(words, counted, i, j) else 0.0)
+            + (HEAD_BONUS if head and _headed(words, head, i, j) else 0.0)
         )
         result.append(Candidate(text, kind, sentence, score, i, j - 1))
     return sorted(result, key=lambda c: -c.score)
+
+
+def _says_nothing(words: Sequence[Word], in_question: Sequence[bool], i: int, j: int) -> bool:
+    """Every word is the question's own or a function word ("these *devices*")."""
+    return all(in_question[k] or words[k].text.lower() in EDGE_WORDS for k in range(i, j))
+
+
+_WHAT_NOUN = re.compile(r"\b(?:what|which)\s+(?:(?:type|kind|sort|form|genre|class)s?\s+of\s+)?(.*)")
+
+
+def head_words(question: str) -> set[str]:
+    """The stems of the noun a "what/which" question names ("What *court case* ...", "Which
+    *German ruler* ..."): the answer is often a phrase ending with it ("the landmark court case").
+    The noun is the words before the verb (at most three; only the first when no verb shows)."""
+    match = _WHAT_NOUN.search(question.lower())
+    if not match:
+        return set()
+    words = re.findall(r"[\w-]+", match.group(1))[:4]
+    if not words or words[0] in AUXILIARIES:
+        return set()
+    verb = next((k for k, w in enumerate(words) if w in AUXILIARIES or w.endswith("ed")), None)
+    return set(analyze(" ".join(words[: verb or 1]))) - FORM_WORDS
+
+
+def _headed(words: Sequence[Word], head: set[str], i: int, j: int) -> bool:
+    """The span ends with the question's head noun, or stands right after it (an apposition)."""
+    last = set(analyze(words[j - 1].text))
+    before = set(analyze(words[i - 1].text)) if i else set()
+    return bool((last | before) & head) and (j - i > 1 or bool(before & head))
+
+
+def counted_noun(question: str) -> str | None:
+    """The stem of what a "how many" question counts ("How many *points* did they score?")."""
+    match = re.search(r"\bhow many (\w+)", question.lower())
+    stems = analyze(match.group(1)) if match else []
+    return stems[0] if stems else None
+
+
+def _counts(words: Sequence[Word], counted: str | None, i: int, j: int) -> bool:
+    """The number is of the counted thing: it names it in its unit or right after ("11 points",
+    "tackles (118)")."""
+    near = [w.text for w in words[max(0, i - 1) : j + 2]]
+    return counted is not None and any(counted in analyze(word) for word in near)
+
+
+# A span right after these words is what the sentence names ("are called *independent schools*").
+NAMING = frozenset("called named termed titled dubbed nicknamed".split())
+COPULAS = frozenset("is are was were".split())
+_QUOTES = ('"', "\u201c", "\u201d", "'")
+
+
+def _cued(words: Sequence[Word], in_question: Sequence[bool], i: int, j: int, text: str) -> bool:
+    """The sentence names the span: after "called"/"known as", after a copula whose subject holds
+    the question's words ("The first settlement in Newcastle was *Pons Aelius*"), or in quotes."""
+    start = i
+    while i and words[i - 1].text.lower() in ARTICLES:
+        i -= 1
+    before = words[i - 1].text.lower() if i else ""
+    if before in NAMING or (before == "as" and i > 1 and words[i - 2].text.lower() == "known"):
+        return True
+    if before in COPULAS and any(in_question[: i - 1]):
+        return True
+    return (
+        text[words[start].start - 1 : words[start].start] in _QUOTES
+        and text[words[j - 1].end : words[j - 1].end + 1] in _QUOTES
+    )
 
 
 def _sandwiched(in_question: Sequence[bool], i: int, j: int) -> bool:
