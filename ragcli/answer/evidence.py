@@ -106,7 +106,7 @@ _TYPED = {
     "number": ("number",),
     "date": ("date", "number"),
     "person": ("name",),
-    "place": ("name",),
+    "place": ("name", "phrase"),
     "thing": ("name", "phrase", "number", "date"),
 }
 

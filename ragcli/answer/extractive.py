@@ -41,6 +41,11 @@ from ragcli.types import Hit
 MONTHS = frozenset(
     "january february march april may june july august september october november december".split()
 )
+# Words of a name that are no name on their own.
+TITLES = frozenset(
+    "Lord Lady Sir Dame King Queen Prince Princess Duke Count Earl Baron Emperor Pope Saint St Mr Mrs Ms "
+    "Dr Professor President General Major Colonel Captain Lieutenant Admiral Governor Bishop".split()
+)
 # Lower-case words allowed inside a capitalised name ("University of Chicago", "Charles de Gaulle").
 NAME_GLUE = frozenset("of de da von van der du la le and the for".split())
 # Words that start or end no answer: stop words plus auxiliaries, pronouns and linkers.
@@ -60,6 +65,26 @@ CUE_BONUS = 0.1
 COUNTED_BONUS = 0.1
 HEAD_BONUS = 0.1
 
+# "which Florida *city*", "during which *years*": the type from the noun the question names.
+HEAD_TYPES = (
+    ("date", frozenset("year years century centuries decade decades date dates month months era".split())),
+    ("number", frozenset("percentage percent number amount proportion fraction".split())),
+    (
+        "person",
+        frozenset(
+            "person people man woman king queen president emperor ruler leader scientist poet writer "
+            "author artist composer historian philosopher general commander explorer architect "
+            "inventor player".split()
+        ),
+    ),
+    (
+        "place",
+        frozenset(
+            "city cities country countries state place region town continent colony province island "
+            "county nation location village".split()
+        ),
+    ),
+)
 _TYPES = (
     (
         "date",
@@ -124,7 +149,8 @@ def question_type(question: str) -> str:
     for kind, pattern in _TYPES:
         if pattern.search(head) or (prefix and pattern.search(prefix.group(0))):
             return kind
-    return "thing"
+    named = head_nouns(question)
+    return next((kind for kind, nouns in HEAD_TYPES if nouns & set(named)), "thing")
 
 
 def is_number(word: str) -> bool:
@@ -152,6 +178,12 @@ def _spans(words: Sequence[Word], keep) -> list[tuple[int, int]]:
     return runs
 
 
+def _joined(previous: Word, gap: str) -> bool:
+    """Only spaces between two words, or the full stop of an initial ("Frederick W. Mote")."""
+    initial = len(previous.text) == 1 and previous.text.isupper() and gap.startswith(". ")
+    return not (gap[1:] if initial else gap).strip()
+
+
 def _split_at(runs: Sequence[tuple[int, int]], joined: Sequence[bool]) -> list[tuple[int, int]]:
     """The runs cut where punctuation stands between two words ("69,284 (43.8%)": two numbers)."""
     result = []
@@ -165,7 +197,9 @@ def _kinds(words: Sequence[Word], in_question: Sequence[bool], text: str) -> lis
     """Candidate ``(kind, i, j)`` word ranges of one sentence."""
     found: list[tuple[str, int, int]] = []
     # joined[k]: only spaces between word k-1 and word k (a comma or bracket ends a name).
-    joined = [k > 0 and not text[words[k - 1].end : words[k].start].strip() for k in range(len(words))]
+    joined = [
+        k > 0 and _joined(words[k - 1], text[words[k - 1].end : words[k].start]) for k in range(len(words))
+    ]
     classes = word_classes(words)
     for i, j in _split_at(_spans(words, lambda k: is_number(words[k].text)), joined):
         # A number takes its unit ("308 points", "1.2 million tons") when the unit is not asked.
@@ -266,7 +300,7 @@ def candidates(question: str, sentence: Sentence, *, qtype: str | None = None) -
         text = sentence.text[words[i].start : words[j - 1].end]
         score = (
             sentence.score
-            + (TYPE_BONUS if kind in _FITS[qtype] else 0.0)
+            + (TYPE_BONUS if _fits(qtype, kind, words[i:j]) else 0.0)
             + _nearness(asked, i, j)
             - LENGTH_PENALTY * max(0, (j - i) - IDEAL_WORDS)
             - 0.1 * sum(in_question[i:j])
@@ -287,18 +321,23 @@ def _says_nothing(words: Sequence[Word], in_question: Sequence[bool], i: int, j:
 _WHAT_NOUN = re.compile(r"\b(?:what|which)\s+(?:(?:type|kind|sort|form|genre|class)s?\s+of\s+)?(.*)")
 
 
-def head_words(question: str) -> set[str]:
-    """The stems of the noun a "what/which" question names ("What *court case* ...", "Which
-    *German ruler* ..."): the answer is often a phrase ending with it ("the landmark court case").
-    The noun is the words before the verb (at most three; only the first when no verb shows)."""
+def head_nouns(question: str) -> list[str]:
+    """The words naming what a "what/which" question asks for ("What *court case* ...", "Which
+    *Florida city* ..."): the words before its verb, at most three (the first when no verb shows)."""
     match = _WHAT_NOUN.search(question.lower())
     if not match:
-        return set()
+        return []
     words = re.findall(r"[\w-]+", match.group(1))[:4]
     if not words or words[0] in AUXILIARIES:
-        return set()
+        return []
     verb = next((k for k, w in enumerate(words) if w in AUXILIARIES or w.endswith("ed")), None)
-    return set(analyze(" ".join(words[: verb or 1]))) - FORM_WORDS
+    return words[: verb or 1]
+
+
+def head_words(question: str) -> set[str]:
+    """The stems of `head_nouns`: the answer is often a phrase ending with one ("the landmark
+    court case")."""
+    return set(analyze(" ".join(head_nouns(question)))) - FORM_WORDS
 
 
 def _headed(words: Sequence[Word], head: set[str], i: int, j: int) -> bool:
@@ -345,6 +384,13 @@ def _cued(words: Sequence[Word], in_question: Sequence[bool], i: int, j: int, te
     )
 
 
+def _fits(qtype: str, kind: str, words: Sequence[Word]) -> bool:
+    """The span is of the kind the question asks for (for a date, a number only if it is a year)."""
+    if qtype == "date" and kind == "number":
+        return any(is_year(word.text) for word in words)
+    return kind in _FITS[qtype]
+
+
 def _sandwiched(in_question: Sequence[bool], i: int, j: int) -> bool:
     """Question words right before and right after: the span paraphrases the question's own words."""
     return i > 0 and j < len(in_question) and in_question[i - 1] and in_question[j]
@@ -367,8 +413,13 @@ def _nearness(asked: Sequence[int], i: int, j: int) -> float:
 
 
 def _lone_opener(words: Sequence[Word], kind: str, i: int, j: int) -> bool:
-    """A single capitalised word opening the sentence ("However", "Many") is not a name."""
-    return kind == "name" and i == 0 and j == 1 and words[0].text.lower() not in ()
+    """Not a name: a single capitalised word opening the sentence ("However", "Many"), a month
+    ("May") or titles only ("Lord", "Major General")."""
+    if kind != "name":
+        return False
+    texts = [w.text for w in words[i:j]]
+    opener = i == 0 and j == 1
+    return opener or all(t in TITLES for t in texts) or all(t.lower() in MONTHS for t in texts)
 
 
 def extract_answer(question: str, sentences: Sequence[Sentence], *, limit: int = 5) -> list[Candidate]:

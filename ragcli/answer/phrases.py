@@ -34,7 +34,7 @@ NUMBER_WORDS = frozenset(
 )
 DETERMINERS = frozenset(
     "a an the this these those its his her their our your my some any each every no another many "
-    "several most all both few".split()
+    "several most all both few much more less least fewer".split()
 )
 PREPOSITIONS = frozenset(
     "of in on at to for from by with as into onto upon about over under between through during after "
@@ -161,6 +161,8 @@ def word_classes(words: Sequence[Word]) -> list[str]:
             classes[k] = "verb"
         elif word.text.islower() and k and words[k - 1].text.lower() in INFINITIVE_MARKERS:
             classes[k] = "verb"  # "to settle", "could buy"
+        elif before == "aux" and word.text.islower() and not word.text.endswith("s") and following != OPEN:
+            classes[k] = "verb"  # a predicate: "is incumbent upon", "can be recast as"
     return classes
 
 
