@@ -274,3 +274,67 @@ def test_unknown_answer_style_is_a_usage_error(bowl_index):
     with Asker(bowl_index, settings=load_settings(), generator=EchoGenerator()) as asker:
         with pytest.raises(UsageError, match="answer style"):
             asker.ask("Who lost to the Broncos?", replace(BM25, answer_style="poem"))
+
+
+# -- what/which questions and complete phrases --------------------------------------------------
+@pytest.mark.parametrize(
+    ("question", "text", "expected"),
+    [
+        (
+            "What did creating highways in the Amazon rainforest lead to?",
+            "The first two highways successfully opened up the rainforest and led to increased settlement "
+            "and deforestation.",
+            "increased settlement and deforestation",
+        ),
+        (
+            "What was the first recorded settlement in what became Newcastle?",
+            "The first recorded settlement in what is now Newcastle was Pons Aelius, a Roman fort.",
+            "Pons Aelius",
+        ),
+        (
+            "What is the term for an Indian private school?",
+            "In India, private schools are called independent schools, but since some private schools "
+            "receive financial aid from the government, it can be an aided school.",
+            "independent schools",
+        ),
+        (
+            "What is Cultural Imperialism often referred to as?",
+            "Cultural imperialism is often referred to as soft power by its critics.",
+            "soft power",
+        ),
+        (
+            "What was later discovered written by Luther?",
+            "A piece of paper was later found on which Luther had written his last statement.",
+            "his last statement",
+        ),
+    ],
+)
+def test_thing_answer_is_a_complete_noun_phrase(question, text, expected):
+    assert best(question, text) == expected
+
+
+def test_how_many_prefers_the_number_of_the_counted_thing():
+    text = (
+        "The Broncos defeated the Pittsburgh Steelers in the divisional round, 23–16, by scoring 11 "
+        "points in the final three minutes of the game."
+    )
+    assert best("How many points did the Broncos score in the last three minutes?", text) == "11"
+
+
+def test_a_number_takes_no_verb_for_a_unit_and_stops_at_punctuation():
+    text = "Of them 68,511 (43.3%) had children and 69,284 (43.8%) were married couples."
+    found = [c.text for c in candidates("How many had children?", sentence(text)) if c.kind == "number"]
+    assert "68,511" in found and not any(" were" in t or "(" in t for t in found)
+
+
+def test_the_noun_a_which_question_names_gives_its_type():
+    assert question_type("Which Florida city has the biggest population?") == "place"
+    assert question_type("During which years was the plague present?") == "date"
+    assert question_type("What German ruler invited Huguenot immigration?") == "person"
+    assert question_type("What was the population of Jacksonville in 2010?") == "number"
+
+
+def test_names_keep_their_initials_and_titles_or_months_alone_are_no_names():
+    text = "The historian Frederick W. Mote wrote in May that Lord Loudoun was wrong."
+    names = [c.text for c in candidates("Who wrote about Loudoun?", sentence(text)) if c.kind == "name"]
+    assert "Frederick W. Mote" in names and "May" not in names and "Lord" not in names

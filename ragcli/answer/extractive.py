@@ -61,6 +61,7 @@ LENGTH_PENALTY = 0.02
 IDEAL_WORDS = 6
 MAX_WORDS = 8
 SANDWICH_PENALTY = 0.4
+QUESTION_WORD_PENALTY = 0.05
 CUE_BONUS = 0.1
 COUNTED_BONUS = 0.1
 HEAD_BONUS = 0.1
@@ -98,6 +99,7 @@ _TYPES = (
         re.compile(
             r"^(how (many|much|long|old|large|big|far|high|tall|often|fast|heavy|deep|wide)|"
             r"what (percentage|percent|number|amount|proportion|fraction|share|size|age)|"
+            r"what (is|was|are|were) the (population|percentage|number|amount|cost|price|ratio|total)\b|"
             r"(at|to|by) what (age|rate|speed|temperature|percentage))\b"
         ),
     ),
@@ -193,14 +195,15 @@ def _split_at(runs: Sequence[tuple[int, int]], joined: Sequence[bool]) -> list[t
     return result
 
 
-def _kinds(words: Sequence[Word], in_question: Sequence[bool], text: str) -> list[tuple[str, int, int]]:
+def _kinds(
+    words: Sequence[Word], classes: Sequence[str], in_question: Sequence[bool], text: str
+) -> list[tuple[str, int, int]]:
     """Candidate ``(kind, i, j)`` word ranges of one sentence."""
     found: list[tuple[str, int, int]] = []
     # joined[k]: only spaces between word k-1 and word k (a comma or bracket ends a name).
     joined = [
         k > 0 and _joined(words[k - 1], text[words[k - 1].end : words[k].start]) for k in range(len(words))
     ]
-    classes = word_classes(words)
     for i, j in _split_at(_spans(words, lambda k: is_number(words[k].text)), joined):
         # A number takes its unit ("308 points", "1.2 million tons") when the unit is not asked.
         unit = j < len(words) and joined[j] and not in_question[j] and classes[j] == "open"
@@ -293,24 +296,27 @@ def candidates(question: str, sentence: Sentence, *, qtype: str | None = None) -
     counted = counted_noun(question) if qtype == "number" else None
     head = head_words(question)
     result = []
-    for kind, i, j in _kinds(words, in_question, sentence.text):
+    classes = word_classes(words)
+    for kind, i, j in _kinds(words, classes, in_question, sentence.text):
         if _says_nothing(words, in_question, i, j) or _lone_opener(words, kind, i, j):
             continue
         j = min(j, i + MAX_WORDS)
+        counts = kind == "number" and _counts(words, counted, i, j)
         text = sentence.text[words[i].start : words[j - 1].end]
         score = (
             sentence.score
             + (TYPE_BONUS if _fits(qtype, kind, words[i:j]) else 0.0)
             + _nearness(asked, i, j)
             - LENGTH_PENALTY * max(0, (j - i) - IDEAL_WORDS)
-            - 0.1 * sum(in_question[i:j])
-            - (SANDWICH_PENALTY if _sandwiched(in_question, i, j) else 0.0)
-            + (CUE_BONUS if _cued(words, in_question, i, j, sentence.text) else 0.0)
-            + (COUNTED_BONUS if kind == "number" and _counts(words, counted, i, j) else 0.0)
+            - QUESTION_WORD_PENALTY * sum(in_question[i:j])
+            - (SANDWICH_PENALTY if _sandwiched(in_question, i, j) and not counts else 0.0)
+            + (CUE_BONUS if _cued(words, classes, in_question, i, j, sentence.text) else 0.0)
+            + (COUNTED_BONUS if counts else 0.0)
             + (HEAD_BONUS if head and _headed(words, head, i, j) else 0.0)
         )
         result.append(Candidate(text, kind, sentence, score, i, j - 1))
-    return sorted(result, key=lambda c: -c.score)
+    # Between equals the longer span: a whole coordination, not its first half.
+    return sorted(result, key=lambda c: (-c.score, -(c.last - c.first)))
 
 
 def _says_nothing(words: Sequence[Word], in_question: Sequence[bool], i: int, j: int) -> bool:
@@ -367,21 +373,36 @@ COPULAS = frozenset("is are was were".split())
 _QUOTES = ('"', "\u201c", "\u201d", "'")
 
 
-def _cued(words: Sequence[Word], in_question: Sequence[bool], i: int, j: int, text: str) -> bool:
-    """The sentence names the span: after "called"/"known as", after a copula whose subject holds
-    the question's words ("The first settlement in Newcastle was *Pons Aelius*"), or in quotes."""
+def _cued(
+    words: Sequence[Word], classes: Sequence[str], in_question: Sequence[bool], i: int, j: int, text: str
+) -> bool:
+    """The sentence names the span: after "called" or "known/referred to as", next to a copula
+    whose other side holds the question's words ("The first settlement in Newcastle was *Pons
+    Aelius*", "*Reserved matters* are subjects outside ..."), or in quotes."""
     start = i
     while i and words[i - 1].text.lower() in ARTICLES:
         i -= 1
-    before = words[i - 1].text.lower() if i else ""
-    if before in NAMING or (before == "as" and i > 1 and words[i - 2].text.lower() == "known"):
+    before = [w.text.lower() for w in words[max(0, i - 3) : i]]
+    if before[-1:] and (before[-1] in NAMING or _named_as(before)):
         return True
-    if before in COPULAS and any(in_question[: i - 1]):
+    if before[-1:] and before[-1] in COPULAS and any(in_question[: i - 1]):
+        return True
+    # (the copula of a predicate, not of a passive: "A piece of paper was later found ...")
+    predicate = j + 1 < len(words) and classes[j + 1] in ("det", "open", "number")
+    if predicate and words[j].text.lower() in COPULAS and any(in_question[j + 1 :]):
         return True
     return (
         text[words[start].start - 1 : words[start].start] in _QUOTES
         and text[words[j - 1].end : words[j - 1].end + 1] in _QUOTES
     )
+
+
+def _named_as(before: Sequence[str]) -> bool:
+    """ "known as", "referred to as", "regarded as": the words before end a naming phrase."""
+    if not before or before[-1] != "as" or len(before) < 2:
+        return False
+    verb = before[-3] if before[-2] == "to" and len(before) > 2 else before[-2]
+    return verb == "known" or verb.endswith("ed")
 
 
 def _fits(qtype: str, kind: str, words: Sequence[Word]) -> bool:
