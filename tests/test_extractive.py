@@ -338,3 +338,37 @@ def test_names_keep_their_initials_and_titles_or_months_alone_are_no_names():
     text = "The historian Frederick W. Mote wrote in May that Lord Loudoun was wrong."
     names = [c.text for c in candidates("Who wrote about Loudoun?", sentence(text)) if c.kind == "name"]
     assert "Frederick W. Mote" in names and "May" not in names and "Lord" not in names
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "expected"),
+    [
+        (
+            "What interfered with Kublai's second invasion of Japan?",
+            "Kublai's second invasion of Japan in 1281 failed because of an inauspicious typhoon.",
+            "inauspicious typhoon",  # a bare year answers no untyped "what" question
+        ),
+        (
+            "In what colony did the settlers receive land?",
+            "In 1700 the settlers migrated from England to the colony of Virginia, where the Crown gave them land.",
+            "Virginia",  # "the colony of *Virginia*": the noun the question names, then the name
+        ),
+        (
+            "What poet wrote The Mask of Anarchy?",
+            "Following the massacre of 1819, poet Percy Shelley wrote the political poem The Mask of Anarchy.",
+            "Percy Shelley",
+        ),
+        (
+            "How many households were there?",
+            "There were 158,349 households, of which 68,511 (43.3%) had children.",
+            "158,349",  # a count, not a percentage
+        ),
+    ],
+)
+def test_typed_what_and_how_many_answers(question, text, expected):
+    assert best(question, text) == expected
+
+
+def test_a_leading_clause_does_not_decide_the_type():
+    assert question_type("When imperialism changes the norms of a state, what is it called?") == "thing"
+    assert question_type("If two integers are multiplied, what is this set called?") == "thing"

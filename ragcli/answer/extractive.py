@@ -144,6 +144,10 @@ class Candidate:
 def question_type(question: str) -> str:
     """The kind of answer the question asks for: date, number, person, place or thing."""
     text = " ".join(question.lower().split())
+    # "When imperialism impacts a state, what is it called?": the main clause follows the comma.
+    text = re.sub(
+        r"^(when|if|while|after|before|since|because|once)\b[^,]*, (?=(what|which|who|how)\b)", "", text
+    )
     # "In 1066, who ..." and "The Normans were from where?": look at the clause with the wh-word.
     match = re.search(r"\b(when|where|who|whom|whose|what|which|how)\b.*", text)
     head = match.group(0) if match else text
@@ -294,6 +298,7 @@ def candidates(question: str, sentence: Sentence, *, qtype: str | None = None) -
     in_question = [bool(set(analyze(w.text)) & terms) for w in words]
     asked = [k for k, hit in enumerate(in_question) if hit]
     counted = counted_noun(question) if qtype == "number" else None
+    share = bool(re.search(r"\b(percent|percentage|proportion|share|rate)\b", question.lower()))
     head = head_words(question)
     result = []
     classes = word_classes(words)
@@ -305,7 +310,7 @@ def candidates(question: str, sentence: Sentence, *, qtype: str | None = None) -
         text = sentence.text[words[i].start : words[j - 1].end]
         score = (
             sentence.score
-            + (TYPE_BONUS if _fits(qtype, kind, words[i:j]) else 0.0)
+            + (TYPE_BONUS if _fits(qtype, kind, words[i:j], share=share) else 0.0)
             + _nearness(asked, i, j)
             - LENGTH_PENALTY * max(0, (j - i) - IDEAL_WORDS)
             - QUESTION_WORD_PENALTY * sum(in_question[i:j])
@@ -349,7 +354,9 @@ def head_words(question: str) -> set[str]:
 def _headed(words: Sequence[Word], head: set[str], i: int, j: int) -> bool:
     """The span ends with the question's head noun, or stands right after it (an apposition)."""
     last = set(analyze(words[j - 1].text))
-    before = set(analyze(words[i - 1].text)) if i else set()
+    # "poet *Percy Shelley*", "the colony of *Virginia*"
+    k = i - 2 if i > 1 and words[i - 1].text.lower() == "of" else i - 1
+    before = set(analyze(words[k].text)) if k >= 0 else set()
     return bool((last | before) & head) and (j - i > 1 or bool(before & head))
 
 
@@ -405,10 +412,17 @@ def _named_as(before: Sequence[str]) -> bool:
     return verb == "known" or verb.endswith("ed")
 
 
-def _fits(qtype: str, kind: str, words: Sequence[Word]) -> bool:
-    """The span is of the kind the question asks for (for a date, a number only if it is a year)."""
+def _fits(qtype: str, kind: str, words: Sequence[Word], *, share: bool = False) -> bool:
+    """The span is of the kind the question asks for: for a date, a number only if it is a year;
+    for a count, no year, month or percentage (unless a share is asked: `share`)."""
     if qtype == "date" and kind == "number":
         return any(is_year(word.text) for word in words)
+    if qtype == "number" and kind == "number":
+        texts = [word.text for word in words]
+        dated = any(is_year(t) or t.lower() in MONTHS for t in texts)
+        return not dated and (share or not any(t.endswith("%") for t in texts))
+    if qtype == "thing" and all(re.fullmatch(r"[\d.,–-]+(s|st|nd|rd|th)?", w.text) for w in words):
+        return False  # a bare number or year answers no "what" question that is not typed
     return kind in _FITS[qtype]
 
 
