@@ -350,12 +350,12 @@ def test_names_keep_their_initials_and_titles_or_months_alone_are_no_names():
         ),
         (
             "In what colony did the settlers receive land?",
-            "In 1700 the settlers migrated from England to the colony of Virginia, where the Crown gave them land.",
+            "In 1700 the settlers moved from England to the colony of Virginia, where the Crown gave them land.",
             "Virginia",  # "the colony of *Virginia*": the noun the question names, then the name
         ),
         (
             "What poet wrote The Mask of Anarchy?",
-            "Following the massacre of 1819, poet Percy Shelley wrote the political poem The Mask of Anarchy.",
+            "After the massacre of 1819, poet Percy Shelley wrote the political poem The Mask of Anarchy.",
             "Percy Shelley",
         ),
         (
