@@ -350,7 +350,7 @@ def test_names_keep_their_initials_and_titles_or_months_alone_are_no_names():
         ),
         (
             "In what colony did the settlers receive land?",
-            "In 1700 the settlers moved from England to the colony of Virginia, where the Crown gave them land.",
+            "In 1700 the settlers moved from England to the colony of Virginia, where they got land.",
             "Virginia",  # "the colony of *Virginia*": the noun the question names, then the name
         ),
         (
