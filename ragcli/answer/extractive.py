@@ -64,7 +64,7 @@ SANDWICH_PENALTY = 0.4
 QUESTION_WORD_PENALTY = 0.05
 CUE_BONUS = 0.1
 COUNTED_BONUS = 0.1
-HEAD_BONUS = 0.1
+HEAD_BONUS = 0.2
 
 # "which Florida *city*", "during which *years*": the type from the noun the question names.
 HEAD_TYPES = (
