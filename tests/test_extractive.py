@@ -372,3 +372,9 @@ def test_typed_what_and_how_many_answers(question, text, expected):
 def test_a_leading_clause_does_not_decide_the_type():
     assert question_type("When imperialism changes the norms of a state, what is it called?") == "thing"
     assert question_type("If two integers are multiplied, what is this set called?") == "thing"
+
+
+def test_a_wrapped_name_is_shown_on_one_line_and_a_degree_unit_is_kept():
+    wrapped = sentence("It was a wooden tower designed by Henry\nWinstanley, the first on a rock.")
+    assert best("Who designed the tower?", wrapped.text) == "Henry Winstanley"
+    assert best("At what temperature is it baked?", "Bake it at 250 °C for 20 minutes.") == "250 °C"

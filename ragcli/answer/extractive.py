@@ -190,6 +190,11 @@ def _joined(previous: Word, gap: str) -> bool:
     return not (gap[1:] if initial else gap).strip()
 
 
+def _unit_gap(gap: str) -> bool:
+    """Nothing but spaces or a degree sign between a number and its unit ("250 °C")."""
+    return gap.replace("°", "").strip() == ""
+
+
 def _split_at(runs: Sequence[tuple[int, int]], joined: Sequence[bool]) -> list[tuple[int, int]]:
     """The runs cut where punctuation stands between two words ("69,284 (43.8%)": two numbers)."""
     result = []
@@ -210,7 +215,8 @@ def _kinds(
     ]
     for i, j in _split_at(_spans(words, lambda k: is_number(words[k].text)), joined):
         # A number takes its unit ("308 points", "1.2 million tons") when the unit is not asked.
-        unit = j < len(words) and joined[j] and not in_question[j] and classes[j] == "open"
+        unit = j < len(words) and _unit_gap(text[words[j - 1].end : words[j].start])
+        unit = unit and not in_question[j] and classes[j] == "open"
         end = j + 1 if unit else j
         found.append(("number", i, end))
     for i, j in _spans(
@@ -307,7 +313,8 @@ def candidates(question: str, sentence: Sentence, *, qtype: str | None = None) -
             continue
         j = min(j, i + MAX_WORDS)
         counts = kind == "number" and _counts(words, counted, i, j)
-        text = sentence.text[words[i].start : words[j - 1].end]
+        # (a line break inside a sentence is wrapping: "Henry\nWinstanley" is shown on one line)
+        text = " ".join(sentence.text[words[i].start : words[j - 1].end].split())
         score = (
             sentence.score
             + (TYPE_BONUS if _fits(qtype, kind, words[i:j], share=share) else 0.0)
