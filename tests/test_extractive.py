@@ -378,3 +378,30 @@ def test_a_wrapped_name_is_shown_on_one_line_and_a_degree_unit_is_kept():
     wrapped = sentence("It was a wooden tower designed by Henry\nWinstanley, the first on a rock.")
     assert best("Who designed the tower?", wrapped.text) == "Henry Winstanley"
     assert best("At what temperature is it baked?", "Bake it at 250 °C for 20 minutes.") == "250 °C"
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "expected"),
+    [
+        ("What river runs alongside the city?", "The city lies on the St. Johns River.", "St. Johns River"),
+        (
+            "In what year did Dewar liquefy hydrogen?",
+            "In 1898 Scottish chemist Dewar liquefied hydrogen.",
+            "1898",
+        ),
+    ],
+)
+def test_names_and_dates_are_whole(question, text, expected):
+    assert best(question, text) == expected
+
+
+def test_a_name_keeps_its_last_word_even_when_the_question_has_it():
+    text = "Global regulation based on the Montreal Protocol has been successful."
+    found = [c.text for c in candidates("What did the Kyoto Protocol address?", sentence(text))]
+    assert "Montreal Protocol" in found and "Montreal" not in found
+
+
+def test_a_capitalised_sentence_opener_starts_no_name():
+    found = candidates("Who wrote it?", sentence("Following the Peterloo massacre, Percy Shelley wrote it."))
+    names = [c.text for c in found if c.kind == "name"]
+    assert "Percy Shelley" in names and not any(n.startswith("Following") for n in names)

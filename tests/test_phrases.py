@@ -62,3 +62,9 @@ def test_every_phrase_is_complete(text):
         words = phrase.split()
         assert words[-1].lower() not in DANGLING and words[0].lower() not in DANGLING - {"a", "an", "the"}
         assert "," not in phrase and ";" not in phrase
+
+
+def test_comparisons_and_verbs_before_numbers_end_a_phrase():
+    assert "a natural number" in phrases("A prime is a natural number greater than 1.")
+    assert "natural number greater" not in " | ".join(phrases("A prime is a natural number greater than 1."))
+    assert classes("The Act of 1996 recognises two categories.")["recognises"] == "verb"

@@ -27,7 +27,15 @@ from typing import Sequence
 
 from ragcli.answer.context import Source, build_context
 from ragcli.analysis import STOP_WORDS, analyze
-from ragcli.answer.phrases import AUXILIARIES, NUMBER_WORDS, Word, noun_phrases, word_classes, words_of
+from ragcli.answer.phrases import (
+    ADVERBS,
+    AUXILIARIES,
+    NUMBER_WORDS,
+    Word,
+    noun_phrases,
+    word_classes,
+    words_of,
+)
 from ragcli.answer.sentences import (
     FORM_WORDS,
     Embedder,
@@ -184,9 +192,20 @@ def _spans(words: Sequence[Word], keep) -> list[tuple[int, int]]:
     return runs
 
 
+def _abbreviated(word: str) -> bool:
+    """An initial or a title a full stop follows: "W", "U.S", "St", "Mt"."""
+    return (
+        (len(word) == 1 and word.isupper()) or bool(re.fullmatch(r"([A-Z]\.)+[A-Z]", word)) or word in _SHORT
+    )
+
+
+_SHORT = frozenset("St Mt Ft Dr Mr Mrs Ms Jr Sr".split())
+
+
 def _joined(previous: Word, gap: str) -> bool:
-    """Only spaces between two words, or the full stop of an initial ("Frederick W. Mote")."""
-    initial = len(previous.text) == 1 and previous.text.isupper() and gap.startswith(". ")
+    """Only spaces between two words, or the full stop of an initial or title ("Frederick W. Mote",
+    "St. Johns River")."""
+    initial = _abbreviated(previous.text) and gap.startswith(". ")
     return not (gap[1:] if initial else gap).strip()
 
 
@@ -230,7 +249,8 @@ def _kinds(
         if any(is_year(w.text) or w.text.lower() in MONTHS for w in words[i:j]):
             found.append(("date", i, j))
     for i, j in _name_runs(words, joined):
-        if k := _trim(words, in_question, i, j):
+        # Only the front is trimmed: "Montreal" is no name where "Montreal Protocol" is one.
+        if k := _trim_front(words, in_question, i, j):
             found.append(("name", *k))
     for i, j in noun_phrases(text, words):
         found.extend(("phrase", *span) for span in _phrase_spans(words, in_question, i, j))
@@ -269,20 +289,23 @@ def _name_runs(words: Sequence[Word], joined: Sequence[bool]) -> list[tuple[int,
         if start is not None:
             runs.append((start, k))
             start = None
-        if named and is_capitalised(words[k].text):
+        if named and is_capitalised(words[k].text) and not (k == 0 and _opener(words[0].text)):
             start = k
     return runs
 
 
-def _trim(words: Sequence[Word], in_question: Sequence[bool], i: int, j: int) -> tuple[int, int] | None:
-    """Drop question words and stop words from both ends of ``[i, j)``; None if nothing is left."""
+def _opener(word: str) -> bool:
+    """A sentence's first word that is capitalised for being first: "Following", "Earlier"."""
+    lowered = word.lower()
+    return lowered in EDGE_WORDS or lowered in ADVERBS or lowered.endswith(("ing", "ed", "ly", "er"))
 
-    def dull(k: int) -> bool:
-        return in_question[k] or words[k].text.lower() in EDGE_WORDS
 
-    while i < j and dull(i):
+def _trim_front(words: Sequence[Word], in_question: Sequence[bool], i: int, j: int) -> tuple[int, int] | None:
+    """Drop question words and stop words from the front of ``[i, j)`` and stop words from its
+    end; None if nothing is left."""
+    while i < j and (in_question[i] or words[i].text.lower() in EDGE_WORDS):
         i += 1
-    while j > i and dull(j - 1):
+    while j > i and words[j - 1].text.lower() in EDGE_WORDS:
         j -= 1
     return (i, j) if i < j else None
 
@@ -314,7 +337,8 @@ def candidates(question: str, sentence: Sentence, *, qtype: str | None = None) -
         j = min(j, i + MAX_WORDS)
         counts = kind == "number" and _counts(words, counted, i, j)
         # (a line break inside a sentence is wrapping: "Henry\nWinstanley" is shown on one line)
-        text = " ".join(sentence.text[words[i].start : words[j - 1].end].split())
+        end = words[j - 1].end + (1 if _abbreviated(words[j - 1].text) and "." in words[j - 1].text else 0)
+        text = " ".join(sentence.text[words[i].start : end].split())
         score = (
             sentence.score
             + (TYPE_BONUS if _fits(qtype, kind, words[i:j], share=share) else 0.0)
@@ -422,8 +446,8 @@ def _named_as(before: Sequence[str]) -> bool:
 def _fits(qtype: str, kind: str, words: Sequence[Word], *, share: bool = False) -> bool:
     """The span is of the kind the question asks for: for a date, a number only if it is a year;
     for a count, no year, month or percentage (unless a share is asked: `share`)."""
-    if qtype == "date" and kind == "number":
-        return any(is_year(word.text) for word in words)
+    if qtype == "date" and kind == "number":  # a year, without a unit ("1891", not "1891 Scottish")
+        return any(is_year(word.text) for word in words) and all(is_number(word.text) for word in words)
     if qtype == "number" and kind == "number":
         texts = [word.text for word in words]
         dated = any(is_year(t) or t.lower() in MONTHS for t in texts)

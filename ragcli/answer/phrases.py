@@ -155,9 +155,16 @@ def word_classes(words: Sequence[Word]) -> list[str]:
             if before == "det":  # "the recorded settlement", "the cause", "the beginning"
                 classes[k] = MODIFIER if noun_next else OPEN
             else:
-                modifies = noun_next and before in (None, NUMBER, "prep", "conj", MODIFIER)
+                modifies = noun_next and before in (None, NUMBER, "prep", MODIFIER)
                 classes[k] = MODIFIER if modifies else "verb"
-        elif word.text.islower() and word.text.endswith("s") and following == "det" and before == OPEN:
+        elif following == "prep" and words[k + 1].text.lower() == "than":
+            classes[k] = "adv"  # "greater than 1": a comparison, not a noun
+        elif (
+            word.text.islower()
+            and word.text.endswith("s")
+            and following in ("det", NUMBER)
+            and before in (OPEN, NUMBER)
+        ):
             classes[k] = "verb"
         elif word.text.islower() and k and words[k - 1].text.lower() in INFINITIVE_MARKERS:
             classes[k] = "verb"  # "to settle", "could buy"
