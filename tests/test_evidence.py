@@ -150,3 +150,11 @@ def test_generated_words_without_citation_are_cited_to_the_source_they_came_from
     assert answer.text.startswith('Pittsburgh Steelers [1]\n"The Broncos defeated')
     assert answer.citations == (1,) and not answer.citations_inferred
     assert answer.short == "Pittsburgh Steelers"
+
+
+def test_a_short_answer_of_the_wrong_type_is_not_shown():
+    found = answer_with_evidence(
+        "How many households had children under the age of 18?",
+        [hit("Of all households, 43.3% had children under the age of 18 living with them.")],
+    )
+    assert not found.abstained and found.short is None and found.text.startswith('"Of all households')

@@ -68,3 +68,12 @@ def test_comparisons_and_verbs_before_numbers_end_a_phrase():
     assert "a natural number" in phrases("A prime is a natural number greater than 1.")
     assert "natural number greater" not in " | ".join(phrases("A prime is a natural number greater than 1."))
     assert classes("The Act of 1996 recognises two categories.")["recognises"] == "verb"
+
+
+def test_a_word_between_a_noun_and_a_determiner_is_a_verb_unless_punctuation_parts_them():
+    tagged = classes("Paleoclimatologists measure the ratio of oxygen-18 in shells.")
+    assert tagged["measure"] == "verb"
+    text = "When considering computational problems, a problem instance is a string."
+    words = words_of(text)
+    assert dict(zip([w.text for w in words], word_classes(words, text)))["problems"] == "open"
+    assert "computational problems" in phrases(text)

@@ -26,7 +26,14 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
 from ragcli.answer.context import Source
-from ragcli.answer.extractive import Candidate, extract_answer, is_answerable, numbered_sources, question_type
+from ragcli.answer.extractive import (
+    Candidate,
+    extract_answer,
+    fits,
+    is_answerable,
+    numbered_sources,
+    question_type,
+)
 from ragcli.embedding.base import Embedder
 from ragcli.answer.sentences import Sentence, score_sentences, sentences_of
 from ragcli.types import Hit
@@ -142,9 +149,9 @@ def confident_span(question: str, sentence: Sentence) -> Candidate | None:
         )
     if not found:
         return None
-    best = found[0]
-    if best.kind not in _TYPED[question_type(question)]:
-        return None
+    best, qtype = found[0], question_type(question)
+    if best.kind not in _TYPED[qtype] or (qtype in ("date", "number") and not fits(question, best)):
+        return None  # "Seven Years" is no date, "43.8%" no count
     runner_up = found[1].score if len(found) > 1 else float("-inf")
     return best if best.score - runner_up >= SPAN_MARGIN else None
 

@@ -206,7 +206,8 @@ def _joined(previous: Word, gap: str) -> bool:
     """Only spaces between two words, or the full stop of an initial or title ("Frederick W. Mote",
     "St. Johns River")."""
     initial = _abbreviated(previous.text) and gap.startswith(". ")
-    return not (gap[1:] if initial else gap).strip()
+    possessive = gap.startswith(("' ", "’ ")) and previous.text.endswith("s")  # "Seven Years' War"
+    return not (gap[1:] if initial or possessive else gap).strip()
 
 
 def _unit_gap(gap: str) -> bool:
@@ -327,10 +328,10 @@ def candidates(question: str, sentence: Sentence, *, qtype: str | None = None) -
     in_question = [bool(set(analyze(w.text)) & terms) for w in words]
     asked = [k for k, hit in enumerate(in_question) if hit]
     counted = counted_noun(question) if qtype == "number" else None
-    share = bool(re.search(r"\b(percent|percentage|proportion|share|rate)\b", question.lower()))
+    share = _asks_share(question)
     head = head_words(question)
     result = []
-    classes = word_classes(words)
+    classes = word_classes(words, sentence.text)
     for kind, i, j in _kinds(words, classes, in_question, sentence.text):
         if _says_nothing(words, in_question, i, j) or _lone_opener(words, kind, i, j):
             continue
@@ -441,6 +442,16 @@ def _named_as(before: Sequence[str]) -> bool:
         return False
     verb = before[-3] if before[-2] == "to" and len(before) > 2 else before[-2]
     return verb == "known" or verb.endswith("ed")
+
+
+def fits(question: str, candidate: Candidate) -> bool:
+    """Whether `candidate` is of the kind `question` asks for (see `_fits`)."""
+    words = words_of(candidate.sentence.text)[candidate.first : candidate.last + 1]
+    return _fits(question_type(question), candidate.kind, words, share=_asks_share(question))
+
+
+def _asks_share(question: str) -> bool:
+    return bool(re.search(r"\b(percent|percentage|proportion|share|rate)\b", question.lower()))
 
 
 def _fits(qtype: str, kind: str, words: Sequence[Word], *, share: bool = False) -> bool:

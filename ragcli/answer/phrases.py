@@ -74,6 +74,8 @@ VERBS = frozenset(
     "allows require requires contain contains describe describes refer refers lead leads help helps "
     "cause causes called named termed meet meets".split()
 )
+# Determiners that open a verb's object (not quantifiers: "members *all* agreed").
+OBJECT_DETERMINERS = frozenset("a an the this these those its his her their our your my".split())
 # A bare lower-case word after these is a verb ("to *settle* in his realms", "could *buy*").
 INFINITIVE_MARKERS = frozenset("to can could will would shall should may might must".split())
 # -ing words that are nouns.
@@ -140,15 +142,24 @@ def _verb_like(word: str) -> bool:
     return lowered in VERBS or (len(lowered) > 4 and lowered.endswith(("ed", "ing")))
 
 
-def word_classes(words: Sequence[Word]) -> list[str]:
+def _takes_object(word: str, rest: Sequence[Word]) -> bool:
+    """A word between a noun and a determiner or number is a verb: "X *proposes* a ...",
+    "X *measure* the ...", "the Act *recognises* two ..." (nouns rarely meet a determiner)."""
+    after = rest[0].text.lower() if rest else ""
+    return after in OBJECT_DETERMINERS or (word.endswith("s") and is_number_word(after))
+
+
+def word_classes(words: Sequence[Word], text: str | None = None) -> list[str]:
     """One class per word: det, prep, conj, pron, aux, adv, number, verb, mod (a participle
-    inside a phrase) or open (a noun or adjective); see the module docstring."""
+    inside a phrase) or open (a noun or adjective); see the module docstring. With the `text`
+    the words come from, punctuation between two words is seen ("problems, a problem")."""
     # The first word is capitalised for being first: class it as if it were not.
     classes = [_closed_class(w.text if k else w.text.lower()) or OPEN for k, w in enumerate(words)]
+    cut = breaks(text, words) + [True] if text is not None else [False] * len(words) + [True]
     for k, word in enumerate(words):
         if classes[k] != OPEN:
             continue
-        following = classes[k + 1] if k + 1 < len(words) else None
+        following = classes[k + 1] if k + 1 < len(words) and not cut[k + 1] else None
         before = classes[k - 1] if k else None
         if _verb_like(word.text):
             noun_next = following in (OPEN, NUMBER)
@@ -161,11 +172,11 @@ def word_classes(words: Sequence[Word]) -> list[str]:
             classes[k] = "adv"  # "greater than 1": a comparison, not a noun
         elif (
             word.text.islower()
-            and word.text.endswith("s")
-            and following in ("det", NUMBER)
             and before in (OPEN, NUMBER)
+            and not cut[k + 1]
+            and _takes_object(word.text, words[k + 1 :])
         ):
-            classes[k] = "verb"
+            classes[k] = "verb"  # "the prosecution *proposes* a plea bargain", "they *measure* the ratio"
         elif word.text.islower() and k and words[k - 1].text.lower() in INFINITIVE_MARKERS:
             classes[k] = "verb"  # "to settle", "could buy"
         elif before == "aux" and word.text.islower() and not word.text.endswith("s") and following != OPEN:
@@ -196,7 +207,7 @@ def _base_phrases(classes: Sequence[str], cut: Sequence[bool]) -> list[tuple[int
 def noun_phrases(text: str, words: Sequence[Word] | None = None) -> list[tuple[int, int]]:
     """Word ranges ``[i, j)`` of the noun phrases of `text`, alone and joined by "of"/"and"."""
     words = words_of(text) if words is None else words
-    classes = word_classes(words)
+    classes = word_classes(words, text)
     cut = breaks(text, words)
     base = _base_phrases(classes, cut)
     result = list(base)
