@@ -405,3 +405,13 @@ def test_a_capitalised_sentence_opener_starts_no_name():
     found = candidates("Who wrote it?", sentence("Following the Peterloo massacre, Percy Shelley wrote it."))
     names = [c.text for c in found if c.kind == "name"]
     assert "Percy Shelley" in names and not any(n.startswith("Following") for n in names)
+
+
+def test_a_subject_question_is_told_from_an_object_question():
+    from ragcli.answer.extractive import asks_subject, head_nouns
+
+    assert asks_subject("Who designed the logo?") and asks_subject("What German ruler invited them?")
+    assert asks_subject("What has successfully dealt with ozone depletion?")
+    assert not asks_subject("What did Lady Gaga sing?") and not asks_subject("Who was the main enemy?")
+    assert head_nouns("What caused Luther to write hymns?") == []
+    assert head_nouns("What German ruler invited them?") == ["german", "ruler"]

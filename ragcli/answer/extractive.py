@@ -31,6 +31,7 @@ from ragcli.answer.phrases import (
     ADVERBS,
     AUXILIARIES,
     NUMBER_WORDS,
+    VERBS,
     Word,
     noun_phrases,
     word_classes,
@@ -330,6 +331,7 @@ def candidates(question: str, sentence: Sentence, *, qtype: str | None = None) -
     counted = counted_noun(question) if qtype == "number" else None
     share = _asks_share(question)
     head = head_words(question)
+    subject = asks_subject(question)
     result = []
     classes = word_classes(words, sentence.text)
     for kind, i, j in _kinds(words, classes, in_question, sentence.text):
@@ -343,7 +345,7 @@ def candidates(question: str, sentence: Sentence, *, qtype: str | None = None) -
         score = (
             sentence.score
             + (TYPE_BONUS if _fits(qtype, kind, words[i:j], share=share) else 0.0)
-            + _nearness(asked, i, j)
+            + _nearness(asked, i, j, subject=subject)
             - LENGTH_PENALTY * max(0, (j - i) - IDEAL_WORDS)
             - QUESTION_WORD_PENALTY * sum(in_question[i:j])
             - (SANDWICH_PENALTY if _sandwiched(in_question, i, j) and not counts else 0.0)
@@ -374,7 +376,7 @@ def head_nouns(question: str) -> list[str]:
     if not words or words[0] in AUXILIARIES:
         return []
     verb = next((k for k, w in enumerate(words) if w in AUXILIARIES or w.endswith("ed")), None)
-    return words[: verb or 1]
+    return words[:verb] if verb is not None else words[:1]
 
 
 def head_words(question: str) -> set[str]:
@@ -473,20 +475,40 @@ def _sandwiched(in_question: Sequence[bool], i: int, j: int) -> bool:
     return i > 0 and j < len(in_question) and in_question[i - 1] and in_question[j]
 
 
-def _nearness(asked: Sequence[int], i: int, j: int) -> float:
+def _nearness(asked: Sequence[int], i: int, j: int, *, subject: bool = False) -> float:
     """How closely the question's words surround the span ``[i, j)``.
 
     Every question word in the sentence adds ``1 / distance``; one just before the span
     counts double, since a declarative sentence usually names the answer right after the
-    words it shares with the question ("... is known as *a guru*").
+    words it shares with the question ("... is known as *a guru*"). When the question asks
+    for the subject (`subject`: "Who designed ...?"), one just after it counts double instead
+    ("*Pittard Sullivan* designed ...").
     """
     total = 0.0
     for k in asked:
         if k < i:
-            total += (2.0 if k == i - 1 else 1.0) / (i - k)
+            total += (2.0 if k == i - 1 and not subject else 1.0) / (i - k)
         elif k >= j:
-            total += 1.0 / (k - j + 1)
+            total += (2.0 if k == j and subject else 1.0) / (k - j + 1)
     return NEAR_BONUS * min(total, 3.0)
+
+
+def asks_subject(question: str) -> bool:
+    """Whether the wh-word is the subject: "Who *designed* ...", "What *has* successfully *dealt*
+    with ...", "What German ruler *invited* ..." (not "What did X do", "Who was X")."""
+    words = re.findall(r"[\w'-]+", question.lower())
+    if not words or words[0] not in ("who", "what", "which"):
+        return False
+    rest = words[1:]
+    if words[0] != "who":  # "What German ruler invited": skip the noun it names
+        rest = rest[len(head_nouns(question)) :]
+    verb = rest[0] if rest else ""
+    if verb in ("has", "have", "had"):
+        return True
+    if verb in ("is", "are", "was", "were"):  # a passive: "What is *set* up to ...", "Who was *elected*"
+        after = [w for w in rest[1:3] if not w.endswith("ly")][:1]
+        return bool(after) and (after[0].endswith(("ed", "en")) or after[0] in VERBS)
+    return verb not in AUXILIARIES and (verb.endswith(("ed", "s")) or verb in VERBS)
 
 
 def _lone_opener(words: Sequence[Word], kind: str, i: int, j: int) -> bool:
