@@ -158,3 +158,9 @@ def test_a_short_answer_of_the_wrong_type_is_not_shown():
         [hit("Of all households, 43.3% had children under the age of 18 living with them.")],
     )
     assert not found.abstained and found.short is None and found.text.startswith('"Of all households')
+
+
+def test_no_short_answer_from_rules_for_another_script():
+    tea = "龙井茶产于杭州西湖一带。上好的龙井茶色泽翠绿，香气清高。"
+    found = answer_with_evidence("龙井茶产自哪里？", [hit(tea)])
+    assert found.short is None and (found.abstained or found.text.startswith('"'))

@@ -415,3 +415,8 @@ def test_a_subject_question_is_told_from_an_object_question():
     assert not asks_subject("What did Lady Gaga sing?") and not asks_subject("Who was the main enemy?")
     assert head_nouns("What caused Luther to write hymns?") == []
     assert head_nouns("What German ruler invited them?") == ["german", "ruler"]
+
+
+def test_what_is_the_number_of_asks_for_a_number():
+    assert question_type("What is the octopus's number of hearts?") == "number"
+    assert question_type("What was the population of the city in 2010?") == "number"

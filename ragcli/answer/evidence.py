@@ -57,6 +57,8 @@ DANGLING = frozenset(
     "a an the of in on at to for from by with as and or but nor than that which who whom whose "
     "while when where if because since although into onto upon about over under between".split()
 )
+# Scripts written without spaces between words (Chinese, Japanese, Thai): no phrase rules apply.
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\u0e00-\u0e7f]")
 _OPEN_CLOSE = (("(", ")"), ("[", "]"), ("\u201c", "\u201d"))
 # Questions asking for an explanation rather than a fact.
 _NON_FACTOID = re.compile(
@@ -140,7 +142,10 @@ def _names_a_thing(question: str) -> bool:
 
 
 def confident_span(question: str, sentence: Sentence) -> Candidate | None:
-    """The best span of `sentence` if it is typed right, a complete phrase and clearly ahead."""
+    """The best span of `sentence` if it is typed right, a complete phrase and clearly ahead.
+    Spans are found by English rules: a question or sentence in another script gets none."""
+    if not re.search(r"[A-Za-z]", question) or _UNSPACED.search(sentence.text):
+        return None
     found = [c for c in extract_answer(question, [sentence], limit=10) if is_plausible(c)]
     if _names_a_thing(question):
         found = sorted(

@@ -108,7 +108,8 @@ _TYPES = (
         re.compile(
             r"^(how (many|much|long|old|large|big|far|high|tall|often|fast|heavy|deep|wide)|"
             r"what (percentage|percent|number|amount|proportion|fraction|share|size|age)|"
-            r"what (is|was|are|were) the (population|percentage|number|amount|cost|price|ratio|total)\b|"
+            r"what (is|was|are|were) (the |its |their )?([\w-]+'s )?"
+            r"(population|percentage|number|amount|cost|price|ratio|total)\b|"
             r"(at|to|by) what (age|rate|speed|temperature|percentage))\b"
         ),
     ),
