@@ -420,3 +420,9 @@ def test_a_subject_question_is_told_from_an_object_question():
 def test_what_is_the_number_of_asks_for_a_number():
     assert question_type("What is the octopus's number of hearts?") == "number"
     assert question_type("What was the population of the city in 2010?") == "number"
+
+
+def test_names_joined_by_and_are_offered_one_by_one_too():
+    text = "Geographers such as Friedrich Ratzel of Germany and Halford Mackinder of Britain agreed."
+    names = [c.text for c in candidates("Who agreed?", sentence(text)) if c.kind == "name"]
+    assert "Halford Mackinder of Britain" in names and "Friedrich Ratzel of Germany" in names

@@ -251,7 +251,7 @@ def _kinds(
     ):
         if any(is_year(w.text) or w.text.lower() in MONTHS for w in words[i:j]):
             found.append(("date", i, j))
-    for i, j in _name_runs(words, joined):
+    for i, j in _conjuncts(words, _name_runs(words, joined)):
         # Only the front is trimmed: "Montreal" is no name where "Montreal Protocol" is one.
         if k := _trim_front(words, in_question, i, j):
             found.append(("name", *k))
@@ -295,6 +295,17 @@ def _name_runs(words: Sequence[Word], joined: Sequence[bool]) -> list[tuple[int,
         if named and is_capitalised(words[k].text) and not (k == 0 and _opener(words[0].text)):
             start = k
     return runs
+
+
+def _conjuncts(words: Sequence[Word], runs: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The runs, and the names an "and" joins in them, each alone ("Friedrich Ratzel of Germany
+    and *Halford Mackinder*"): is it one name ("Tyne and Wear") or two? The score decides."""
+    result = list(runs)
+    for i, j in runs:
+        cuts = [i] + [k for k in range(i + 1, j - 1) if words[k].text == "and"] + [j]
+        if len(cuts) > 2:
+            result.extend((a + (a > i), b) for a, b in zip(cuts, cuts[1:]))
+    return result
 
 
 def _opener(word: str) -> bool:

@@ -76,6 +76,7 @@ VERBS = frozenset(
 )
 # Determiners that open a verb's object (not quantifiers: "members *all* agreed").
 OBJECT_DETERMINERS = frozenset("a an the this these those its his her their our your my".split())
+RELATIVES = frozenset("that which who".split())
 # A bare lower-case word after these is a verb ("to *settle* in his realms", "could *buy*").
 INFINITIVE_MARKERS = frozenset("to can could will would shall should may might must".split())
 # -ing words that are nouns.
@@ -177,6 +178,13 @@ def word_classes(words: Sequence[Word], text: str | None = None) -> list[str]:
             and _takes_object(word.text, words[k + 1 :])
         ):
             classes[k] = "verb"  # "the prosecution *proposes* a plea bargain", "they *measure* the ratio"
+        elif (
+            word.text.islower()
+            and k
+            and words[k - 1].text.lower() in RELATIVES
+            and following in ("prep", "det")
+        ):
+            classes[k] = "verb"  # "a science that *focuses* on"
         elif word.text.islower() and k and words[k - 1].text.lower() in INFINITIVE_MARKERS:
             classes[k] = "verb"  # "to settle", "could buy"
         elif before == "aux" and word.text.islower() and not word.text.endswith("s") and following != OPEN:
