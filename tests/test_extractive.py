@@ -15,13 +15,12 @@ from ragcli.errors import UsageError
 from ragcli.answer.extractive import (
     Extraction,
     answer_extractively,
-    candidates,
     choice_grammar,
     choose_with_model,
-    extract_answer,
     is_answerable,
-    question_type,
 )
+from ragcli.answer.questions import asks_subject, head_nouns, question_type
+from ragcli.answer.spans import candidates, extract_answer
 from ragcli.ingest.pipeline import ingest
 from ragcli.answer.prompting import NOT_FOUND
 from ragcli.retrieval.search import QueryOptions
@@ -408,8 +407,6 @@ def test_a_capitalised_sentence_opener_starts_no_name():
 
 
 def test_a_subject_question_is_told_from_an_object_question():
-    from ragcli.answer.extractive import asks_subject, head_nouns
-
     assert asks_subject("Who designed the logo?") and asks_subject("What German ruler invited them?")
     assert asks_subject("What has successfully dealt with ozone depletion?")
     assert not asks_subject("What did Lady Gaga sing?") and not asks_subject("Who was the main enemy?")

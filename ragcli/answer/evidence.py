@@ -26,14 +26,9 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
 from ragcli.answer.context import Source
-from ragcli.answer.extractive import (
-    Candidate,
-    extract_answer,
-    fits,
-    is_answerable,
-    numbered_sources,
-    question_type,
-)
+from ragcli.answer.extractive import is_answerable, numbered_sources
+from ragcli.answer.questions import question_type
+from ragcli.answer.spans import Candidate, extract_answer, fits
 from ragcli.embedding.base import Embedder
 from ragcli.answer.sentences import Sentence, score_sentences, sentences_of
 from ragcli.types import Hit
