@@ -164,3 +164,11 @@ def test_no_short_answer_from_rules_for_another_script():
     tea = "龙井茶产于杭州西湖一带。上好的龙井茶色泽翠绿，香气清高。"
     found = answer_with_evidence("龙井茶产自哪里？", [hit(tea)])
     assert found.short is None and (found.abstained or found.text.startswith('"'))
+
+
+def test_a_possessive_alone_is_no_short_answer():
+    from ragcli.answer.evidence import is_plausible
+    from ragcli.answer.spans import Candidate
+
+    assert not is_plausible(Candidate("Melbourne's", "name", Sentence("x", 0, 0), 1.0, 3, 3))
+    assert is_plausible(Candidate("Melbourne", "name", Sentence("x", 0, 0), 1.0, 3, 3))

@@ -423,3 +423,13 @@ def test_names_joined_by_and_are_offered_one_by_one_too():
     text = "Geographers such as Friedrich Ratzel of Germany and Halford Mackinder of Britain agreed."
     names = [c.text for c in candidates("Who agreed?", sentence(text)) if c.kind == "name"]
     assert "Halford Mackinder of Britain" in names and "Friedrich Ratzel of Germany" in names
+
+
+def test_a_name_is_not_cut_to_its_last_word_nor_split_inside():
+    ocean = candidates("Which Pacific island is largest?", sentence("New Guinea lies in the Pacific Ocean."))
+    assert "Ocean" not in [c.text for c in ocean if c.kind == "name"]
+    tyne = candidates("What river has a bridge?", sentence("The fort had a bridge across the River Tyne."))
+    assert "Tyne" in [c.text for c in tyne if c.kind == "name"]
+    metro = candidates("What serves the city?", sentence("The city is served by the Tyne and Wear Metro."))
+    names = [c.text for c in metro if c.kind == "name"]
+    assert "Tyne and Wear Metro" in names and "Wear Metro" not in names

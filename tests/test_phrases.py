@@ -77,3 +77,9 @@ def test_a_word_between_a_noun_and_a_determiner_is_a_verb_unless_punctuation_par
     words = words_of(text)
     assert dict(zip([w.text for w in words], word_classes(words, text)))["problems"] == "open"
     assert "computational problems" in phrases(text)
+
+
+def test_quantifiers_and_adverbs_end_a_phrase():
+    found = phrases("Candidate theories such as string theory exist somewhere, and either works twice.")
+    assert "Candidate theories" in found and not any(p.endswith(("such", "somewhere")) for p in found)
+    assert "either" not in found

@@ -116,11 +116,13 @@ _TYPED = {
 
 
 def is_plausible(candidate: Candidate) -> bool:
-    """A complete phrase on one line, and not a lone letter, a lone sentence opener ("Many",
-    "However") or a lone verb or adverb form ("launched", "substantially")."""
+    """A complete phrase on one line, and not a lone letter, a possessive without its noun, a
+    lone sentence opener ("Many", "However") or a lone verb or adverb form ("launched")."""
     text = candidate.text
     words = text.split()
     if not is_complete_phrase(text) or "\n" in text or len(text) <= 1:
+        return False
+    if text.endswith(("'s", "’s")):  # a possessive without its noun: "Melbourne's"
         return False
     if len(words) == 1 and candidate.kind in ("name", "phrase") and candidate.first == 0:
         return False

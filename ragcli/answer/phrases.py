@@ -34,12 +34,12 @@ NUMBER_WORDS = frozenset(
 )
 DETERMINERS = frozenset(
     "a an the this these those its his her their our your my some any each every no another many "
-    "several most all both few much more less least fewer".split()
+    "several most all both few much more less least fewer either neither such".split()
 )
 PREPOSITIONS = frozenset(
     "of in on at to for from by with as into onto upon about over under between through during after "
     "before against among within without across along around behind beyond near toward towards via per "
-    "since until than like despite except throughout including".split()
+    "since until than like unlike despite except throughout including".split()
 )
 CONJUNCTIONS = frozenset("and or but nor yet".split())
 PRONOUNS = frozenset(
@@ -54,7 +54,8 @@ AUXILIARIES = frozenset(
 ADVERBS = frozenset(
     "not also only very just often usually generally now then still even already however thus "
     "therefore perhaps later soon never always again too almost rather quite once instead else "
-    "nevertheless meanwhile hence up down out off away back here sometimes today recently".split()
+    "nevertheless meanwhile hence up down out off away back here sometimes today recently twice "
+    "somewhere anywhere everywhere elsewhere nowhere".split()
 )
 # -ly words that are nouns or adjectives, not adverbs.
 LY_WORDS = frozenset(
@@ -173,11 +174,12 @@ def word_classes(words: Sequence[Word], text: str | None = None) -> list[str]:
             classes[k] = "adv"  # "greater than 1": a comparison, not a noun
         elif (
             word.text.islower()
-            and before in (OPEN, NUMBER)
+            and (before in (OPEN, NUMBER) or (before == "conj" and k > 1 and classes[k - 2] == OPEN))
             and not cut[k + 1]
             and _takes_object(word.text, words[k + 1 :])
         ):
-            classes[k] = "verb"  # "the prosecution *proposes* a plea bargain", "they *measure* the ratio"
+            # "the prosecution *proposes* a plea bargain", "they *measure* the ratio", "groups and *offer* a"
+            classes[k] = "verb"
         elif (
             word.text.islower()
             and k

@@ -38,6 +38,14 @@ TITLES = frozenset(
     "Lord Lady Sir Dame King Queen Prince Princess Duke Count Earl Baron Emperor Pope Saint St Mr Mrs Ms "
     "Dr Professor President General Major Colonel Captain Lieutenant Admiral Governor Bishop".split()
 )
+# The common nouns that end names ("Pacific Ocean", "Schools Act"): no name on their own.
+GENERIC_HEADS = frozenset(
+    "ocean sea river lake mountain mountains island islands bay valley street road avenue bridge "
+    "church cathedral university college school institute museum library hospital act law treaty "
+    "protocol party company corporation council court parliament congress area region state city "
+    "county province district market station airport park square hall center centre foundation "
+    "society association war battle empire kingdom dynasty republic".split()
+)
 # Lower-case words allowed inside a capitalised name ("University of Chicago", "Charles de Gaulle").
 NAME_GLUE = frozenset("of de da von van der du la le and the for".split())
 # Words that start or end no answer: stop words plus auxiliaries, pronouns and linkers.
@@ -162,8 +170,10 @@ def _kinds(
         if any(is_year(w.text) or w.text.lower() in MONTHS for w in words[i:j]):
             found.append(("date", i, j))
     for i, j in _conjuncts(words, _name_runs(words, joined)):
-        # Only the front is trimmed: "Montreal" is no name where "Montreal Protocol" is one.
-        if k := _trim_front(words, in_question, i, j):
+        # Only the front is trimmed ("Montreal" is no name where "Montreal Protocol" is one), and
+        # never down to a generic head: "the Pacific Ocean" is no "Ocean" (but "River Tyne" is "Tyne").
+        k = _trim_front(words, in_question, i, j)
+        if k and (k[1] - k[0] > 1 or k[0] == i or words[k[0]].text.lower() not in GENERIC_HEADS):
             found.append(("name", *k))
     for i, j in noun_phrases(text, words):
         found.extend(("phrase", *span) for span in _phrase_spans(words, in_question, i, j))
@@ -213,7 +223,8 @@ def _conjuncts(words: Sequence[Word], runs: Sequence[tuple[int, int]]) -> list[t
     result = list(runs)
     for i, j in runs:
         cuts = [i] + [k for k in range(i + 1, j - 1) if words[k].text == "and"] + [j]
-        if len(cuts) > 2:
+        # names of two words or more on each side: "Tyne and Wear Metro" is one name
+        if len(cuts) > 2 and all(b - a > 2 for a, b in zip(cuts[1:], cuts[2:])) and cuts[1] - i > 1:
             result.extend((a + (a > i), b) for a, b in zip(cuts, cuts[1:]))
     return result
 
