@@ -150,3 +150,25 @@ def test_generated_words_without_citation_are_cited_to_the_source_they_came_from
     assert answer.text.startswith('Pittsburgh Steelers [1]\n"The Broncos defeated')
     assert answer.citations == (1,) and not answer.citations_inferred
     assert answer.short == "Pittsburgh Steelers"
+
+
+def test_a_short_answer_of_the_wrong_type_is_not_shown():
+    found = answer_with_evidence(
+        "How many households had children under the age of 18?",
+        [hit("Of all households, 43.3% had children under the age of 18 living with them.")],
+    )
+    assert not found.abstained and found.short is None and found.text.startswith('"Of all households')
+
+
+def test_no_short_answer_from_rules_for_another_script():
+    tea = "龙井茶产于杭州西湖一带。上好的龙井茶色泽翠绿，香气清高。"
+    found = answer_with_evidence("龙井茶产自哪里？", [hit(tea)])
+    assert found.short is None and (found.abstained or found.text.startswith('"'))
+
+
+def test_a_possessive_alone_is_no_short_answer():
+    from ragcli.answer.evidence import is_plausible
+    from ragcli.answer.spans import Candidate
+
+    assert not is_plausible(Candidate("Melbourne's", "name", Sentence("x", 0, 0), 1.0, 3, 3))
+    assert is_plausible(Candidate("Melbourne", "name", Sentence("x", 0, 0), 1.0, 3, 3))

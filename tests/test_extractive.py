@@ -15,13 +15,12 @@ from ragcli.errors import UsageError
 from ragcli.answer.extractive import (
     Extraction,
     answer_extractively,
-    candidates,
     choice_grammar,
     choose_with_model,
-    extract_answer,
     is_answerable,
-    question_type,
 )
+from ragcli.answer.questions import asks_subject, head_nouns, question_type
+from ragcli.answer.spans import candidates, extract_answer
 from ragcli.ingest.pipeline import ingest
 from ragcli.answer.prompting import NOT_FOUND
 from ragcli.retrieval.search import QueryOptions
@@ -202,9 +201,10 @@ def test_choice_grammar_allows_only_the_option_letters():
 
 
 def test_model_choice_replaces_the_span():
-    found = answer_extractively("Who lost to the Broncos in the divisional round?", [hit(BOWL)])
+    found = answer_extractively("Who did the Broncos defeat?", [hit(BOWL)])
     model = ScriptedGenerator(["B"])
-    chosen = choose_with_model("Who lost to the Broncos in the divisional round?", found, model)
+    chosen = choose_with_model("Who did the Broncos defeat?", found, model)
+    assert len(found.candidates) >= 2
     assert chosen.text == f"{found.candidates[1].text} [1]"
     assert model.calls[0]["grammar"].startswith('root ::= "A" | "B"') and model.calls[0]["max_tokens"] == 1
 
@@ -264,7 +264,7 @@ def test_choice_style_asks_the_model_for_a_letter(bowl_index):
     model = ScriptedGenerator(["A"])
     with Asker(bowl_index, settings=load_settings(), generator=model) as asker:
         options = replace(BM25, answer_style="choice")
-        answer = asker.ask("Who lost to the Broncos in the divisional round?", options)
+        answer = asker.ask("Who did the Broncos defeat?", options)  # two candidate spans
     assert len(model.calls) == 1 and model.calls[0]["grammar"].startswith("root ::=")
     assert answer.text.endswith("[1]") and not answer.abstained
 
@@ -273,3 +273,163 @@ def test_unknown_answer_style_is_a_usage_error(bowl_index):
     with Asker(bowl_index, settings=load_settings(), generator=EchoGenerator()) as asker:
         with pytest.raises(UsageError, match="answer style"):
             asker.ask("Who lost to the Broncos?", replace(BM25, answer_style="poem"))
+
+
+# -- what/which questions and complete phrases --------------------------------------------------
+@pytest.mark.parametrize(
+    ("question", "text", "expected"),
+    [
+        (
+            "What did creating highways in the Amazon rainforest lead to?",
+            "The first two highways successfully opened up the rainforest and led to increased settlement "
+            "and deforestation.",
+            "increased settlement and deforestation",
+        ),
+        (
+            "What was the first recorded settlement in what became Newcastle?",
+            "The first recorded settlement in what is now Newcastle was Pons Aelius, a Roman fort.",
+            "Pons Aelius",
+        ),
+        (
+            "What is the term for an Indian private school?",
+            "In India, private schools are called independent schools, but since some private schools "
+            "receive financial aid from the government, it can be an aided school.",
+            "independent schools",
+        ),
+        (
+            "What is Cultural Imperialism often referred to as?",
+            "Cultural imperialism is often referred to as soft power by its critics.",
+            "soft power",
+        ),
+        (
+            "What was later discovered written by Luther?",
+            "A piece of paper was later found on which Luther had written his last statement.",
+            "his last statement",
+        ),
+    ],
+)
+def test_thing_answer_is_a_complete_noun_phrase(question, text, expected):
+    assert best(question, text) == expected
+
+
+def test_how_many_prefers_the_number_of_the_counted_thing():
+    text = (
+        "The Broncos defeated the Pittsburgh Steelers in the divisional round, 23–16, by scoring 11 "
+        "points in the final three minutes of the game."
+    )
+    assert best("How many points did the Broncos score in the last three minutes?", text) == "11"
+
+
+def test_a_number_takes_no_verb_for_a_unit_and_stops_at_punctuation():
+    text = "Of them 68,511 (43.3%) had children and 69,284 (43.8%) were married couples."
+    found = [c.text for c in candidates("How many had children?", sentence(text)) if c.kind == "number"]
+    assert "68,511" in found and not any(" were" in t or "(" in t for t in found)
+
+
+def test_the_noun_a_which_question_names_gives_its_type():
+    assert question_type("Which Florida city has the biggest population?") == "place"
+    assert question_type("During which years was the plague present?") == "date"
+    assert question_type("What German ruler invited Huguenot immigration?") == "person"
+    assert question_type("What was the population of Jacksonville in 2010?") == "number"
+
+
+def test_names_keep_their_initials_and_titles_or_months_alone_are_no_names():
+    text = "The historian Frederick W. Mote wrote in May that Lord Loudoun was wrong."
+    names = [c.text for c in candidates("Who wrote about Loudoun?", sentence(text)) if c.kind == "name"]
+    assert "Frederick W. Mote" in names and "May" not in names and "Lord" not in names
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "expected"),
+    [
+        (
+            "What interfered with Kublai's second invasion of Japan?",
+            "Kublai's second invasion of Japan in 1281 failed because of an inauspicious typhoon.",
+            "inauspicious typhoon",  # a bare year answers no untyped "what" question
+        ),
+        (
+            "In what colony did the settlers receive land?",
+            "In 1700 the settlers moved from England to the colony of Virginia, where they got land.",
+            "Virginia",  # "the colony of *Virginia*": the noun the question names, then the name
+        ),
+        (
+            "What poet wrote The Mask of Anarchy?",
+            "After the massacre of 1819, poet Percy Shelley wrote the political poem The Mask of Anarchy.",
+            "Percy Shelley",
+        ),
+        (
+            "How many households were there?",
+            "There were 158,349 households, of which 68,511 (43.3%) had children.",
+            "158,349",  # a count, not a percentage
+        ),
+    ],
+)
+def test_typed_what_and_how_many_answers(question, text, expected):
+    assert best(question, text) == expected
+
+
+def test_a_leading_clause_does_not_decide_the_type():
+    assert question_type("When imperialism changes the norms of a state, what is it called?") == "thing"
+    assert question_type("If two integers are multiplied, what is this set called?") == "thing"
+
+
+def test_a_wrapped_name_is_shown_on_one_line_and_a_degree_unit_is_kept():
+    wrapped = sentence("It was a wooden tower designed by Henry\nWinstanley, the first on a rock.")
+    assert best("Who designed the tower?", wrapped.text) == "Henry Winstanley"
+    assert best("At what temperature is it baked?", "Bake it at 250 °C for 20 minutes.") == "250 °C"
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "expected"),
+    [
+        ("What river runs alongside the city?", "The city lies on the St. Johns River.", "St. Johns River"),
+        (
+            "In what year did Dewar liquefy hydrogen?",
+            "In 1898 Scottish chemist Dewar liquefied hydrogen.",
+            "1898",
+        ),
+    ],
+)
+def test_names_and_dates_are_whole(question, text, expected):
+    assert best(question, text) == expected
+
+
+def test_a_name_keeps_its_last_word_even_when_the_question_has_it():
+    text = "Global regulation based on the Montreal Protocol has been successful."
+    found = [c.text for c in candidates("What did the Kyoto Protocol address?", sentence(text))]
+    assert "Montreal Protocol" in found and "Montreal" not in found
+
+
+def test_a_capitalised_sentence_opener_starts_no_name():
+    found = candidates("Who wrote it?", sentence("Following the Peterloo massacre, Percy Shelley wrote it."))
+    names = [c.text for c in found if c.kind == "name"]
+    assert "Percy Shelley" in names and not any(n.startswith("Following") for n in names)
+
+
+def test_a_subject_question_is_told_from_an_object_question():
+    assert asks_subject("Who designed the logo?") and asks_subject("What German ruler invited them?")
+    assert asks_subject("What has successfully dealt with ozone depletion?")
+    assert not asks_subject("What did Lady Gaga sing?") and not asks_subject("Who was the main enemy?")
+    assert head_nouns("What caused Luther to write hymns?") == []
+    assert head_nouns("What German ruler invited them?") == ["german", "ruler"]
+
+
+def test_what_is_the_number_of_asks_for_a_number():
+    assert question_type("What is the octopus's number of hearts?") == "number"
+    assert question_type("What was the population of the city in 2010?") == "number"
+
+
+def test_names_joined_by_and_are_offered_one_by_one_too():
+    text = "Geographers such as Friedrich Ratzel of Germany and Halford Mackinder of Britain agreed."
+    names = [c.text for c in candidates("Who agreed?", sentence(text)) if c.kind == "name"]
+    assert "Halford Mackinder of Britain" in names and "Friedrich Ratzel of Germany" in names
+
+
+def test_a_name_is_not_cut_to_its_last_word_nor_split_inside():
+    ocean = candidates("Which Pacific island is largest?", sentence("New Guinea lies in the Pacific Ocean."))
+    assert "Ocean" not in [c.text for c in ocean if c.kind == "name"]
+    tyne = candidates("What river has a bridge?", sentence("The fort had a bridge across the River Tyne."))
+    assert "Tyne" in [c.text for c in tyne if c.kind == "name"]
+    metro = candidates("What serves the city?", sentence("The city is served by the Tyne and Wear Metro."))
+    names = [c.text for c in metro if c.kind == "name"]
+    assert "Tyne and Wear Metro" in names and "Wear Metro" not in names

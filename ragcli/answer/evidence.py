@@ -26,7 +26,9 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
 from ragcli.answer.context import Source
-from ragcli.answer.extractive import Candidate, extract_answer, is_answerable, numbered_sources, question_type
+from ragcli.answer.extractive import is_answerable, numbered_sources
+from ragcli.answer.questions import question_type
+from ragcli.answer.spans import Candidate, extract_answer, fits
 from ragcli.embedding.base import Embedder
 from ragcli.answer.sentences import Sentence, score_sentences, sentences_of
 from ragcli.types import Hit
@@ -50,6 +52,8 @@ DANGLING = frozenset(
     "a an the of in on at to for from by with as and or but nor than that which who whom whose "
     "while when where if because since although into onto upon about over under between".split()
 )
+# Scripts written without spaces between words (Chinese, Japanese, Thai): no phrase rules apply.
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\u0e00-\u0e7f]")
 _OPEN_CLOSE = (("(", ")"), ("[", "]"), ("\u201c", "\u201d"))
 # Questions asking for an explanation rather than a fact.
 _NON_FACTOID = re.compile(
@@ -106,21 +110,25 @@ _TYPED = {
     "number": ("number",),
     "date": ("date", "number"),
     "person": ("name",),
-    "place": ("name",),
-    "thing": ("name", "run", "number", "date"),
+    "place": ("name", "phrase"),
+    "thing": ("name", "phrase", "number", "date"),
 }
 
 
 def is_plausible(candidate: Candidate) -> bool:
-    """A complete phrase on one line, and not a lone letter, a lone sentence opener ("Many",
-    "However") or a lone verb or adverb form ("launched", "substantially")."""
+    """A complete phrase on one line, and not a lone letter, a possessive without its noun, a
+    lone sentence opener ("Many", "However") or a lone verb or adverb form ("launched")."""
     text = candidate.text
     words = text.split()
     if not is_complete_phrase(text) or "\n" in text or len(text) <= 1:
         return False
-    if len(words) == 1 and candidate.kind in ("name", "run") and candidate.first == 0:
+    if text.endswith(("'s", "’s")):  # a possessive without its noun: "Melbourne's"
         return False
-    lone_verb = len(words) == 1 and candidate.kind == "run" and words[0].lower().endswith(("ed", "ly", "ing"))
+    if len(words) == 1 and candidate.kind in ("name", "phrase") and candidate.first == 0:
+        return False
+    lone_verb = (
+        len(words) == 1 and candidate.kind == "phrase" and words[0].lower().endswith(("ed", "ly", "ing"))
+    )
     return not lone_verb
 
 
@@ -131,7 +139,10 @@ def _names_a_thing(question: str) -> bool:
 
 
 def confident_span(question: str, sentence: Sentence) -> Candidate | None:
-    """The best span of `sentence` if it is typed right, a complete phrase and clearly ahead."""
+    """The best span of `sentence` if it is typed right, a complete phrase and clearly ahead.
+    Spans are found by English rules: a question or sentence in another script gets none."""
+    if not re.search(r"[A-Za-z]", question) or _UNSPACED.search(sentence.text):
+        return None
     found = [c for c in extract_answer(question, [sentence], limit=10) if is_plausible(c)]
     if _names_a_thing(question):
         found = sorted(
@@ -140,9 +151,9 @@ def confident_span(question: str, sentence: Sentence) -> Candidate | None:
         )
     if not found:
         return None
-    best = found[0]
-    if best.kind not in _TYPED[question_type(question)]:
-        return None
+    best, qtype = found[0], question_type(question)
+    if best.kind not in _TYPED[qtype] or (qtype in ("date", "number") and not fits(question, best)):
+        return None  # "Seven Years" is no date, "43.8%" no count
     runner_up = found[1].score if len(found) > 1 else float("-inf")
     return best if best.score - runner_up >= SPAN_MARGIN else None
 

@@ -53,7 +53,7 @@ TITLE_CHARS = 60
 
 # "U.S. Army", "Dr. Smith", "St. Louis": a period after initials or a title ends no sentence.
 _ABBREVIATION = re.compile(
-    r"(?:\b(?:[A-Z]\.){1,3}|\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Mt|No|vs|Gen|Col|Lt|Rev)\.)[\"')\]]*$"
+    r"(?:\b(?:[A-Z]\.){1,3}|\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Mt|No|vs|v|Gen|Col|Lt|Rev)\.)[\"')\]]*$"
 )
 
 
