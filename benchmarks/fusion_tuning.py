@@ -15,7 +15,7 @@ which constants were chosen, and the "report" half (odd positions) quoted in the
 prints, as a stand-in for sets where dense leads, the queries where dense beats BM25 and a
 "dense-led" subset (all of those plus BM25-won queries while dense still leads by 0.10 on
 average), a cross-set leave-one-out choice of the adaptive fusion's prior and spread depth, and
-the default hybrid under other feedback weights.
+the default hybrid under other feedback weights and other top-gap boosts.
 """
 
 from __future__ import annotations
@@ -107,25 +107,31 @@ def load(folder: Path) -> dict[str, dict]:
     return data
 
 
-def add_feedback(payload: dict, vectors_file: Path, weight: float | None = None) -> None:
-    """Replay `Searcher._adaptive_hybrid`'s feedback pass exactly, with exact cosine over all chunks."""
+def add_feedback(
+    payload: dict, vectors_file: Path, weight: float | None = None, gap_boost: float | None = None
+) -> None:
+    """Replay `Searcher._adaptive_hybrid`'s feedback pass exactly, with exact cosine over all chunks
+    (`weight`, `gap_boost`: other constants than the shipped ones)."""
     import numpy as np
 
     from ragcli.retrieval.search import FEEDBACK_WEIGHT
     from ragcli.retrieval.dense import feedback_vector
-    from ragcli.retrieval.fusion import fuse_hits
+    from ragcli.retrieval.fusion import GAP_BOOST, adaptive_fusion
 
     arrays = np.load(vectors_file)
     ids, paths = arrays["chunk_ids"], arrays["paths"]
     rows = {int(cid): i for i, cid in enumerate(ids)}
+    boost = GAP_BOOST if gap_boost is None else gap_boost
     for position, rec in enumerate(payload["queries"].values()):
-        first = fuse_hits({n: as_hits(rec[n]) for n in ("bm25", "dense")})
-        if not first or first[0].chunk.id not in rows:
+        first, _ = adaptive_fusion(
+            {n: [(cid, score) for cid, _, score in rec[n]] for n in ("bm25", "dense")}, gap_boost=boost
+        )
+        if not first or first[0][0] not in rows:
             rec["feedback"] = rec["dense"]
             continue
         moved = feedback_vector(
             arrays["queries"][position],
-            arrays["vectors"][[rows[first[0].chunk.id]]],
+            arrays["vectors"][[rows[first[0][0]]]],
             FEEDBACK_WEIGHT if weight is None else weight,
         )
         scores = arrays["vectors"] @ moved[0]
@@ -288,13 +294,55 @@ def feedback_grid(folder: Path, data: dict) -> None:
         print(f"  {weight:<4} " + "   ".join(cells))
 
 
-def _adaptive(rec: dict, priors: dict, depth: int) -> list:
-    """Fused hits of the adaptive fusion with other constants, ids as the dumped chunk rows."""
-    from ragcli.retrieval.fusion import adaptive_fusion
+GAP_GRID = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
 
-    rows = {cid: (cid, doc, score) for name in ("bm25", "dense") for cid, doc, score in rec[name]}
+
+def gap_grid(folder: Path, data: dict) -> None:
+    """The default hybrid with other top-gap boosts (0 = spread alone), per half and on the
+    dense-led subset (hybrid minus dense), then the mean gain over the best single mode on the
+    tune halves: how `fusion.GAP_BOOST` was chosen."""
+    from ragcli.retrieval.fusion import SPREAD_DEPTH
+
+    singles = score_all(data, {n: (lambda rec, n=n: as_hits(rec[n])) for n in ("bm25", "dense")})
+    print("\ntop-gap boost (default hybrid, nDCG@10 tune / report half, dense-led minus dense):")
+    for boost in GAP_GRID:
+        cells, gains = [], []
+        for name, payload in data.items():
+            add_feedback(payload, folder / f"{name}.npz", gap_boost=boost)
+            run = {
+                qid: doc_run(_adaptive(rec, None, SPREAD_DEPTH, boost, second="feedback"))
+                for qid, rec in payload["queries"].items()
+            }
+            scores = per_query_ndcg(payload["qrels"], run)
+            parts = halves(list(scores))
+            bm25, dense = singles[name]["bm25"], singles[name]["dense"]
+            led = dense_led(bm25, dense, list(scores))
+            best = max(mean(bm25[q] for q in parts["tune"]), mean(dense[q] for q in parts["tune"]))
+            gains.append(mean(scores[q] for q in parts["tune"]) - best)
+            cells.append(
+                f"{name} {mean(scores[q] for q in parts['tune']):.4f} / "
+                f"{mean(scores[q] for q in parts['report']):.4f} "
+                f"({mean(scores[q] - dense[q] for q in led):+.4f})"
+            )
+        print(f"  {boost:<4} " + "   ".join(cells) + f"   tune gain {mean(gains):+.4f}")
+    for name, payload in data.items():  # back to the shipped constants
+        add_feedback(payload, folder / f"{name}.npz")
+
+
+def _adaptive(
+    rec: dict, priors: dict | None, depth: int, gap_boost: float | None = None, second: str = "dense"
+) -> list:
+    """Fused hits of the adaptive fusion with other constants, ids as the dumped chunk rows;
+    `second` names the dense list fused ("feedback": the default hybrid's second pass)."""
+    from ragcli.retrieval.fusion import GAP_BOOST, PRIORS, adaptive_fusion
+
+    lists = {"bm25": rec["bm25"], "dense": rec[second]}
+    rows = {cid: (cid, doc, score) for entries in lists.values() for cid, doc, score in entries}
     fused, _ = adaptive_fusion(
-        {n: [(cid, s) for cid, _, s in rec[n]] for n in ("bm25", "dense")}, priors=priors, depth=depth
+        {n: [(cid, s) for cid, _, s in entries] for n, entries in lists.items()},
+        priors=PRIORS if priors is None else priors,
+        depth=depth,
+        gap_boost=GAP_BOOST if gap_boost is None else gap_boost,
     )
     return as_hits([[cid, rows[cid][1], score] for cid, score in fused])
 
@@ -318,6 +366,7 @@ def main(argv: list[str] | None = None) -> None:
         leave_one_out(data)
         if all((args.folder / f"{name}.npz").is_file() for name in data):
             feedback_grid(args.folder, data)
+            gap_grid(args.folder, data)
 
 
 if __name__ == "__main__":

@@ -6,12 +6,14 @@ import pytest
 
 from ragcli.choices import FUSIONS
 from ragcli.retrieval.fusion import (
+    GAP_BOOST,
     PRIORS,
     adaptive_fusion,
     adaptive_weights,
     floor_normalise,
     fuse_hits,
     spread,
+    top_gap,
 )
 from ragcli.types import Chunk, Hit
 
@@ -56,12 +58,13 @@ def test_a_flat_list_has_no_say():
 
 def test_disjoint_lists_interleave_by_weighted_normalised_score():
     bm25 = [("a", 10.0), ("b", 5.0)]
-    dense = [("x", 0.9), ("y", 0.3)]
+    dense = [("x", 0.9), ("y", 0.45)]
     fused, weights = adaptive_fusion({"bm25": bm25, "dense": dense})
-    assert weights == {"bm25": pytest.approx(0.2), "dense": pytest.approx(0.8)}  # both short: full spread
+    # Both short (full spread) with the same top gap: the priors decide.
+    assert weights == {"bm25": pytest.approx(0.2), "dense": pytest.approx(0.8)}
     scores = dict(fused)
     assert scores["x"] == pytest.approx(0.8)
-    assert scores["y"] == pytest.approx(0.8 * 0.3 / 0.9)
+    assert scores["y"] == pytest.approx(0.4)
     assert scores["a"] == pytest.approx(0.2) and scores["b"] == pytest.approx(0.1)
     assert ids(fused) == ["x", "y", "a", "b"]
 
@@ -79,12 +82,32 @@ def test_agreement_is_rewarded():
     assert ids(fused)[0] in {"a", "c"} and ids(fused).index("c") < ids(fused).index("b")
 
 
-def test_weights_follow_the_spread_and_sum_to_one():
+def test_top_gap_is_the_share_of_the_top_score_above_the_second():
+    assert top_gap([]) == 0.0 and top_gap([3.0]) == 1.0  # a single hit: the second scores the floor
+    assert top_gap([10.0, 4.0, 1.0]) == pytest.approx(0.6)
+    assert top_gap([0.5, 0.5]) == 0.0
+    assert top_gap([-0.1, -0.2]) == 0.0  # nothing above the floor
+
+
+def test_a_clear_top_hit_raises_its_lists_weight():
+    # Same spread to rank 20; only BM25's best hit stands clear of its second.
+    clear = [10.0, 5.0] + [4.5] * 17 + [2.0]
+    crowded = [10.0, 9.9] + [4.5] * 17 + [2.0]
+    dense = [0.8, 0.7] + [0.5] * 17 + [0.16]
+    sure = adaptive_weights({"bm25": clear, "dense": dense})["bm25"]
+    unsure = adaptive_weights({"bm25": crowded, "dense": dense})["bm25"]
+    assert sure > unsure
+    off = adaptive_weights({"bm25": clear, "dense": dense}, gap_boost=0.0)["bm25"]
+    assert off == pytest.approx(adaptive_weights({"bm25": crowded, "dense": dense}, gap_boost=0.0)["bm25"])
+
+
+def test_weights_follow_the_spread_and_gap_and_sum_to_one():
     peaked = [1.0] + [0.1] * 29
     shallow = [1.0] + [0.9] * 29
     weights = adaptive_weights({"bm25": peaked, "dense": shallow})
     assert sum(weights.values()) == pytest.approx(1.0)
-    raw_b, raw_d = PRIORS["bm25"] * 0.9, PRIORS["dense"] * 0.1
+    raw_b = PRIORS["bm25"] * 0.9 * (1 + GAP_BOOST * 0.9)
+    raw_d = PRIORS["dense"] * 0.1 * (1 + GAP_BOOST * 0.1)
     assert weights["bm25"] == pytest.approx(raw_b / (raw_b + raw_d))
     nothing = adaptive_weights({"bm25": [], "dense": []})  # no spread anywhere: the priors decide
     assert nothing == {"bm25": pytest.approx(0.2), "dense": pytest.approx(0.8)}
@@ -92,12 +115,14 @@ def test_weights_follow_the_spread_and_sum_to_one():
 
 def test_fuse_hits_records_the_weights_and_user_weights_scale_the_priors():
     chunk = lambda i: Chunk(i, i, "g", 0, f"t{i}", 0, 1, None, f"p{i}")  # noqa: E731
-    results = {"bm25": [Hit(chunk(1), 6.0), Hit(chunk(2), 2.0)], "dense": [Hit(chunk(3), 0.7)]}
+    bm25 = [Hit(chunk(1), 6.0), Hit(chunk(2), 2.0)]
+    results = {"bm25": bm25, "dense": [Hit(chunk(3), 0.75), Hit(chunk(4), 0.25)]}  # equal top gaps
     fused = fuse_hits(results)
     assert {h.chunk.id: {n: p["weight"] for n, p in h.sources.items()} for h in fused} == {
         1: {"bm25": 0.2},
         2: {"bm25": 0.2},
         3: {"dense": 0.8},
+        4: {"dense": 0.8},
     }
     only_bm25 = fuse_hits(results, weights={"bm25": 1.0, "dense": 0.0})
     assert [h.chunk.id for h in only_bm25][:2] == [1, 2] and only_bm25[0].sources["bm25"]["weight"] == 1.0

@@ -14,7 +14,7 @@ from ragcli.errors import IndexMismatch, NotIndexed, UnknownFilter, UnknownGroup
 from ragcli.ingest.pipeline import ingest, ingest_documents
 from ragcli.retrieval.search import QueryOptions, Searcher
 from ragcli.retrieval.filters import filters_sql, matches, parse_condition, parse_filters
-from ragcli.retrieval.fusion import fuse_hits, normalise, rrf, score_fusion
+from ragcli.retrieval.fusion import GAP_BOOST, fuse_hits, normalise, rrf, score_fusion
 from ragcli.store import Store
 from ragcli.types import Chunk, ChunkSettings, Document, Hit
 
@@ -129,11 +129,13 @@ def test_fuse_hits_keeps_each_retrievers_rank_and_score():
     }
     assert fused[0].score == pytest.approx(1 / 62 + 1 / 61)
     assert fused[1].sources == {"bm25": {"rank": 1, "score": 7.5, "weight": 0.5}}
-    adaptive = fuse_hits(results)  # the default: both lists have full spread, so the priors decide
+    adaptive = fuse_hits(results)  # the default: both lists short (full spread), so priors x top gaps
+    bm25, dense = 0.2 * (1 + GAP_BOOST * 0.6), 0.8 * (1 + GAP_BOOST * 1.0)  # gaps (7.5-3)/7.5 and 1
+    weight = dense / (bm25 + dense)
     assert [(h.chunk.id, h.rank) for h in adaptive] == [(2, 1), (1, 2)]
-    assert adaptive[0].sources["dense"]["weight"] == pytest.approx(0.8)
-    assert adaptive[0].score == pytest.approx(0.2 * 3.0 / 7.5 + 0.8)
-    assert adaptive[1].score == pytest.approx(0.2)  # absent from a short dense list: 0 there
+    assert adaptive[0].sources["dense"]["weight"] == pytest.approx(weight, abs=1e-4)
+    assert adaptive[0].score == pytest.approx((1 - weight) * 3.0 / 7.5 + weight)
+    assert adaptive[1].score == pytest.approx(1 - weight)  # absent from a short dense list: 0 there
 
 
 # -- filters (pure and SQL agree) ----------------------------------------------------------------

@@ -11,7 +11,8 @@ than RRF and sample-efficient to tune, but one global weight cannot suit both a 
 BM25 leads and one where dense leads. So the weight is set per query from how much each list
 separates its top from the rest (a score-spread query-performance predictor in the spirit of
 NQC, Shtok et al., TOIS 2012): a flat or empty list has nothing to say and gets weight 0, and
-the fusion becomes the other retriever.
+the fusion becomes the other retriever. A list whose best hit stands clear of its second (the
+top-1 gap, a score-difference predictor) is sure of that hit and weighs up to twice as much.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ FLOORS: Mapping[str, float] = {"bm25": 0.0, "dense": 0.0}
 PRIORS: Mapping[str, float] = {"bm25": 0.2, "dense": 0.8}
 # The spread is measured from the top score down to the score at this rank.
 SPREAD_DEPTH = 20
+# A list whose best hit stands clear of its second is sure of that hit: its weight is
+# multiplied by 1 + GAP_BOOST x `top_gap` (0 turns this off).
+GAP_BOOST = 1.0
 NORMALISATIONS = ("minmax", "zscore")
 
 
@@ -123,14 +127,27 @@ def spread(scores: Sequence[float], floor: float = 0.0, depth: int = SPREAD_DEPT
     return min(1.0, max(0.0, (scores[0] - low) / (scores[0] - floor)))
 
 
+def top_gap(scores: Sequence[float], floor: float = 0.0) -> float:
+    """How far a list's best score stands above its second, as a share of the best: in [0, 1].
+
+    (top - second) / (top - floor): 0 for an empty list or a top at the floor, 1 for a single
+    hit (the missing second scores the floor, as in `spread`). Scores are best first.
+    """
+    if not scores or scores[0] <= floor:
+        return 0.0
+    second = scores[1] if len(scores) > 1 else floor
+    return min(1.0, max(0.0, (scores[0] - second) / (scores[0] - floor)))
+
+
 def adaptive_weights(
     scores: Mapping[str, Sequence[float]],
     *,
     priors: Mapping[str, float] = PRIORS,
     floors: Mapping[str, float] = FLOORS,
     depth: int = SPREAD_DEPTH,
+    gap_boost: float = GAP_BOOST,
 ) -> dict[str, float]:
-    """Per-query weights: prior times `spread`, divided by their sum (so they sum to 1).
+    """Per-query weights: prior x `spread` x (1 + gap_boost x `top_gap`), divided by their sum.
 
     When no list has any spread (all empty or flat), the priors alone decide.
 
@@ -139,9 +156,12 @@ def adaptive_weights(
         priors: retriever name -> prior trust (a missing name gets 1).
         floors: retriever name -> the lowest score it can meaningfully give (missing: 0).
         depth: the rank `spread` looks down to.
+        gap_boost: how much a clear top hit raises its list's weight (0: not at all).
     """
     raw = {
-        name: float(priors.get(name, 1.0)) * spread(values, floors.get(name, 0.0), depth)
+        name: float(priors.get(name, 1.0))
+        * spread(values, floors.get(name, 0.0), depth)
+        * (1.0 + gap_boost * top_gap(values, floors.get(name, 0.0)))
         for name, values in scores.items()
     }
     total = sum(raw.values())
@@ -165,6 +185,7 @@ def adaptive_fusion(
     priors: Mapping[str, float] = PRIORS,
     floors: Mapping[str, float] = FLOORS,
     depth: int = SPREAD_DEPTH,
+    gap_boost: float = GAP_BOOST,
 ) -> tuple[list[tuple[Id, float]], dict[str, float]]:
     """Convex combination of floor-normalised scores with per-query weights (`adaptive_weights`).
 
@@ -178,6 +199,7 @@ def adaptive_fusion(
         priors: retriever name -> prior trust (multiplied into the weights).
         floors: retriever name -> score floor for normalisation and spread.
         depth: the rank `spread` looks down to.
+        gap_boost: how much a clear top hit raises its list's weight (`adaptive_weights`).
 
     Returns:
         (id, fused score in [0, 1]) pairs, best first, and the weights used.
@@ -187,6 +209,7 @@ def adaptive_fusion(
         priors=priors,
         floors=floors,
         depth=depth,
+        gap_boost=gap_boost,
     )
     normalised = {
         name: dict(zip([i for i, _ in pairs], floor_normalise([s for _, s in pairs], floors.get(name, 0.0))))

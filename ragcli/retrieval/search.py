@@ -6,7 +6,7 @@ The pipeline of `Searcher.search`:
 2. Compile the metadata filters into SQL (an unknown key is an error naming the known ones).
 3. Retrieve: bm25 (postings in SQLite, scored with numpy), dense (vector index, the
    index's own embedding model), or hybrid = both fused (by default with per-query weights
-   from each list's score spread, `ragcli.retrieval.fusion.adaptive_fusion`; RRF or fixed
+   from each list's score spread and top-1 gap, `ragcli.retrieval.fusion.adaptive_fusion`; RRF or fixed
    normalised-score fusion on request);
    llm mode asks a language model to select among hybrid candidates.
 4. Drop hits below `min_score` (the retriever's score; the fused score for hybrid), apply
