@@ -94,11 +94,11 @@ def test_only_sentences_close_to_the_best_are_shown():
 
 
 def test_a_copied_example_reply_is_dropped_unless_the_sources_say_it():
-    messages = [{"role": "assistant", "content": "Henry Winstanley"}, {"role": "user", "content": "q"}]
-    assert list(without_example_copies(["Henry", " Winstanley"], messages, "other text")) == []
-    assert list(without_example_copies(["Henry", " Ford"], messages, "")) == ["Henry Ford"]
-    kept = list(without_example_copies(["Henry", " Winstanley"], messages, "built by henry winstanley"))
-    assert kept == ["Henry Winstanley"]
+    messages = [{"role": "assistant", "content": "Anna Reyes"}, {"role": "user", "content": "q"}]
+    assert list(without_example_copies(["Anna", " Reyes"], messages, "other text")) == []
+    assert list(without_example_copies(["Anna", " Karenina"], messages, "")) == ["Anna Karenina"]
+    kept = list(without_example_copies(["Anna", " Reyes"], messages, "built by anna reyes"))
+    assert kept == ["Anna Reyes"]
     assert list(without_example_copies(["a", "b"], [{"role": "user", "content": "q"}], "")) == ["a", "b"]
 
 

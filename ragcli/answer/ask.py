@@ -36,10 +36,12 @@ Which of the answering steps below run is the answer style: ``auto`` (the defaul
    sources (`ragcli.answer.context.build_context`). Their sentences are scored; when the best is
    weak evidence, ``evidence_gate(sentence) -> bool`` abstains without calling the model.
 7. **Prompt**: ``prompt(question, sources) -> messages`` (`ragcli.answer.prompting.PROMPTS`), the
-   sources cut to their best sentences within ``AskOptions.prompt_tokens``; a short
-   generated answer is followed by its supporting sentence, quoted and cited.
+   sources cut to their best sentences (`prompt_sentences`) within ``AskOptions.prompt_tokens``.
 8. **Generate**: ``generate(generator, messages, options) -> Iterator[str]``; pieces are
-   yielded as they come (`stream_answer`).
+   yielded as they come (`stream_answer`), except a reply copying a worked example of the
+   prompt (`without_example_copies`). The short answer is the reply's first line
+   (`ragcli.answer.prompting.short_answer`); a short one is cited to the source its words were
+   copied from and followed by its supporting sentence, quoted and cited.
 9. **Annotate** (optional): ``annotate(answer, sources) -> (SentenceSupport, ...)``
    (`ragcli.answer.support.annotate_support`).
 10. **Finish**: an answer that declines ("not found") is marked ``abstained``; citations

@@ -55,14 +55,15 @@ GROUNDED_SYSTEM = (
 # come first and never change, so llama.cpp reuses their evaluated tokens from one question to
 # the next. No citation in the replies: ragcli cites the source the words were copied from,
 # which is right more often than the model's own choice of number (qa-tune).
+# A made-up place, so that no reply of the examples is a fact of anyone's documents.
 GROUNDED_EXAMPLE = (
-    "[1] The first Eddystone Lighthouse was built by Henry Winstanley and first lit on 14 November "
-    "1698. It stood for five years.\n\n"
-    "[2] The great storm of 1703 destroyed Winstanley's tower, and Winstanley died with it.",
+    "[1] The Old Mill Bridge was built by Anna Reyes and opened on 3 May 1921. It carried traffic "
+    "for forty years.\n\n"
+    "[2] A flood in 1961 washed the bridge away, and a ferry replaced it.",
     (
-        ("Who built the first Eddystone Lighthouse?", "Henry Winstanley"),
-        ("How many years did the first tower stand?", "five"),
-        ("Why was the first tower lost?", "the great storm of 1703"),
+        ("Who built the Old Mill Bridge?", "Anna Reyes"),
+        ("How many years did the bridge carry traffic?", "forty"),
+        ("Why was the bridge lost?", "a flood in 1961"),
     ),
 )
 
