@@ -75,7 +75,7 @@ from ragcli.config import Settings
 from ragcli.errors import UsageError
 from ragcli.answer.context import Source, build_context, context_budget
 from ragcli.answer.evidence import Evidence, answer_with_evidence, excerpts, quote, rank_source_sentences
-from ragcli.answer.evidence import supporting_sentence
+from ragcli.answer.evidence import page_of, supporting_sentence
 from ragcli.answer.extractive import Extraction, answer_extractively, choose_with_model, is_answerable
 from ragcli.llm import Generator, Message, check_gguf, load_generator
 from ragcli.answer.prompting import (
@@ -579,7 +579,11 @@ class Asker:
             yield quoted
             text += quoted
         answer = run.finish(text, sources, generator, stages.annotate)
-        return replace(answer, short=short) if not answer.abstained else answer
+        if answer.abstained:
+            return answer
+        page = page_of(sources[evidence.passage], evidence) if evidence is not None else None
+        pages = {evidence.passage + 1: page} if evidence is not None and page is not None else {}
+        return replace(answer, short=short, pages=pages)
 
     def _evidence(self, run: "_Run", hits: list[Hit]) -> Answer:
         """The evidence-first answer (`ragcli.answer.evidence`): no model runs."""
