@@ -572,18 +572,17 @@ class Asker:
             cite = f" [{evidence.passage + 1}]"
             yield cite
             text += cite
+        pages: dict[int, int] = {}
         if evidence is not None and (
             short is None or (len(short.split()) <= SHORT_WORDS and not short.endswith((".", "!", "?")))
         ):
             quoted = "\n" + quote(evidence)
             yield quoted
             text += quoted
+            page = page_of(sources[evidence.passage], evidence)
+            pages = {evidence.passage + 1: page} if page is not None else {}
         answer = run.finish(text, sources, generator, stages.annotate)
-        if answer.abstained:
-            return answer
-        page = page_of(sources[evidence.passage], evidence) if evidence is not None else None
-        pages = {evidence.passage + 1: page} if evidence is not None and page is not None else {}
-        return replace(answer, short=short, pages=pages)
+        return answer if answer.abstained else replace(answer, short=short, pages=pages)
 
     def _evidence(self, run: "_Run", hits: list[Hit]) -> Answer:
         """The evidence-first answer (`ragcli.answer.evidence`): no model runs."""
