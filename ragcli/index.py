@@ -259,6 +259,7 @@ class Index:
         progress: "Progress | None" = None,
         lock_timeout: float | None = None,
         on_wait: Callable[[str], None] | None = None,
+        store: str | None = None,
     ) -> "IngestReport":
         """Read files and folders into the index (`ingest`); unchanged files are skipped.
 
@@ -275,9 +276,11 @@ class Index:
             progress: receives `start(total)` and `advance(path, status)`.
             lock_timeout: seconds to wait for another process writing the index (default: 600).
             on_wait: told once (one line) when this call has to wait for that process.
+            store: where a new index keeps its content ("local", a Milvus Lite ``*.db`` file or
+                a Milvus URL); recorded in the index, so later calls need not repeat it.
 
         Raises:
-            IndexMismatch, IndexBusy, UsageError: see `ragcli.ingest.pipeline.ingest`.
+            IndexMismatch, IndexBusy, UsageError, StoreUnavailable: see `ragcli.ingest.pipeline.ingest`.
         """
         from ragcli.ingest.pipeline import ingest
 
@@ -298,6 +301,7 @@ class Index:
             batch_chunks=batch_chunks,
             progress=progress,
             on_wait=on_wait,
+            store=store,
             **lock,
         )
         self._embedder = embedder
