@@ -503,6 +503,7 @@ class Index:
         index: Path | None = None,
         limit: int | None = None,
         progress: Callable[[str], Any] | None = None,
+        store: str | None = None,
     ) -> "RetrievalReport":
         """Score retrieval on a labelled set (`ragcli.evaluation.evaluate_retrieval`).
 
@@ -512,6 +513,7 @@ class Index:
             index: the index to run on instead of the dataset's own (a QA file runs on this one).
             limit: only the first `limit` queries.
             progress: opens a progress receiver for a described stage.
+            store: the store a dataset's own index is created in (`ingest`'s `store`).
         """
         from ragcli.evaluation import configurations, evaluate_retrieval
         from ragcli.evaluation.retrieval_eval import DEFAULT_TOP_K
@@ -529,6 +531,7 @@ class Index:
             limit=limit,
             progress=progress,
             generator_factory=self.generator,
+            store=store,
         )
 
     def evaluate_answers(

@@ -22,7 +22,7 @@ def recorded_uri(store: Store) -> str:
 
 
 def choose_store(store: Store, uri: str | None) -> str:
-    """Record the backend of a new index, or check that `uri` is the one an index already uses.
+    """The backend an index is to use: its recorded one, or `uri` for an index still empty.
 
     Raises:
         UsageError: `uri` names another backend than the index's (one line, both named).
@@ -39,24 +39,28 @@ def choose_store(store: Store, uri: str | None) -> str:
             f"--store {uri}: the index at {store.path} already uses {current}; "
             "use another --index for another store"
         )
-    store.set_meta(STORE_URI_KEY, wanted)
     return wanted
 
 
-def backend_for(store: Store) -> Backend:
-    """The backend of an open index directory (takes ownership of `store`).
+def backend_for(store: Store, uri: str | None = None) -> Backend:
+    """The backend of an open index directory (takes ownership of `store`): its recorded one,
+    or `uri` (recorded once it could be opened, so an unreachable URI pins nothing).
 
     Raises:
         StoreUnavailable: the Milvus store cannot be reached (one line naming the URI).
     """
-    uri = recorded_uri(store)
+    recorded = recorded_uri(store)
+    uri = uri or recorded
     if uri == "local":
         from ragcli.store.local import LocalBackend
 
         return LocalBackend(store)
     from ragcli.store.milvus import MilvusBackend
 
-    return MilvusBackend(store, uri)
+    backend = MilvusBackend(store, uri)
+    if uri != recorded:
+        store.set_meta(STORE_URI_KEY, uri)
+    return backend
 
 
 def open_backend(index: Path) -> Backend:
@@ -87,8 +91,7 @@ def create_backend(index: Path, uri: str | None = None) -> Backend:
 
     store = Store.create(Path(index))
     try:
-        choose_store(store, uri)
-        return backend_for(store)
+        return backend_for(store, choose_store(store, uri))
     except BaseException:
         store.close()
         raise
