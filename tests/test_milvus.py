@@ -188,28 +188,37 @@ def test_eval_documents_go_to_milvus(tmp_path, store):
     assert names(search(index, "octopus hearts", mode="hybrid", top_k=1)) == ["doc1"]
 
 
-def test_cli_ingest_query_status_through_the_entry_point(tmp_path):
-    """The real `python -m ragcli` in a subprocess (its own Milvus Lite file: one process per file)."""
-    store = str(tmp_path / "cli.db")
+def rag_cli(index: Path, *args: str) -> subprocess.CompletedProcess:
+    """The real `python -m ragcli` in a subprocess, this checkout first on the path."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run(
+        [sys.executable, "-m", "ragcli", *args, "--index", str(index)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+
+
+def test_cli_ingest_query_status_through_the_entry_point(tmp_path):
+    """Its own Milvus Lite file: a file serves one process at a time."""
+    store, index = str(tmp_path / "cli.db"), tmp_path / "index"
     root = corpus(tmp_path / "docs")
-
-    def rag(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "ragcli", *args, "--index", str(tmp_path / "index")],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=300,
-        )
-
-    ingested = rag("ingest", str(root), "--store", store, "--json")
+    ingested = rag_cli(index, "ingest", str(root), "--store", store, "--json")
     assert ingested.returncode == 0, ingested.stderr
     assert json.loads(ingested.stdout)["added"] == 3
-    query = rag("query", "reset the router", "--mode", "bm25", "--top-k", "1", "--json")
+    query = rag_cli(index, "query", "reset the router", "--mode", "bm25", "--top-k", "1", "--json")
     assert query.returncode == 0, query.stderr
     assert json.loads(query.stdout)["hits"][0]["path"].endswith("router.txt")
-    status = json.loads(rag("status", "--json").stdout)
+    status = json.loads(rag_cli(index, "status", "--json").stdout)
     assert status["store"] == {"backend": "milvus", "uri": store} and status["documents"] == 3
-    other = rag("ingest", str(root), "--store", str(tmp_path / "other.db"))
+    other = rag_cli(index, "ingest", str(root), "--store", str(tmp_path / "other.db"))
     assert other.returncode == 2 and other.stderr.count("\n") == 1 and "already uses" in other.stderr
+
+
+def test_a_milvus_lite_file_open_in_another_process_is_one_line(tmp_path, store):
+    index = tmp_path / "index"
+    run(index, corpus(tmp_path / "docs"), store)  # this process now serves the file
+    status = rag_cli(index, "status")
+    assert status.returncode == 1 and status.stderr.count("\n") == 1, status.stderr
+    assert "open in another rag process" in status.stderr

@@ -75,7 +75,7 @@ def connect(uri: str):
 
     # pymilvus logs each failed call (and Milvus Lite's missing MVCC timestamps) itself;
     # the error ragcli raises says it once.
-    for name in ("pymilvus", "pymilvus.client.iterator.query_iterator", "pymilvus.decorators"):
+    for name in ("pymilvus", "pymilvus.client.iterator.query_iterator", "pymilvus.decorators", "milvus_lite"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
     # Read here, not in ragcli.config: they must never reach settings, files or the index.
@@ -85,15 +85,35 @@ def connect(uri: str):
     try:
         return MilvusClient(uri=uri, token=token, timeout=TIMEOUT)
     except Exception as error:  # noqa: BLE001 - pymilvus raises many kinds; all mean "unreachable"
+        if uri.endswith(".db") and _locked(Path(uri)):
+            raise StoreUnavailable(
+                f"the Milvus Lite file {uri} is open in another rag process (Milvus Lite serves one "
+                "process at a time): try again when it is done, or use a Milvus server to share it"
+            ) from error
         raise StoreUnavailable(f"cannot use the Milvus store {uri}: {_reason(error)}") from error
+
+
+def _locked(folder: Path) -> bool:
+    """Whether another process holds Milvus Lite's lock on its data folder."""
+    import fcntl
+
+    try:
+        fd = os.open(folder / "LOCK", os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
 
 
 def _reason(error: Exception) -> str:
     text = str(getattr(error, "message", "") or error).strip().splitlines()
-    reason = text[0] if text else type(error).__name__
-    if "lock" in reason.lower():
-        reason += " (Milvus Lite serves one process at a time; use a Milvus server to share it)"
-    return reason
+    return text[0] if text else type(error).__name__
 
 
 class MilvusBackend:
