@@ -33,6 +33,7 @@ from ragcli.errors import IndexMismatch, StoreUnavailable
 from ragcli.store.backend import ChunkFilter, DocumentPiece
 from ragcli.store.filters import COLUMNS
 from ragcli.store.milvus_schema import (
+    analyzer_for,
     CHUNKS,
     DOCUMENTS,
     check_collections,
@@ -191,7 +192,7 @@ class MilvusBackend:
             IndexMismatch: the Milvus store holds vectors of another model.
         """
         if not self.client.has_collection(CHUNKS):
-            create_collections(self.client, dimension)
+            create_collections(self.client, dimension, analyzer_for(self.uri))
             self.client.alter_collection_properties(
                 CHUNKS,
                 properties={

@@ -1,11 +1,13 @@
 """The Milvus collections' schema (`ragcli.store.milvus`): creating, checking, and their rows.
 
-BM25 analysis: Milvus's analyzers (Milvus Lite has the `standard` tokenizer, `\\w+` and
-lower case, and `jieba`) have neither Snowball stemming nor CJK bigrams. So the analysed
-field holds ragcli's own terms (`ragcli.analysis.term_string`: accents folded, Lucene's
-English stop words dropped, Snowball stems, CJK bigrams), which the `standard` tokenizer
-splits back on the spaces, and queries are analysed the same way before they are sent:
-the terms are exactly the local store's. What differs is the scoring (see README
+BM25 analysis: Milvus's analyzers have no CJK bigrams (a server's `standard` tokenizer
+splits CJK into single characters, its `english` analyzer has no accent folding; Milvus
+Lite has only `standard`, `\\w+` and lower case, and `jieba`). So the analysed field holds
+ragcli's own terms (`ragcli.analysis.term_string`: accents folded, Lucene's English stop
+words dropped, Snowball stems, CJK bigrams), which Milvus only splits back on the spaces (a
+server's `whitespace` tokenizer; Milvus Lite's `standard`, whose `\\w+` splits those terms
+the same way), and queries are analysed the same way before they are sent: the terms are
+exactly the local store's. What differs is the scoring (see README
 "Scaling out"): Milvus uses Lucene's idf, log(1 + (N - df + 0.5) / (df + 0.5)), and
 Milvus Lite computes N, df and the average length per segment.
 """
@@ -21,7 +23,8 @@ from ragcli.store.backend import DocumentPiece
 CHUNKS = "ragcli_chunks"
 DOCUMENTS = "ragcli_documents"
 BM25_PARAMS = {"bm25_k1": 1.2, "bm25_b": 0.75}  # the local engine's (rank-bm25's) constants
-ANALYZER = {"tokenizer": "standard"}
+LITE_ANALYZER = {"tokenizer": "standard"}  # Milvus Lite has no whitespace tokenizer
+SERVER_ANALYZER = {"tokenizer": "whitespace"}
 _PATH = 4096
 _TEXT = 65535
 
@@ -32,7 +35,14 @@ def key_of(*parts: str) -> int:
     return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big") >> 1
 
 
-def chunk_fields(dimension: int) -> dict[str, tuple[str, dict[str, Any]]]:
+def analyzer_for(uri: str) -> dict[str, str]:
+    """The analyzer that splits ragcli's space-separated terms back apart on this deployment."""
+    return LITE_ANALYZER if uri.endswith(".db") else SERVER_ANALYZER
+
+
+def chunk_fields(
+    dimension: int, analyzer: Mapping[str, str] = LITE_ANALYZER
+) -> dict[str, tuple[str, dict[str, Any]]]:
     """Field name -> (DataType name, extra arguments) of the chunks collection."""
     return {
         "id": ("INT64", {"is_primary": True}),
@@ -45,7 +55,10 @@ def chunk_fields(dimension: int) -> dict[str, tuple[str, dict[str, Any]]]:
         "page": ("INT64", {}),
         "hash": ("VARCHAR", {"max_length": 64}),
         "text": ("VARCHAR", {"max_length": _TEXT}),
-        "terms": ("VARCHAR", {"max_length": _TEXT, "enable_analyzer": True, "analyzer_params": ANALYZER}),
+        "terms": (
+            "VARCHAR",
+            {"max_length": _TEXT, "enable_analyzer": True, "analyzer_params": dict(analyzer)},
+        ),
         "sparse": ("SPARSE_FLOAT_VECTOR", {}),
         "vector": ("FLOAT_VECTOR", {"dim": dimension}),
         "metadata": ("JSON", {}),
@@ -82,11 +95,11 @@ def _schema(client, fields: Mapping[str, tuple[str, dict[str, Any]]]):
     return schema
 
 
-def create_collections(client, dimension: int) -> None:
+def create_collections(client, dimension: int, analyzer: Mapping[str, str]) -> None:
     """Create both collections with their indexes (the chunks' BM25 function among them)."""
     from pymilvus import Function, FunctionType
 
-    chunks = _schema(client, chunk_fields(dimension))
+    chunks = _schema(client, chunk_fields(dimension, analyzer))
     chunks.add_function(
         Function(
             name="bm25",
