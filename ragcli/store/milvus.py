@@ -72,6 +72,9 @@ def connect(uri: str):
         StoreUnavailable: the server does not answer within TIMEOUT, or a Milvus Lite file
             is held by another process (one line naming the URI).
     """
+    # gRPC's C core would print connection chatter (Milvus Lite's in-process server answers
+    # the client's keepalive pings with GOAWAY) on stderr; set before grpc is first imported.
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     from pymilvus import MilvusClient
 
     # pymilvus logs each failed call (and Milvus Lite's missing MVCC timestamps) itself;
