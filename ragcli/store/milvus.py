@@ -32,8 +32,12 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 from ragcli.errors import IndexMismatch, StoreUnavailable
 from ragcli.store.backend import ChunkFilter, DocumentPiece
 from ragcli.store.filters import COLUMNS
+from ragcli.store.milvus_search import MilvusDense, MilvusLexical
 from ragcli.store.milvus_schema import (
+    CHUNK_FIELDS,
     analyzer_for,
+    chunk_from_row,
+    quoted,
     CHUNKS,
     DOCUMENTS,
     check_collections,
@@ -45,24 +49,16 @@ from ragcli.store.milvus_schema import (
 from ragcli.types import Chunk, ChunkSettings
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from ragcli.store import Store
 
 TIMEOUT = 10.0  # seconds for a connection or one call: a dead server is an error, not a hang
 _BATCH = 500
-_CHUNK_FIELDS = ["id", "doc_id", "chunk_group", "ord", "text", "start", "stop", "page", "path", "metadata"]
 _DOC_FIELDS = [
     "doc_id", "path", "content_hash", "file_name", "file_type", "size", "modified", "created", "title",
     "metadata", "ingested_at", "chunked", "chunk_counts",
 ]  # fmt: skip
 _MODEL_KEYS = ("embedding_model", "embedding_fingerprint", "embedding_dimension")
 _NONE = ""  # optional strings are stored empty (Milvus Lite has no nullable fields)
-
-
-def quoted(value: str) -> str:
-    """A string literal for a Milvus expression."""
-    return json.dumps(value, ensure_ascii=False)
 
 
 def connect(uri: str):
@@ -131,6 +127,7 @@ class MilvusBackend:
         self.uri = uri
         self.client = connect(uri)
         self._shared: dict[str, str] = {}
+        self._looked_up: dict[str, Any] | None = None
         try:
             if self.client.has_collection(CHUNKS):
                 self._load()
@@ -220,11 +217,16 @@ class MilvusBackend:
         if not self._ready():
             return None
         rows = self.client.query(DOCUMENTS, ids=[key_of(path)], output_fields=_DOC_FIELDS)
-        return _document(rows[0]) if rows else None
+        document = _document(rows[0]) if rows else None
+        self._looked_up = document  # ingest asks `chunked_hash` next: no second round trip
+        return document
 
     def chunked_hash(self, doc_id: int, group: str) -> str | None:
-        rows = self.client.query(DOCUMENTS, ids=[doc_id], output_fields=["chunked"])
-        return (rows[0]["chunked"] or {}).get(group) if rows else None
+        document, self._looked_up = self._looked_up, None
+        if document is None or document["id"] != doc_id:
+            rows = self.client.query(DOCUMENTS, ids=[doc_id], output_fields=["chunked"])
+            document = rows[0] if rows else {}
+        return (document.get("chunked") or {}).get(group)
 
     def known_vectors(self, hashes: Iterable[str]) -> dict[str, Any]:
         """Vectors of chunks with the same text already in the store (not embedded again)."""
@@ -245,17 +247,28 @@ class MilvusBackend:
         rows = [row for piece in pieces for row in chunk_rows(piece, vectors)]
         for start in range(0, len(rows), _BATCH):
             self.client.upsert(CHUNKS, rows[start : start + _BATCH])
-        for piece in pieces:
-            if not piece.last:
-                continue
-            doc_id = key_of(piece.record["path"])
-            count = piece.chunks[-1].order + 1 if piece.chunks else 0
-            self.client.delete(
-                CHUNKS,
-                filter=f"doc_id == {doc_id} and chunk_group == {quoted(piece.group)} and ord >= {count}",
-            )
-            old = self.client.query(DOCUMENTS, ids=[doc_id], output_fields=["chunked", "chunk_counts"])
-            self.client.upsert(DOCUMENTS, [document_row(piece, doc_id, count, old[0] if old else None)])
+        finished = {key_of(piece.record["path"]): piece for piece in pieces if piece.last}
+        if not finished:
+            return
+        counts = {
+            doc_id: piece.chunks[-1].order + 1 if piece.chunks else 0 for doc_id, piece in finished.items()
+        }
+        surplus = " or ".join(
+            f"(doc_id == {doc_id} and chunk_group == {quoted(finished[doc_id].group)} and ord >= {count})"
+            for doc_id, count in counts.items()
+        )
+        self.client.delete(CHUNKS, filter=surplus)
+        old = self.client.query(
+            DOCUMENTS, ids=list(finished), output_fields=["doc_id", "chunked", "chunk_counts"]
+        )
+        known = {row["doc_id"]: row for row in old}
+        self.client.upsert(
+            DOCUMENTS,
+            [
+                document_row(piece, doc_id, counts[doc_id], known.get(doc_id))
+                for doc_id, piece in finished.items()
+            ],
+        )
 
     def delete_documents(self, doc_ids: Iterable[int]) -> int:
         ids = [int(i) for i in doc_ids]
@@ -292,8 +305,8 @@ class MilvusBackend:
             return found
         for start in range(0, len(ids), _BATCH):
             part = [int(i) for i in ids[start : start + _BATCH]]
-            for row in self.client.query(CHUNKS, ids=part, output_fields=_CHUNK_FIELDS):
-                found[row["id"]] = _chunk(row)
+            for row in self.client.query(CHUNKS, ids=part, output_fields=CHUNK_FIELDS):
+                found[row["id"]] = chunk_from_row(row)
         return found
 
     def document_chunks(self, doc_id: int, group: str) -> list[tuple[int, int, int, str]]:
@@ -359,10 +372,10 @@ class MilvusBackend:
         return ChunkFilter(f"doc_id in {ids}")
 
     def lexical(self, group: str) -> MilvusLexical:
-        return MilvusLexical(self, group)
+        return MilvusLexical(self.client, group)
 
     def dense(self, group: str) -> MilvusDense:
-        return MilvusDense(self, group)
+        return MilvusDense(self.client, group)
 
     def content_state(self) -> dict[str, Any]:
         """What the answer cache keys on: local meta, counts and the latest document write."""
@@ -462,99 +475,3 @@ def _document(row: Mapping[str, Any]) -> dict[str, Any]:
 def _filter_row(d: Mapping[str, Any]) -> tuple:
     columns = ("id", "path", "file_name", "file_type", "title", "modified", "created")
     return (*(d[c] for c in columns), json.dumps(d["metadata"], ensure_ascii=False))
-
-
-def _chunk(row: Mapping[str, Any]) -> Chunk:
-    return Chunk(
-        id=row["id"],
-        doc_id=row["doc_id"],
-        group=row["chunk_group"],
-        order=row["ord"],
-        text=row["text"],
-        start=row["start"],
-        end=row["stop"],
-        page=None if row["page"] < 0 else row["page"],
-        path=row["path"],
-        metadata=dict(row["metadata"] or {}),
-    )
-
-
-class MilvusLexical:
-    """Milvus's BM25 function over ragcli's own terms of one group's chunks."""
-
-    def __init__(self, backend: MilvusBackend, group: str) -> None:
-        self.backend = backend
-        self.group = group
-
-    def search_many(
-        self, queries: Sequence[str], k: int, allowed: ChunkFilter | None
-    ) -> list[list[tuple[Chunk, float]]]:
-        from ragcli.analysis import term_string
-
-        results: list[list[tuple[Chunk, float]]] = [[] for _ in queries]
-        terms = [term_string(query) for query in queries]
-        asked = [i for i, t in enumerate(terms) if t]
-        expr = _group_filter(self.group, allowed)
-        if not asked or expr is None:
-            return results
-        found = self.backend.client.search(
-            CHUNKS,
-            data=[terms[i] for i in asked],
-            anns_field="sparse",
-            limit=k,
-            filter=expr,
-            output_fields=_CHUNK_FIELDS,
-            search_params={"metric_type": "BM25"},
-        )
-        for i, hits in zip(asked, found):
-            # Milvus Lite reports -score as the distance, a server the score: both best first.
-            results[i] = [
-                (_chunk(hit["entity"] | {"id": hit["id"]}), abs(float(hit["distance"]))) for hit in hits
-            ]
-        return results
-
-
-class MilvusDense:
-    """One group's vectors in Milvus (FLAT index, inner product on unit vectors = cosine)."""
-
-    def __init__(self, backend: MilvusBackend, group: str) -> None:
-        self.backend = backend
-        self.group = group
-
-    def open_in_background(self):
-        return None
-
-    def top_k(self, vector: np.ndarray, k: int, allowed: ChunkFilter | None) -> list[tuple[int, float]]:
-        import numpy as np
-
-        expr = _group_filter(self.group, allowed)
-        if expr is None or not self.backend._ready():
-            return []
-        found = self.backend.client.search(
-            CHUNKS,
-            data=[np.asarray(vector, dtype=np.float32).reshape(-1).tolist()],
-            anns_field="vector",
-            limit=k,
-            filter=expr,
-            output_fields=["id"],
-            search_params={"metric_type": "IP"},
-        )
-        return [(int(hit["id"]), float(hit["distance"])) for hit in found[0]]
-
-    def vectors(self, chunk_ids: Sequence[int], dimension: int) -> np.ndarray:
-        import numpy as np
-
-        if not chunk_ids:
-            return np.zeros((0, dimension), dtype=np.float32)
-        rows = self.backend.client.query(CHUNKS, ids=[int(i) for i in chunk_ids], output_fields=["vector"])
-        return np.asarray([row["vector"] for row in rows], dtype=np.float32).reshape(-1, dimension)
-
-
-def _group_filter(group: str, allowed: ChunkFilter | None) -> str | None:
-    """The group's chunks passing `allowed`; None when no document passes."""
-    expr = f"chunk_group == {quoted(group)}"
-    if allowed is None or not allowed.where:
-        return expr
-    if allowed.where == "doc_id in []":
-        return None
-    return f"{expr} and {allowed.where}"

@@ -19,12 +19,14 @@ import json
 from typing import Any, Mapping
 
 from ragcli.store.backend import DocumentPiece
+from ragcli.types import Chunk
 
 CHUNKS = "ragcli_chunks"
 DOCUMENTS = "ragcli_documents"
 BM25_PARAMS = {"bm25_k1": 1.2, "bm25_b": 0.75}  # the local engine's (rank-bm25's) constants
 LITE_ANALYZER = {"tokenizer": "standard"}  # Milvus Lite has no whitespace tokenizer
 SERVER_ANALYZER = {"tokenizer": "whitespace"}
+CHUNK_FIELDS = ["id", "doc_id", "chunk_group", "ord", "text", "start", "stop", "page", "path", "metadata"]
 _PATH = 4096
 _TEXT = 65535
 
@@ -210,3 +212,24 @@ def document_row(
         "chunk_counts": counts,
         "placeholder": [0.0, 0.0],
     }
+
+
+def quoted(value: str) -> str:
+    """A string literal for a Milvus expression."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def chunk_from_row(row: Mapping[str, Any]) -> Chunk:
+    """A chunks-collection row as a `Chunk`."""
+    return Chunk(
+        id=row["id"],
+        doc_id=row["doc_id"],
+        group=row["chunk_group"],
+        order=row["ord"],
+        text=row["text"],
+        start=row["start"],
+        end=row["stop"],
+        page=None if row["page"] < 0 else row["page"],
+        path=row["path"],
+        metadata=dict(row["metadata"] or {}),
+    )
