@@ -222,3 +222,45 @@ def test_a_milvus_lite_file_open_in_another_process_is_one_line(tmp_path, store)
     status = rag_cli(index, "status")
     assert status.returncode == 1 and status.stderr.count("\n") == 1, status.stderr
     assert "open in another rag process" in status.stderr
+
+
+def test_ask_answers_from_milvus_and_its_cache_follows_a_change(tmp_path, store):
+    from dataclasses import replace
+
+    from fakes import EchoGenerator
+    from ragcli.answer.ask import Asker, AskOptions
+
+    index, root = tmp_path / "index", corpus(tmp_path / "docs")
+    run(index, root, store)
+    options = AskOptions(query=QueryOptions(mode="bm25", top_k=3), answer_style="generative")
+    with Asker(index, settings=load_settings(), generator=EchoGenerator(), embedder=HashEmbedder()) as asker:
+        answer = asker.ask("How many hearts does an octopus have?", options)
+        assert answer.sources and Path(answer.sources[0].path).name == "octopus.md"
+        assert asker.ask("How many hearts does an octopus have?", options).cached
+        (root / "octopus.md").write_text("An octopus has three hearts and nine brains.", encoding="utf-8")
+        run(index, root, None)
+        assert not asker.ask("How many hearts does an octopus have?", replace(options)).cached
+
+
+def test_watched_changes_apply_to_milvus(tmp_path, store):
+    from ragcli.ingest.pipeline import ingest_changes
+
+    index, root = tmp_path / "index", corpus(tmp_path / "docs")
+    run(index, root, store)
+    (root / "tea.txt").unlink()
+    (root / "new.txt").write_text("Volcanoes erupt molten rock.", encoding="utf-8")
+    report = ingest_changes(
+        index, [root], [root / "tea.txt", root / "new.txt"], embedder=HashEmbedder(), chunking=WORDS
+    )
+    assert (report.added, report.removed) == (1, 1)
+    assert names(search(index, "volcanoes", mode="bm25")) == ["new.txt"]
+
+
+def test_eval_retrieval_builds_its_index_on_the_store(tmp_path, store, monkeypatch, fixtures_dir):
+    from ragcli.index import open_index
+
+    monkeypatch.setattr("ragcli.models.embedder_for", lambda *args, **kwargs: HashEmbedder())
+    with open_index(tmp_path / "unused", cache_dir=str(tmp_path / "cache")) as opened:
+        report = opened.evaluate_retrieval(fixtures_dir / "beir-mini", store=store)
+    assert report.configurations[0].metrics["ndcg@10"] > 0
+    assert index_status(Path(report.index))["store"] == {"backend": "milvus", "uri": store}
