@@ -74,12 +74,14 @@ def stored_vectors(index: Path) -> dict[str, np.ndarray]:
 def seed(args: argparse.Namespace, real) -> None:
     """Ingest the whole corpus into `args.index` on `args.store`, replaying stored vectors."""
     embedder = Replay(real, stored_vectors(args.seed_from))
+    stored = len(embedder.vectors)
     started = time.perf_counter()
     report = ingest_documents(args.index, read_corpus(args.corpus), embedder=embedder, store=args.store)
     seconds = time.perf_counter() - started
     print(
         f"{report.added} documents, {report.chunks} chunks into {args.store} in {seconds:.1f} s "
-        f"({report.embedded} chunk texts embedded, {report.reused} reused)"
+        f"({report.embedded} chunk texts handed to the embedder, {len(embedder.vectors) - stored} of them "
+        "not in the local index and so really embedded)"
     )
 
 

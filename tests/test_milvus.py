@@ -264,3 +264,11 @@ def test_eval_retrieval_builds_its_index_on_the_store(tmp_path, store, monkeypat
         report = opened.evaluate_retrieval(fixtures_dir / "beir-mini", store=store)
     assert report.configurations[0].metrics["ndcg@10"] > 0
     assert index_status(Path(report.index))["store"] == {"backend": "milvus", "uri": store}
+
+
+def test_new_chunk_settings_rechunk_every_document(tmp_path, store):
+    index, root = tmp_path / "index", corpus(tmp_path / "docs")
+    first = run(index, root, store)
+    again = ingest(index, [root], embedder=HashEmbedder(), chunking=ChunkSettings("word", 8, 2))
+    assert (again.updated, again.unchanged) == (3, 0) and again.chunks > first.chunks
+    assert index_status(index)["chunks"] == again.chunks
