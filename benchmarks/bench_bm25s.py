@@ -144,7 +144,7 @@ def ragcli_runs(store: Store, queries: list[str]) -> dict[str, Callable[[], None
 
     def hits_single_cold():
         for query in queries:
-            ours._chunks = ChunkCache()  # every hit's chunk read from SQLite again
+            ours._lexical._chunks = ChunkCache()  # every hit's chunk read from SQLite again
             ours.search(query, 10)
 
     def hits_batch():

@@ -94,91 +94,39 @@ def _disk(index: Path) -> str:
 
 
 def _open(index: Path) -> str:
-    from ragcli.store import Store
+    from ragcli.store.backends import open_backend
     from ragcli.store.errors import storage_errors
 
-    store = Store.open(index)
+    backend = open_backend(index)
     try:
         with storage_errors(index):
-            return f"{index}: {store.count('documents')} documents, {store.count('chunks')} chunks"
+            counts = backend.counts()
+            where = "" if backend.kind == "local" else f" (in {backend.uri})"
+            return f"{index}: {counts['documents']} documents, {counts['chunks']} chunks{where}"
     finally:
-        store.close()
+        backend.close()
 
 
 def _index_checks(settings: Settings) -> list[Check]:
-    from ragcli.store import Store
+    from ragcli.store.backends import open_backend
 
-    store = Store.open(settings.index)
+    backend = open_backend(settings.index)
     try:
-        checks = [
-            _run(
-                "sqlite integrity",
-                lambda: _integrity(store),
-                f"rebuild the index (your documents are untouched): rag ingest --rebuild "
-                f"--index {settings.index} {_roots(store)}",
-            )
-        ]
-        if not checks[0].ok:
-            return checks  # the other checks would only trip over the same damaged pages
-        for group in store.groups():
-            checks.append(
-                _run(
-                    f"vectors ({group})",
-                    lambda g=group: _vectors(store, g),
-                    "run `rag ingest` (it repairs the vector file from the database)",
-                )
-            )
+        checks = []
+        for name, probe, fix in backend.health_checks():
+            checks.append(_run(name, probe, fix))
+            if not checks[-1].ok and name == "sqlite integrity":
+                return checks  # the other checks would only trip over the same damaged pages
         checks.append(
             _run(
                 "model fingerprint",
-                lambda: _fingerprint(store, settings),
+                lambda: _fingerprint(backend, settings),
                 "use the index's model, or rebuild: rag ingest --rebuild",
             )
         )
         return checks
     finally:
-        store.close()
-
-
-def _integrity(store) -> str:
-    result = store.full_integrity_check()
-    if result != "ok":
-        raise RuntimeError(f"integrity_check: {result}")
-    return "integrity_check ok"
-
-
-def _roots(store) -> str:
-    import json
-
-    try:
-        import shlex
-
-        return shlex.join(json.loads(store.get_meta("roots", "[]") or "[]")) or "DIR..."
-    except (sqlite3.DatabaseError, ValueError):
-        return "DIR..."
-
-
-def _vectors(store, group: str) -> str:
-    from ragcli.store.vectors import checksum_problem, read_params
-
-    path = store.vector_path(group)
-    params = read_params(path)
-    wanted = len(store.group_embedding_ids(group))
-    chunks = store.chunk_count(group)
-    if params is None or not path.is_file():
-        raise RuntimeError("no vector file yet (an ingest was interrupted before writing it)")
-    if params.get("generation") != store.vector_generation(group):
-        raise RuntimeError(
-            f"vector file is stale: it was written by ingest run {params.get('generation')}, "
-            f"the database is at run {store.vector_generation(group)} "
-            "(an ingest was interrupted between the two writes)"
-        )
-    problem = checksum_problem(path, params)
-    if problem:
-        raise RuntimeError(f"vector file is damaged: {problem}")
-    if params.get("count") != wanted:
-        raise RuntimeError(f"{params.get('count')} vectors for {wanted} distinct chunk texts")
-    return f"{wanted} vectors for {chunks} chunks ({chunks - wanted} share an identical text)"
+        backend.close()
 
 
 def _fingerprint(store, settings: Settings) -> str:

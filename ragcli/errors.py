@@ -53,3 +53,7 @@ class UnknownFilter(RagError):
 
 class StorageFull(RagError):
     """The disk (or quota) filled up while writing; what was committed before is kept."""
+
+
+class StoreUnavailable(RagError):
+    """The index's remote store (Milvus) cannot be reached or is not usable."""

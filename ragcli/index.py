@@ -259,6 +259,7 @@ class Index:
         progress: "Progress | None" = None,
         lock_timeout: float | None = None,
         on_wait: Callable[[str], None] | None = None,
+        store: str | None = None,
     ) -> "IngestReport":
         """Read files and folders into the index (`ingest`); unchanged files are skipped.
 
@@ -275,9 +276,11 @@ class Index:
             progress: receives `start(total)` and `advance(path, status)`.
             lock_timeout: seconds to wait for another process writing the index (default: 600).
             on_wait: told once (one line) when this call has to wait for that process.
+            store: where a new index keeps its content ("local", a Milvus Lite ``*.db`` file or
+                a Milvus URL); recorded in the index, so later calls need not repeat it.
 
         Raises:
-            IndexMismatch, IndexBusy, UsageError: see `ragcli.ingest.pipeline.ingest`.
+            IndexMismatch, IndexBusy, UsageError, StoreUnavailable: see `ragcli.ingest.pipeline.ingest`.
         """
         from ragcli.ingest.pipeline import ingest
 
@@ -298,6 +301,7 @@ class Index:
             batch_chunks=batch_chunks,
             progress=progress,
             on_wait=on_wait,
+            store=store,
             **lock,
         )
         self._embedder = embedder
@@ -499,6 +503,7 @@ class Index:
         index: Path | None = None,
         limit: int | None = None,
         progress: Callable[[str], Any] | None = None,
+        store: str | None = None,
     ) -> "RetrievalReport":
         """Score retrieval on a labelled set (`ragcli.evaluation.evaluate_retrieval`).
 
@@ -508,6 +513,7 @@ class Index:
             index: the index to run on instead of the dataset's own (a QA file runs on this one).
             limit: only the first `limit` queries.
             progress: opens a progress receiver for a described stage.
+            store: the store a dataset's own index is created in (`ingest`'s `store`).
         """
         from ragcli.evaluation import configurations, evaluate_retrieval
         from ragcli.evaluation.retrieval_eval import DEFAULT_TOP_K
@@ -525,6 +531,7 @@ class Index:
             limit=limit,
             progress=progress,
             generator_factory=self.generator,
+            store=store,
         )
 
     def evaluate_answers(

@@ -172,8 +172,8 @@ def test_a_full_chunk_cache_restarts_and_still_returns_every_hit(english):
     from ragcli.store.chunkcache import ChunkCache
 
     small = BM25Retriever(english, "medium")
-    small._chunks = ChunkCache(max_chunks=2)
+    small._lexical._chunks = ChunkCache(max_chunks=2)
     expected = BM25Retriever(english, "medium").search_many(QUERIES, 4)
     assert small.search_many(QUERIES, 4) == expected
     assert [small.search(query, 4) for query in QUERIES] == expected
-    assert len(small._chunks._chunks) <= 4
+    assert len(small._lexical._chunks._chunks) <= 4

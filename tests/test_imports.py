@@ -27,6 +27,8 @@ HEAVY = (
     "onnxruntime",
     "mcp",
     "watchfiles",
+    "pymilvus",
+    "milvus_lite",
 )
 TESTS = Path(__file__).resolve().parent
 

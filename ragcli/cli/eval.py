@@ -197,6 +197,15 @@ def retrieval(
     ] = None,
     fail_under: FailUnderOption = None,
     json_output: JsonOption = False,
+    store: Annotated[
+        Optional[str],
+        typer.Option(
+            "--store",
+            help="Index the corpus in this store (a Milvus Lite PATH.db or http://host:19530) "
+            "instead of locally; the dataset gets its own index folder per store.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Score retrieval on a labelled set: nDCG@10, recall@1/5/10/100, MRR@10, MAP@100, ms/query.
 
@@ -218,7 +227,9 @@ def retrieval(
         split_list(rerank, ("none", *RERANKERS), "--rerank"),
         base=_query_options(index_, top_k, group, fusion, weights),
     )
-    report = index_.evaluate_retrieval(dataset, chosen, index=index, limit=limit, progress=_stages(True))
+    report = index_.evaluate_retrieval(
+        dataset, chosen, index=index, limit=limit, progress=_stages(True), store=store
+    )
     if output is not None:
         with output.open("w", encoding="utf-8") as handle:
             write_trec_run(handle, report)

@@ -17,6 +17,7 @@ from ragcli.cli.options import (
     GroupOption,
     IndexOption,
     JsonOption,
+    StoreOption,
     choice_enum,
 )
 from ragcli.cli.progress import progress_bar, step_status
@@ -88,6 +89,7 @@ def ingest(
         bool, typer.Option(help="Exit 1 when any file failed to read (default: report failures, exit 0).")
     ] = False,
     lock_timeout: LockTimeoutOption = 600.0,
+    store: StoreOption = None,
     json_output: JsonOption = False,
     watch: Annotated[
         bool,
@@ -109,12 +111,18 @@ def ingest(
     Example: rag ingest ~/notes ~/papers --include '*.pdf' --group fine
 
     Example: rag ingest ~/notes --watch   (keeps the index current while you edit)
+
+    Example: rag ingest ~/notes --store http://localhost:19530   (content in Milvus)
     """
     started = time.perf_counter()  # the summary reports wall time, model preparation included
     from ragcli.index import open_index
 
     if watch and rebuild:
         raise typer.BadParameter("--rebuild cannot be combined with --watch: rebuild first, then watch")
+    if watch and store:
+        raise typer.BadParameter(
+            "--store cannot be combined with --watch: ingest with --store first, then watch"
+        )
     index_ = open_index(index, embed_model=embed_model, group=group)
     chunking = {
         "group": group,
@@ -146,6 +154,7 @@ def ingest(
             progress=bar,
             lock_timeout=lock_timeout,
             on_wait=_say_waiting,
+            store=store,
             **chunking,
         )
     for failure in report.failed:
@@ -213,6 +222,9 @@ def _print_status(info: dict) -> None:
         f"size       database {human_size(info['sizes']['database'])}, "
         f"vectors {human_size(info['sizes']['vectors'])}"
     )
+    store = info["store"]
+    where = "" if store["uri"] is None else f" {store['uri']}"
+    out.print(f"store      {store['backend']}{printable(where)}", highlight=False, markup=False)
     table = Table("group", "split", "size", "overlap", "chunks", "vectors", "search")
     for name, g in info["groups"].items():
         search = g["vector_search"]

@@ -23,6 +23,16 @@ IndexOption = Annotated[
         "--index", help="Index directory (default: $RAG_INDEX, else the user data dir).", show_default=False
     ),
 ]
+StoreOption = Annotated[
+    Optional[str],
+    typer.Option(
+        "--store",
+        help="Where a new index keeps its content: a Milvus Lite file (PATH.db) or a Milvus server "
+        "(http://host:19530); recorded in the index, so later commands need no flag (default: local). "
+        "Credentials come from $MILVUS_TOKEN or $MILVUS_USER/$MILVUS_PASSWORD.",
+        show_default=False,
+    ),
+]
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Print one JSON document on stdout (= --format json).")
 ]

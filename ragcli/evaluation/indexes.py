@@ -26,15 +26,22 @@ if TYPE_CHECKING:
     from ragcli.types import Progress
 
 
-def dataset_index_path(dataset: Path, *, settings: Settings, group: str = DEFAULT_GROUP) -> Path:
+def dataset_index_path(
+    dataset: Path, *, settings: Settings, group: str = DEFAULT_GROUP, store: str | None = None
+) -> Path:
     """Where the corpus of `dataset` is indexed: ``cache_dir/eval/<name>-<hash>``.
 
-    The short hash covers the dataset's absolute path, the group's chunk settings and the
-    embedding model, so changing any of them builds a separate index instead of churning one.
+    The short hash covers the dataset's absolute path, the group's chunk settings, the
+    embedding model and the store (when not local), so changing any of them builds a
+    separate index instead of churning one.
     """
+    from ragcli.store.backend import normalise_uri
+
     dataset = Path(dataset).expanduser().resolve()
     chunking = PRESETS.get(group, PRESETS[DEFAULT_GROUP])
-    key = json.dumps([str(dataset), group, asdict(chunking), settings.embed_model or "default"])
+    parts = [str(dataset), group, asdict(chunking), settings.embed_model or "default"]
+    uri = normalise_uri(store) if store else "local"
+    key = json.dumps(parts if uri == "local" else [*parts, uri])
     digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:10]
     return settings.cache_dir / "eval" / f"{dataset.name}-{digest}"
 
@@ -53,6 +60,7 @@ def prepare_index(
     group: str = DEFAULT_GROUP,
     embedder: Embedder | None = None,
     progress: Progress | None = None,
+    store: str | None = None,
 ):
     """Ingest a BEIR corpus into `index`, adding or updating only what changed.
 
@@ -63,6 +71,7 @@ def prepare_index(
         group: the chunk group to fill (its preset chunking unless the index has settings).
         embedder: the embedding model; default: the index's own, else the flag/env/default one.
         progress: receives ``start(total)`` and ``advance(doc_id, status)``.
+        store: where a new index keeps its content (see `ragcli.ingest.pipeline.ingest`).
 
     Returns:
         The `IngestReport`.
@@ -78,7 +87,9 @@ def prepare_index(
         embedder = embedder_for(settings, read_index_meta(index, "embedding_model"))
     if progress is not None:
         progress.start(count_lines(corpus))
-    return ingest_documents(index, read_corpus(corpus), embedder=embedder, group=group, progress=progress)
+    return ingest_documents(
+        index, read_corpus(corpus), embedder=embedder, group=group, progress=progress, store=store
+    )
 
 
 def stage(progress: Callable[[str], ContextManager[Any]] | None, description: str) -> ContextManager[Any]:
@@ -94,6 +105,7 @@ def resolve_index(
     index: Path | None = None,
     group: str | None = None,
     progress: Callable[[str], ContextManager[Any]] | None = None,
+    store: str | None = None,
 ) -> tuple[Path, dict[str, Any]]:
     """The index to evaluate on, brought up to date with the dataset's corpus when it has one.
 
@@ -105,15 +117,17 @@ def resolve_index(
             corpus, else `settings.index`.
         group: the chunk group (default "medium").
         progress: opens a progress receiver for a described stage.
+        store: where the dataset's own index keeps its content (None: locally).
 
     Returns:
         The index path and what the ingest did (empty when there was no corpus).
     """
     if corpus is None:
         return (index or settings.index), {}
-    target = index or dataset_index_path(source, settings=settings, group=group or DEFAULT_GROUP)
+    group = group or DEFAULT_GROUP
+    target = index or dataset_index_path(source, settings=settings, group=group, store=store)
     with stage(progress, "indexing") as bar:
-        report = prepare_index(corpus, target, settings=settings, group=group or DEFAULT_GROUP, progress=bar)
+        report = prepare_index(corpus, target, settings=settings, group=group, progress=bar, store=store)
     return target, {
         key: getattr(report, key)
         for key in ("added", "updated", "unchanged", "removed", "embedded", "chunks", "seconds")

@@ -328,6 +328,7 @@ def evaluate_retrieval(
     limit: int | None = None,
     progress: Callable[[str], Any] | None = None,
     generator_factory: Callable[[], Generator] | None = None,
+    store: str | None = None,
 ) -> RetrievalReport:
     """`rag eval retrieval`: load the set, index its corpus (reused when unchanged), run, score.
 
@@ -340,6 +341,7 @@ def evaluate_retrieval(
         limit: only the first `limit` queries.
         progress: opens a progress receiver for a described stage (None: no progress).
         generator_factory: the language model for llm mode / llm reranking.
+        store: where a dataset's own index keeps its content (None: locally); see `ingest`.
 
     Raises:
         UsageError: the dataset is malformed; NotIndexed: a QA file but no index to run it on.
@@ -350,7 +352,13 @@ def evaluate_retrieval(
 
     dataset = load_retrieval_set(source)
     target, ingested = resolve_index(
-        dataset.corpus, dataset.source, settings=settings, index=index, group=group, progress=progress
+        dataset.corpus,
+        dataset.source,
+        settings=settings,
+        index=index,
+        group=group,
+        progress=progress,
+        store=store,
     )
     # Without a corpus the ids are the QA file's `relevant` entries, matched to indexed paths.
     key = path_key if dataset.corpus is not None else relevant_path_key(dataset.qrels)

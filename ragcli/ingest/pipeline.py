@@ -25,9 +25,10 @@ from ragcli.errors import IndexMismatch, RagError, ReaderError
 from ragcli.locking import DEFAULT_TIMEOUT, index_writer
 from ragcli.ingest.readers import is_probably_binary, read_document, reader_for
 from ragcli.ingest.readers.base import open_regular
-from ragcli.analysis import term_string
 from ragcli.ingest.splitting import PRESETS, page_at, page_starts, section_bounds, split, validate_settings
-from ragcli.store import NewChunk, Store
+from ragcli.store import Store
+from ragcli.store.backend import Backend, DocumentPiece, PieceChunk
+from ragcli.store.backends import create_backend, open_backend
 from ragcli.store.errors import storage_errors
 from ragcli.store.ownership import claim_index_dir, is_index, remove_index, require_index_or_absent
 from ragcli.types import ChunkSettings, Document, Progress, Span
@@ -86,7 +87,7 @@ class _Piece:
     span_hashes: list[str] = field(default_factory=list)
 
 
-def chunking_for(store: Store, group: str, chunking: ChunkSettings | None) -> ChunkSettings:
+def chunking_for(store: Backend, group: str, chunking: ChunkSettings | None) -> ChunkSettings:
     """Explicit settings, else the group's stored ones, else its preset, else the default preset."""
     if chunking is not None:
         validate_settings(chunking)
@@ -94,7 +95,7 @@ def chunking_for(store: Store, group: str, chunking: ChunkSettings | None) -> Ch
     return store.groups().get(group) or PRESETS.get(group, PRESETS[DEFAULT_GROUP])
 
 
-def check_model(store: Store, embedder: Embedder) -> None:
+def check_model(store: Backend, embedder: Embedder) -> None:
     """Refuse to mix vectors of different models in one index.
 
     Raises:
@@ -112,13 +113,14 @@ def check_model(store: Store, embedder: Embedder) -> None:
     )
 
 
-def record_model(store: Store, embedder: Embedder) -> None:
+def record_model(store: Backend, embedder: Embedder) -> None:
+    store.bind_model(embedder.model_id, embedder.fingerprint, embedder.dimension)
     store.set_meta("embedding_model", embedder.model_id)
     store.set_meta("embedding_fingerprint", embedder.fingerprint)
     store.set_meta("embedding_dimension", embedder.dimension)
 
 
-def vector_params(store: Store, group: str) -> dict:
+def vector_params(store: Backend, group: str) -> dict:
     """What the params file beside a group's vectors records."""
     settings = store.group(group)
     return {
@@ -139,14 +141,13 @@ class _Batcher:
     batch is a few seconds of work on any machine.
     """
 
-    def __init__(self, store: Store, embedder: Embedder, group: str, report: IngestReport, size: int):
+    def __init__(self, store: Backend, embedder: Embedder, group: str, report: IngestReport, size: int):
         self.store, self.embedder, self.group, self.report, self.size = store, embedder, group, report, size
         self.pending: list[_Piece] = []
         self.count = 0
         self.progress: Any = None  # optional `embedding(n)` / `embedded(n)` receiver
         self.limit = min(size, FIRST_BATCH)
         self.last_commit = time.monotonic()
-        self._doc_ids: dict[str, int] = {}
 
     def room(self) -> int:
         return max(1, self.limit - self.count)
@@ -162,16 +163,15 @@ class _Batcher:
         if not self.pending:
             return
         hashes = {h: span.text for item in self.pending for span, h in zip(item.spans, item.span_hashes)}
-        known = self.store.embedding_ids(hashes)
+        known = self.store.known_vectors(hashes)
         missing = [h for h in hashes if h not in known]
         started = time.monotonic()
         vectors = self._embed([hashes[h] for h in missing]) if missing else None
         seconds = time.monotonic() - started
-        with self.store.transaction():
-            if missing:
-                known.update(self.store.insert_embeddings(missing, vectors))
-            for item in self.pending:
-                self._write(item, known)
+        if missing:
+            known.update(zip(missing, vectors))
+        self.store.write([self._piece(item) for item in self.pending], known)
+        self.report.chunks += self.count
         self.report.embedded += len(missing)
         self.report.reused += sum(len(item.spans) for item in self.pending) - len(missing)
         if missing and seconds > 0:
@@ -197,31 +197,19 @@ class _Batcher:
             report(len(parts[-1]))
         return np.concatenate(parts)
 
-    def _write(self, item: _Piece, embedding_ids: dict[str, int]) -> None:
-        path = item.record["path"]
-        if item.first:
-            doc_id = self.store.upsert_document(item.record)
-            self.store.clear_chunks(doc_id, self.group)
-            self._doc_ids[path] = doc_id
-        doc_id = self._doc_ids[path]
+    def _piece(self, item: _Piece) -> DocumentPiece:
         chunks = [
-            NewChunk(
+            PieceChunk(
                 order=span.order,
                 text=span.text,
                 start=span.start,
                 end=span.end,
                 page=page_at(item.page_starts, span.start) if item.page_starts else None,
                 hash=chunk_hash,
-                tokens=term_string(span.text),
-                embedding_id=embedding_ids[chunk_hash],
             )
             for span, chunk_hash in zip(item.spans, item.span_hashes)
         ]
-        self.store.add_chunks(doc_id, self.group, chunks)
-        if item.last:
-            self.store.mark_chunked(doc_id, self.group, item.content_hash)
-            del self._doc_ids[path]
-        self.report.chunks += len(chunks)
+        return DocumentPiece(item.record, self.group, item.content_hash, chunks, item.first, item.last)
 
 
 def span_hash(text: str) -> str:
@@ -275,6 +263,7 @@ def ingest(
     progress: Progress | None = None,
     lock_timeout: float = DEFAULT_TIMEOUT,
     on_wait: Callable[[str], None] | None = None,
+    store: str | None = None,
 ) -> IngestReport:
     """Ingest files and folders into the index at `index`.
 
@@ -292,13 +281,18 @@ def ingest(
         progress: optional progress receiver.
         lock_timeout: seconds to wait for another process writing the same index.
         on_wait: told once (one line) when this run has to wait for that process.
+        store: where a new index keeps its content: None or "local", a Milvus Lite file
+            (``*.db``) or a Milvus server URL (`ragcli.store.backend`); an existing index
+            keeps the store it was created with.
 
     Returns:
         An `IngestReport`.
 
     Raises:
         IndexMismatch: the index uses another embedding model and `rebuild` is off.
-        UsageError: a path does not exist or the chunk settings are invalid.
+        UsageError: a path does not exist, the chunk settings are invalid, or `store`
+            differs from the index's.
+        StoreUnavailable: the Milvus store cannot be reached.
         NotAnIndex: `index` (or `<index>.rebuild`/`.old`) exists and is not a ragcli index.
         IndexBusy: another process kept the index locked for longer than `lock_timeout`.
         StorageFull: the disk filled up; what was committed before is kept.
@@ -306,6 +300,7 @@ def ingest(
     roots = resolve_roots(paths)
     lock = {"lock_timeout": lock_timeout, "on_wait": on_wait}
     if rebuild:
+        _refuse_remote_rebuild(index, store)
         return _rebuild(
             index,
             roots,
@@ -317,7 +312,7 @@ def ingest(
             progress=progress,
             **lock,
         )
-    with _run(index, embedder, group, chunking, batch_chunks, roots, **lock) as (
+    with _run(index, embedder, group, chunking, batch_chunks, roots, store_uri=store, **lock) as (
         store,
         settings,
         batcher,
@@ -350,7 +345,8 @@ def _run(
     lock_timeout: float = DEFAULT_TIMEOUT,
     on_wait: Callable[[str], None] | None = None,
     check_pages: bool = True,
-) -> Iterator[tuple[Store, ChunkSettings, "_Batcher", IngestReport]]:
+    store_uri: str | None = None,
+) -> Iterator[tuple[Backend, ChunkSettings, "_Batcher", IngestReport]]:
     """Open the index for one ingest under its write lock; on success sync vectors and record
     the run, always close. Storage failures (disk full, a damaged file) become one `RagError`.
 
@@ -359,7 +355,7 @@ def _run(
     started = time.perf_counter()
     claim_index_dir(index)
     with index_writer(index, timeout=lock_timeout, on_wait=on_wait), storage_errors(index):
-        store = Store.create(index)
+        store = create_backend(index, store_uri)
         try:
             # A damaged page would otherwise pass unnoticed (files "unchanged") until a query
             # trips on it; reading every page once took 0.35 s for a 430 MB database.
@@ -377,7 +373,7 @@ def _run(
     report.seconds = round(time.perf_counter() - started, 3)
 
 
-def _start_group(store: Store, embedder: Embedder, group: str, settings: ChunkSettings) -> None:
+def _start_group(store: Backend, embedder: Embedder, group: str, settings: ChunkSettings) -> None:
     with store.transaction():
         record_model(store, embedder)
         if store.ensure_group(group, settings):
@@ -420,7 +416,7 @@ def file_hash(path: Path) -> str:
             raise ReaderError(f"{path}: cannot read file ({error.strerror or error})") from error
 
 
-def _unchanged(store: Store, existing: dict | None, content_hash: str, group: str) -> bool:
+def _unchanged(store: Backend, existing: dict | None, content_hash: str, group: str) -> bool:
     """Same content, already chunked with the group's current settings."""
     return (
         bool(existing)
@@ -465,12 +461,16 @@ def ingest_documents(
     batch_chunks: int = 256,
     progress: Progress | None = None,
     lock_timeout: float = DEFAULT_TIMEOUT,
+    store: str | None = None,
 ) -> IngestReport:
     """Ingest in-memory documents (e.g. a BEIR corpus) keyed by `Document.path`.
 
-    With `prune`, documents in the index that are not among `documents` are removed.
+    With `prune`, documents in the index that are not among `documents` are removed (on a
+    shared Milvus store: every other document in it). `store` is as for `ingest`.
     """
-    with _run(index, embedder, group, chunking, batch_chunks, [], lock_timeout=lock_timeout) as (
+    with _run(
+        index, embedder, group, chunking, batch_chunks, [], lock_timeout=lock_timeout, store_uri=store
+    ) as (
         store,
         settings,
         batcher,
@@ -498,30 +498,30 @@ def _ingest_text(store, batcher, document: Document, settings, group, embedder, 
     return _queue(batcher, document, content_hash, settings, embedder, report, existing is not None)
 
 
-def _all_documents(store: Store) -> dict[str, int]:
+def _all_documents(store: Backend) -> dict[str, int]:
     return store.document_ids()
 
 
-def _prune(store: Store, roots: Sequence[Path], seen: set[str], report: IngestReport) -> None:
+def _prune(store: Backend, roots: Sequence[Path], seen: set[str], report: IngestReport) -> None:
     folders = [root for root in roots if root.is_dir()]
     stale = [doc_id for path, doc_id in store.documents_under(folders).items() if path not in seen]
     _remove(store, stale, report)
 
 
-def _remove(store: Store, doc_ids: list[int], report: IngestReport) -> None:
+def _remove(store: Backend, doc_ids: list[int], report: IngestReport) -> None:
     if doc_ids:
         with store.transaction():
             report.removed += store.delete_documents(doc_ids)
 
 
-def _finish(store: Store, report: IngestReport, roots: Sequence[Path]) -> None:
+def _finish(store: Backend, report: IngestReport, roots: Sequence[Path]) -> None:
     """Sync every group's vectors, drop unused vectors, record the run."""
     for group in store.groups():
         count = store.sync_vectors(group, vector_params(store, group))
         if group == report.group:
             report.vectors = count
     with store.transaction():
-        store.delete_unused_embeddings()
+        store.drop_unused_vectors()
         known = json.loads(store.get_meta("roots", "[]") or "[]")
         store.set_meta("roots", json.dumps(sorted(set(known) | {str(r) for r in roots})))
         store.set_meta("last_ingest", json.dumps({**report.to_dict(), "failed": len(report.failed)}))
@@ -541,9 +541,9 @@ def remove_paths(
         RagError: nothing in the index matches a given path.
         IndexBusy: another process kept the index locked for longer than `lock_timeout`.
     """
-    Store.open(index).close()  # NotIndexed before creating a lock file anywhere
+    Store.open(index).close()  # NotIndexed before creating a lock file anywhere (or connecting)
     with index_writer(index, timeout=lock_timeout, on_wait=on_wait), storage_errors(index):
-        store = Store.open(index)
+        store = open_backend(index)
         try:
             targets = [display_path(str(Path(p).expanduser().resolve())) for p in paths]
             found = store.documents_under([Path(t) for t in targets])
@@ -555,6 +555,25 @@ def remove_paths(
             return report.removed
         finally:
             store.close()
+
+
+def _refuse_remote_rebuild(index: Path, uri: str | None) -> None:
+    """`--rebuild` swaps index folders; a Milvus store's content is not in the folder.
+
+    Raises:
+        UsageError: the index (or the requested store) is on Milvus.
+    """
+    from ragcli.errors import UsageError
+    from ragcli.store import read_index_meta
+    from ragcli.store.backend import STORE_URI_KEY, normalise_uri
+
+    recorded = read_index_meta(index, STORE_URI_KEY)
+    remote = recorded or (normalise_uri(uri) if uri else "local")
+    if remote != "local":
+        raise UsageError(
+            f"--rebuild works on local indexes only; the index at {index} keeps its content in {remote}: "
+            "drop its collections there (or use a new --store) and ingest again"
+        )
 
 
 def _rebuild(
@@ -706,7 +725,9 @@ def _classify_changes(
     return list(files), gone
 
 
-def _remove_gone(store: Store, gone: Sequence[Path], report: IngestReport, progress: Progress | None) -> None:
+def _remove_gone(
+    store: Backend, gone: Sequence[Path], report: IngestReport, progress: Progress | None
+) -> None:
     found = store.documents_under(gone) if gone else {}
     _remove(store, list(found.values()), report)
     if progress:

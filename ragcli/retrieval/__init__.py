@@ -1,4 +1,4 @@
-"""Retrieval: BM25 (postings in SQLite), dense (vector index), fusion, filters.
+"""Retrieval: BM25 and dense search through the index's store backend, fusion, filters.
 
 Submodules are imported where needed so that a BM25 query never loads the dense stack.
 The registry of built-in retrievers lives here, above the retrievers it builds (each of
@@ -12,16 +12,16 @@ from typing import TYPE_CHECKING
 from ragcli.retrieval.base import EmbedderLoader, Retriever, RetrieverFactory
 
 if TYPE_CHECKING:
-    from ragcli.store import Store
+    from ragcli.store.backend import Backend
 
 
-def _bm25(store: Store, group: str, embedder: EmbedderLoader) -> Retriever:
+def _bm25(store: Backend, group: str, embedder: EmbedderLoader) -> Retriever:
     from ragcli.retrieval.bm25 import BM25Retriever
 
     return BM25Retriever(store, group)
 
 
-def _dense(store: Store, group: str, embedder: EmbedderLoader) -> Retriever:
+def _dense(store: Backend, group: str, embedder: EmbedderLoader) -> Retriever:
     from ragcli.retrieval.dense import DenseRetriever
 
     return DenseRetriever(store, group, embedder)

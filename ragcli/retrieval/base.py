@@ -1,27 +1,22 @@
 """The Retriever protocol and what every retriever shares (the registry is `ragcli.retrieval.RETRIEVERS`).
 
-A retriever answers one query over one chunk group of an open `Store`. Filters arrive
+A retriever answers one query over one chunk group of an open store (`Backend`). Filters arrive
 already compiled (`ChunkFilter`), so every retriever applies them the same way.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
+from ragcli.store.backend import ChunkFilter
 from ragcli.types import Hit
 
 if TYPE_CHECKING:
     from ragcli.embedding.base import Embedder
-    from ragcli.store import Store
+    from ragcli.store.backend import Backend
 
-
-@dataclass(frozen=True)
-class ChunkFilter:
-    """Compiled metadata filters: a WHERE clause over `documents d` and its parameters."""
-
-    where: str
-    params: tuple[Any, ...] = ()
+# Compiled by the index's backend (`Backend.compile_filter`); re-exported for retrievers.
+__all__ = ["ChunkFilter", "EmbedderLoader", "Retriever", "RetrieverFactory"]
 
 
 class Retriever(Protocol):
@@ -38,4 +33,4 @@ class EmbedderLoader(Protocol):
     def __call__(self) -> Embedder: ...
 
 
-RetrieverFactory = Callable[["Store", str, EmbedderLoader], Retriever]
+RetrieverFactory = Callable[["Backend", str, EmbedderLoader], Retriever]

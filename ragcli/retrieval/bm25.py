@@ -7,28 +7,31 @@ from rank-bm25 is the idf of a term in half the chunks or more (zero or negative
 Okapi's formula): it becomes 1e-6, so even a two-document collection ranks its matches,
 where rank-bm25 keeps 0 or uses a fraction of the mean idf over its whole vocabulary.
 `tests/test_bm25.py` checks bit-for-bit equality on real text.
+
+That is the local store's engine; an index on Milvus scores with Milvus's BM25 function
+over the same terms (`ragcli.store.milvus`).
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from ragcli.analysis import analyze
 from ragcli.retrieval.base import ChunkFilter
-from ragcli.store import Store
-from ragcli.store.chunkcache import ChunkCache
-from ragcli.store.postings import PostingsReader
+from ragcli.store.backends import as_backend
 from ragcli.types import Hit
+
+if TYPE_CHECKING:
+    from ragcli.store.backend import Backend
 
 
 class BM25Retriever:
-    """Keyword retrieval over one group's postings (kept in memory between queries)."""
+    """Keyword retrieval over one group (`Backend.lexical`: the local postings, kept in memory
+    between queries, or Milvus's BM25 function)."""
 
-    def __init__(self, store: Store, group: str) -> None:
-        self.store = store
+    def __init__(self, store: Backend, group: str) -> None:
+        self.store = as_backend(store)
         self.group = group
-        self._reader = PostingsReader()
-        self._chunks = ChunkCache()
+        self._lexical = self.store.lexical(group)
 
     def search(self, query: str, k: int, allowed: ChunkFilter | None = None) -> list[Hit]:
         """Up to `k` chunks by BM25 score (higher is better), best first.
@@ -50,26 +53,7 @@ class BM25Retriever:
         """
         if k <= 0:
             return [[] for _ in queries]
-        with self.store.snapshot():  # filters, statistics and postings from the same commit
-            allowed_ids = self._allowed_ids(allowed) if allowed is not None and allowed.where else None
-            if allowed_ids is not None and not len(allowed_ids):
-                return [[] for _ in queries]
-            ranked = [
-                self._reader.top_k(self.store.db, self.group, analyze(query), k, allowed_ids)
-                for query in queries
-            ]
-            chunks = self._chunks.chunks(self.store, (chunk_id for rows in ranked for chunk_id, _ in rows))
+        found = self._lexical.search_many(queries, k, allowed)
         return [
-            [
-                Hit(chunks[chunk_id], score, rank)
-                for rank, (chunk_id, score) in enumerate(rows, start=1)
-                if chunk_id in chunks
-            ]
-            for rows in ranked
+            [Hit(chunk, score, rank) for rank, (chunk, score) in enumerate(rows, start=1)] for rows in found
         ]
-
-    def _allowed_ids(self, allowed: ChunkFilter):
-        import numpy as np
-
-        ids = self.store.filtered_chunk_ids(self.group, allowed.where, allowed.params)
-        return np.asarray(ids, dtype=np.int64)

@@ -11,31 +11,24 @@ vector moved toward the stored vector of the best fused hit (Rocchio feedback, s
 
 from __future__ import annotations
 
-import threading
 from typing import Mapping
 
 import numpy as np
 
 from ragcli.retrieval.base import ChunkFilter, EmbedderLoader
-from ragcli.store import Store, open_vector_file
-from ragcli.store.vectors import VectorIndex
+from ragcli.store.backend import Backend
+from ragcli.store.backends import as_backend
 from ragcli.types import Chunk, Hit
 
 
 class DenseRetriever:
     """Nearest-neighbour search over one group's vector index."""
 
-    def __init__(self, store: Store, group: str, embedder: EmbedderLoader) -> None:
-        self.store = store
+    def __init__(self, store: Backend, group: str, embedder: EmbedderLoader) -> None:
+        self.store = as_backend(store)
         self.group = group
         self._embedder = embedder
-        self._index: VectorIndex | None = None
-
-    def vector_index(self) -> VectorIndex:
-        """The group's vector index, loaded once."""
-        if self._index is None:
-            self._index = self.store.vector_index(self.group)
-        return self._index
+        self._dense = self.store.dense(group)
 
     def search(self, query: str, k: int, allowed: ChunkFilter | None = None) -> list[Hit]:
         """Up to `k` chunks by cosine similarity to the query, best first.
@@ -55,7 +48,7 @@ class DenseRetriever:
 
     def embed(self, query: str) -> np.ndarray:
         """The query's vector (shape 1 x dimension), mapping the vector file meanwhile."""
-        opening = self._open_in_background()
+        opening = self._dense.open_in_background()
         from ragcli.stages import stage
 
         try:
@@ -85,31 +78,7 @@ class DenseRetriever:
 
     def chunk_vectors(self, chunk_ids: list[int], dimension: int) -> np.ndarray:
         """The stored embedding vectors of these chunks (those that have one), one per row."""
-        return self.store.chunk_vectors(chunk_ids, dimension)
-
-    def _open_in_background(self) -> threading.Thread | None:
-        """Map the vector file while the query is embedded.
-
-        On a cold start both steps cost about 0.1 s (importing faiss and mapping the file;
-        loading the ONNX model), and they overlap: 0.34 s -> 0.27 s together here. The
-        database check stays on this thread (the connection is not shared); a file that
-        fails to open is left to `vector_index`, which rebuilds it from the database.
-        """
-        if self._index is not None:
-            return None
-        path = self.store.current_vector_file(self.group)
-        if path is None:  # stale or missing: rebuilt from the database on this thread
-            return None
-
-        def open_file() -> None:
-            try:
-                self._index = open_vector_file(path)
-            except Exception:  # noqa: BLE001 - vector_index() retries, then rebuilds from the database
-                self._index = None
-
-        thread = threading.Thread(target=open_file, name="ragcli-open-vectors", daemon=True)
-        thread.start()
-        return thread
+        return self._dense.vectors(chunk_ids, dimension)
 
     def search_vector(
         self,
@@ -133,27 +102,7 @@ class DenseRetriever:
         self, vector: np.ndarray, k: int, allowed: ChunkFilter | None = None
     ) -> list[tuple[int, float]]:
         """The best `k` (chunk id, cosine) pairs for a query vector, without reading the chunks."""
-        index = self.vector_index()
-        allowed_chunks = self._allowed_chunks(allowed) if allowed is not None and allowed.where else None
-        if len(index) == 0 or allowed_chunks == {}:
-            return []
-        allowed_ids = None if allowed_chunks is None else np.fromiter(set(allowed_chunks.values()), np.int64)
-        # Over-fetch: vectors whose chunks were deleted by a concurrent ingest map to nothing.
-        scores, ids = index.search(vector, k + max(10, k // 2), allowed_ids)
-        pairs = [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i >= 0]
-        owners = self.store.chunk_ids_for_embeddings(self.group, [i for i, _ in pairs])
-        ranked: list[tuple[int, float]] = []
-        for embedding_id, score in pairs:
-            ranked.extend(
-                (chunk_id, score)
-                for chunk_id in owners.get(embedding_id, [])
-                if allowed_chunks is None or chunk_id in allowed_chunks
-            )
-        return ranked[:k]
-
-    def _allowed_chunks(self, allowed: ChunkFilter) -> dict[int, int]:
-        """Chunk id -> embedding id of the group's chunks whose documents pass the filters."""
-        return self.store.filtered_embedding_ids(self.group, allowed.where, allowed.params)
+        return self._dense.top_k(vector, k, allowed)
 
 
 def feedback_vector(query: np.ndarray, feedback: np.ndarray, weight: float) -> np.ndarray:

@@ -17,7 +17,8 @@ from typing import Any, Sequence
 
 from ragcli.errors import RagError, UsageError
 from ragcli.ingest.splitting import PAGE_BREAK
-from ragcli.store import Store
+from ragcli.store.backend import Backend
+from ragcli.store.backends import open_backend
 
 _PAGE_SUFFIX = re.compile(r"^(?P<path>.+):(?P<page>\d+)$")
 
@@ -92,7 +93,7 @@ def get_chunk(index: Path, chunk_id: int) -> StoredText:
         NotIndexed: there is no index.
         NotFound: no chunk has this id (ids change when a document is re-ingested).
     """
-    store = Store.open(index)
+    store = open_backend(index)
     try:
         chunk = store.chunks([chunk_id]).get(chunk_id)
     finally:
@@ -138,7 +139,7 @@ def get_document(
     page = page if page is not None else parsed_page
     if page is not None and page < 1:
         raise UsageError(f"page {page}: pages count from 1")
-    store = Store.open(index)
+    store = open_backend(index)
     try:
         record = _find_document(store, path)
         group = group or _group_of(store, record["id"])
@@ -164,7 +165,7 @@ def get_document(
     return StoredText(kind="page", text=pages[page - 1], page=page, **common)
 
 
-def _find_document(store: Store, path: str) -> dict[str, Any]:
+def _find_document(store: Backend, path: str) -> dict[str, Any]:
     candidates = [path, str(Path(path).expanduser().resolve())]
     for candidate in candidates:
         record = store.document_by_path(candidate)
@@ -173,14 +174,15 @@ def _find_document(store: Store, path: str) -> dict[str, Any]:
     raise NotFound(f"{path} is not in the index at {store.path}: see `rag ls` for the indexed paths")
 
 
-def _group_of(store: Store, doc_id: int) -> str:
+def _group_of(store: Backend, doc_id: int) -> str:
     from ragcli.retrieval.search import default_group
 
     return default_group(dict.fromkeys(store.document_groups(doc_id)))
 
 
 def _metadata(record: dict[str, Any]) -> dict[str, Any]:
-    meta = json.loads(record.get("metadata") or "{}")
+    meta = record.get("metadata") or {}
+    meta = dict(json.loads(meta) if isinstance(meta, str) else meta)
     for key in ("file_name", "file_type", "size", "modified", "created", "title", "ingested_at"):
         if record.get(key) is not None:
             meta[key] = record[key]

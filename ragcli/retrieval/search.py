@@ -29,10 +29,10 @@ from ragcli.config import Settings
 from ragcli.errors import IndexMismatch, NotIndexed, UsageError
 from ragcli.retrieval import RETRIEVERS
 from ragcli.retrieval.base import ChunkFilter, Retriever
-from ragcli.retrieval.filters import check_keys, filters_sql
+from ragcli.retrieval.filters import check_keys
 from ragcli.retrieval.fusion import adaptive_fusion, fuse_hits, scaled_priors
 from ragcli.stages import stage
-from ragcli.store import Store
+from ragcli.store.backends import open_backend
 from ragcli.types import Hit
 
 if TYPE_CHECKING:
@@ -144,7 +144,7 @@ class Searcher:
         Raises:
             NotIndexed: there is no index at `index`.
         """
-        self.store = Store.open(Path(index))
+        self.store = open_backend(Path(index))
         self.settings = settings
         self._generator_factory = generator_factory
         self._generator: Generator | None = None
@@ -220,7 +220,7 @@ class Searcher:
         return name
 
     def compile_filters(self, filters: Mapping[str, tuple[str, ...]]) -> ChunkFilter | None:
-        """Validate filter keys against the index and compile them to SQL.
+        """Validate filter keys against the index and compile them for its store.
 
         Raises:
             UnknownFilter: a key no document carries.
@@ -230,8 +230,7 @@ class Searcher:
         if self._filter_keys is None:
             self._filter_keys = self.store.filter_keys()
         check_keys(filters, self._filter_keys)
-        where, params = filters_sql(filters)
-        return ChunkFilter(where, tuple(params))
+        return self.store.compile_filter(filters)
 
     def retriever(self, name: str, group: str) -> Retriever:
         """A retriever of the group, built once per searcher."""

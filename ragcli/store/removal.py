@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ragcli.store import Store
+from ragcli.store.backend import Backend
 
 META_KEY = "excluded"
 
@@ -41,17 +42,19 @@ def plan_removal(index: Path, paths: Sequence[str]) -> RemovalPlan:
     Raises:
         NotIndexed: there is no index.
     """
+    from ragcli.store.backends import open_backend
+
     targets = tuple(Path(p).expanduser().resolve() for p in paths)
-    store = Store.open(index)
+    backend = open_backend(index)
     try:
-        matched = tuple(sorted(store.documents_under(list(targets))))
-        total = store.db.execute("SELECT count(*) FROM documents").fetchone()[0]
+        matched = tuple(sorted(backend.documents_under(list(targets))))
+        total = backend.counts()["documents"]
     finally:
-        store.close()
+        backend.close()
     return RemovalPlan(matched, total, targets)
 
 
-def exclusions(store: Store) -> list[str]:
+def exclusions(store: Store | Backend) -> list[str]:
     return json.loads(store.get_meta(META_KEY, "[]") or "[]")
 
 
@@ -93,7 +96,7 @@ def _within(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def apply_exclusions(store: Store, files: list[Path]) -> list[Path]:
+def apply_exclusions(store: Store | Backend, files: list[Path]) -> list[Path]:
     """`files` without those under a path `rag rm` removed."""
     excluded = exclusions(store)
     if not excluded:

@@ -6,75 +6,57 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ragcli.store import DATABASE_NAME, Store
-from ragcli.store.vectors import read_params
-
-
-def _size(path: Path) -> int:
-    if path.is_file():
-        return path.stat().st_size
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
-
-
-def vector_search(params: dict[str, Any]) -> dict[str, Any]:
-    """How a group's vectors are searched, from its params file: exact (flat) or IVF."""
-    kind = params.get("index_type", "flat")
-    if kind == "flat":
-        return {"type": "exact"}
-    return {"type": kind, "nlist": params.get("nlist"), "nprobe": params.get("nprobe")}
+from ragcli.store import DATABASE_NAME
+from ragcli.store.backend import Backend
+from ragcli.store.backends import open_backend
 
 
 def index_status(index: Path) -> dict[str, Any]:
-    """Counts, groups, model, sizes and the last ingest of an index.
+    """Counts, groups, model, sizes, the store and the last ingest of an index.
 
     Raises:
         NotIndexed: there is no index at `index`.
+        StoreUnavailable: its Milvus store cannot be reached.
     """
     from ragcli.store.errors import storage_errors
 
-    store = Store.open(index)
+    backend = open_backend(index)
     try:
         with storage_errors(index):
-            return _status(store, index)
+            return _status(backend, index)
     finally:
-        store.close()
+        backend.close()
 
 
-def _status(store: Store, index: Path) -> dict[str, Any]:
-    store.check_integrity()  # `rag status` is where a user looks first: say if a page is damaged
+def _status(backend: Backend, index: Path) -> dict[str, Any]:
+    backend.check_integrity()  # `rag status` is where a user looks first: say if a page is damaged
+    described = backend.describe()
     groups = {}
-    for name, settings in store.groups().items():
-        params = read_params(store.vector_path(name)) or {}
+    for name, settings in backend.groups().items():
         groups[name] = {
             "split_by": settings.split_by,
             "chunk_size": settings.chunk_size,
             "chunk_overlap": settings.chunk_overlap,
-            "chunks": store.count("chunks", "group_name = ?", [name]),
-            "vectors": params.get("count", 0),
-            "vectors_current": params.get("generation") == store.vector_generation(name),
-            "vector_search": vector_search(params),
+            "chunks": backend.chunk_count(name),
+            **described["groups"].get(name, {}),
         }
     return {
         "index": str(index),
-        "documents": store.count("documents"),
-        "chunks": store.count("chunks"),
-        "embeddings": store.count("embeddings"),
+        **backend.counts(),
         "groups": groups,
-        "model": store.get_meta("embedding_model"),
-        "dimension": int(store.get_meta("embedding_dimension") or 0) or None,
-        "fingerprint": store.get_meta("embedding_fingerprint"),
-        "sizes": {
-            "database": sum(_size(index / (DATABASE_NAME + s)) for s in ("", "-wal", "-shm")),
-            "vectors": _size(index / "vectors"),
-        },
-        "roots": json.loads(store.get_meta("roots", "[]") or "[]"),
-        "last_ingest": json.loads(store.get_meta("last_ingest", "null") or "null"),
+        "model": backend.get_meta("embedding_model"),
+        "dimension": int(backend.get_meta("embedding_dimension") or 0) or None,
+        "fingerprint": backend.get_meta("embedding_fingerprint"),
+        "sizes": described["sizes"],
+        "store": {"backend": backend.kind, "uri": backend.uri},
+        "roots": json.loads(backend.get_meta("roots", "[]") or "[]"),
+        "last_ingest": json.loads(backend.get_meta("last_ingest", "null") or "null"),
     }
 
 
 def list_documents(index: Path) -> list[dict[str, Any]]:
     """Every indexed document with its type, size, dates and chunk counts per group."""
-    store = Store.open(index)
+    backend = open_backend(index)
     try:
         return [
             {
@@ -86,10 +68,10 @@ def list_documents(index: Path) -> list[dict[str, Any]]:
                 "chunks": d["chunks"],
                 "ingested_at": d["ingested_at"],
             }
-            for d in store.list_documents()
+            for d in backend.list_documents()
         ]
     finally:
-        store.close()
+        backend.close()
 
 
 def group_names(index: Path) -> list[str]:
