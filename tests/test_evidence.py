@@ -201,4 +201,5 @@ def test_a_present_tense_question_gets_no_short_answer_from_what_held_until_then
 
 def test_what_something_refers_to_is_an_explanation():
     assert not is_factoid('What does "Seven Years" refer to?')
+    assert not is_factoid("What happened to the Viking heritage of the Normans?")
     assert is_factoid("What does the CPI scale measure?")

@@ -60,7 +60,7 @@ _NON_FACTOID = re.compile(
     r"^(why|how (?!many|much|long|old|large|big|far|high|tall|often|fast|heavy|deep|wide)\w+|"
     r"explain|describe|"
     r"summari[sz]e|what (is|are|was|were) the (reason|purpose|role|difference|effect|impact|process)|"
-    r"what (does|do|did) .+ (mean|do|involve|refer to)|what happens)\b"
+    r"what (does|do|did) .+ (mean|do|involve|refer to)|what happen(s|ed)?)\b"
 )
 # A lone ordinal says nothing on its own ("second" from "the second most populous city").
 ORDINALS = frozenset("first second third fourth fifth sixth seventh eighth ninth tenth last next".split())
