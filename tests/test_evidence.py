@@ -203,3 +203,16 @@ def test_what_something_refers_to_is_an_explanation():
     assert not is_factoid('What does "Seven Years" refer to?')
     assert not is_factoid("What happened to the Viking heritage of the Normans?")
     assert is_factoid("What does the CPI scale measure?")
+
+
+def test_an_acronym_of_the_questions_own_words_is_no_short_answer():
+    from ragcli.answer.evidence import abbreviates_question
+
+    assert abbreviates_question("ENR", "What does Engineering News-Record publish each year?")
+    assert abbreviates_question("IPCC", "What did the Intergovernmental Panel on Climate Change say?")
+    assert not abbreviates_question("NFL", "Who won the Super Bowl?")
+    found = answer_with_evidence(
+        "What does Engineering News-Record publish each year?",
+        [hit("Engineering News-Record (ENR) is a trade magazine for the construction industry.")],
+    )
+    assert found.short != "ENR"

@@ -146,12 +146,24 @@ def _names_a_thing(question: str) -> bool:
     return bool(match) and match.group(2) not in _AUXILIARIES and question_type(question) == "thing"
 
 
+def abbreviates_question(text: str, question: str) -> bool:
+    """An acronym of the question's own words ("ENR" for "Engineering News-Record"): no answer."""
+    if not re.fullmatch(r"[A-Z]{2,6}", text):
+        return False
+    initials = "".join(word[0] for word in re.findall(r"[A-Z][\w']*", question))
+    return text in initials
+
+
 def confident_span(question: str, sentence: Sentence) -> Candidate | None:
     """The best span of `sentence` if it is typed right, a complete phrase and clearly ahead.
     Spans are found by English rules: a question or sentence in another script gets none."""
     if not re.search(r"[A-Za-z]", question) or _UNSPACED.search(sentence.text):
         return None
-    found = [c for c in extract_answer(question, [sentence], limit=10) if is_plausible(c)]
+    found = [
+        c
+        for c in extract_answer(question, [sentence], limit=10)
+        if is_plausible(c) and not abbreviates_question(c.text, question)
+    ]
     if _names_a_thing(question):
         found = sorted(
             (replace(c, score=c.score + NAME_BONUS) if c.kind == "name" else c for c in found),
