@@ -291,8 +291,8 @@ def answer_with_evidence(
     best = ranked[0] if ranked else None
     if best is None or not is_answerable(best):
         return Evidence("", None, sources, True, (best,) if best else ())
-    factoid = is_factoid(question)
-    span = confident_span(question, best) if factoid and not is_outdated(question, best) else None
+    factual = is_factoid(question) and not is_outdated(question, best)
+    span = confident_span(question, best) if factual else None
     quoted = best_sentences(ranked, FACTOID_SENTENCES if span is not None else MAX_SENTENCES)
     lines = [f"{span.text} [{best.passage + 1}]"] if span is not None else []
     lines += [quote(sentence) for sentence in quoted]
