@@ -172,3 +172,47 @@ def test_a_possessive_alone_is_no_short_answer():
 
     assert not is_plausible(Candidate("Melbourne's", "name", Sentence("x", 0, 0), 1.0, 3, 3))
     assert is_plausible(Candidate("Melbourne", "name", Sentence("x", 0, 0), 1.0, 3, 3))
+
+
+def test_a_lone_ordinal_is_no_short_answer():
+    from ragcli.answer.evidence import is_plausible
+    from ragcli.answer.spans import Candidate
+
+    assert not is_plausible(Candidate("second", "phrase", Sentence("x", 0, 0), 1.0, 5, 5))
+    found = answer_with_evidence(
+        "What is the capital of Australia?",
+        [hit("Melbourne, its capital, is the second most populous city in the country.")],
+    )
+    assert found.short != "second"
+
+
+def test_a_present_tense_question_gets_no_short_answer_from_what_held_until_then():
+    from ragcli.answer.evidence import is_outdated
+
+    past = (
+        "After federation in 1901, Melbourne was the capital of Australia until the construction "
+        "of Canberra in 1927."
+    )
+    found = answer_with_evidence("What is the capital of Australia?", [hit(past)])
+    assert not found.abstained and found.short is None and found.text == f'"{past}" [1]'
+    assert is_outdated("What is the capital of Australia?", Sentence(past, 0, 0))
+    assert not is_outdated("What was the capital of Australia until 1927?", Sentence(past, 0, 0))
+
+
+def test_what_something_refers_to_is_an_explanation():
+    assert not is_factoid('What does "Seven Years" refer to?')
+    assert not is_factoid("What happened to the Viking heritage of the Normans?")
+    assert is_factoid("What does the CPI scale measure?")
+
+
+def test_an_acronym_of_the_questions_own_words_is_no_short_answer():
+    from ragcli.answer.evidence import abbreviates_question
+
+    assert abbreviates_question("ENR", "What does Engineering News-Record publish each year?")
+    assert abbreviates_question("IPCC", "What did the Intergovernmental Panel on Climate Change say?")
+    assert not abbreviates_question("NFL", "Who won the Super Bowl?")
+    found = answer_with_evidence(
+        "What does Engineering News-Record publish each year?",
+        [hit("Engineering News-Record (ENR) is a trade magazine for the construction industry.")],
+    )
+    assert found.short != "ENR"

@@ -60,8 +60,14 @@ _NON_FACTOID = re.compile(
     r"^(why|how (?!many|much|long|old|large|big|far|high|tall|often|fast|heavy|deep|wide)\w+|"
     r"explain|describe|"
     r"summari[sz]e|what (is|are|was|were) the (reason|purpose|role|difference|effect|impact|process)|"
-    r"what (does|do|did) .+ (mean|do|involve)|what happens)\b"
+    r"what (does|do|did) .+ (mean|do|involve|refer to)|what happen(s|ed)?)\b"
 )
+# A lone ordinal says nothing on its own ("second" from "the second most populous city").
+ORDINALS = frozenset("first second third fourth fifth sixth seventh eighth ninth tenth last next".split())
+# "What is the capital ...?" asks about now; "Melbourne was the capital ... until 1927" answers
+# about then: the sentence is quoted, but its span is not shown as the short answer.
+_ASKS_PRESENT = re.compile(r"^\W*(what|which|who|where)\s+(is|are)\b", re.I)
+_BOUNDED_PAST = re.compile(r"\b(was|were)\b.*\b(until|till)\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -126,6 +132,8 @@ def is_plausible(candidate: Candidate) -> bool:
         return False
     if len(words) == 1 and candidate.kind in ("name", "phrase") and candidate.first == 0:
         return False
+    if len(words) == 1 and words[0].lower() in ORDINALS:
+        return False
     lone_verb = (
         len(words) == 1 and candidate.kind == "phrase" and words[0].lower().endswith(("ed", "ly", "ing"))
     )
@@ -138,12 +146,24 @@ def _names_a_thing(question: str) -> bool:
     return bool(match) and match.group(2) not in _AUXILIARIES and question_type(question) == "thing"
 
 
+def abbreviates_question(text: str, question: str) -> bool:
+    """An acronym of the question's own words ("ENR" for "Engineering News-Record"): no answer."""
+    if not re.fullmatch(r"[A-Z]{2,6}", text):
+        return False
+    initials = "".join(word[0] for word in re.findall(r"[A-Z][\w']*", question))
+    return text in initials
+
+
 def confident_span(question: str, sentence: Sentence) -> Candidate | None:
     """The best span of `sentence` if it is typed right, a complete phrase and clearly ahead.
     Spans are found by English rules: a question or sentence in another script gets none."""
     if not re.search(r"[A-Za-z]", question) or _UNSPACED.search(sentence.text):
         return None
-    found = [c for c in extract_answer(question, [sentence], limit=10) if is_plausible(c)]
+    found = [
+        c
+        for c in extract_answer(question, [sentence], limit=10)
+        if is_plausible(c) and not abbreviates_question(c.text, question)
+    ]
     if _names_a_thing(question):
         found = sorted(
             (replace(c, score=c.score + NAME_BONUS) if c.kind == "name" else c for c in found),
@@ -156,6 +176,12 @@ def confident_span(question: str, sentence: Sentence) -> Candidate | None:
         return None  # "Seven Years" is no date, "43.8%" no count
     runner_up = found[1].score if len(found) > 1 else float("-inf")
     return best if best.score - runner_up >= SPAN_MARGIN else None
+
+
+def is_outdated(question: str, sentence: Sentence) -> bool:
+    """A present-tense question ("What is the capital ...?") and a sentence saying what held
+    until some time ("Melbourne was the capital ... until 1927"): no short answer from it."""
+    return bool(_ASKS_PRESENT.search(question)) and bool(_BOUNDED_PAST.search(sentence.text))
 
 
 def page_of(source: Source, sentence: Sentence) -> int | None:
@@ -265,7 +291,8 @@ def answer_with_evidence(
     best = ranked[0] if ranked else None
     if best is None or not is_answerable(best):
         return Evidence("", None, sources, True, (best,) if best else ())
-    span = confident_span(question, best) if is_factoid(question) else None
+    factual = is_factoid(question) and not is_outdated(question, best)
+    span = confident_span(question, best) if factual else None
     quoted = best_sentences(ranked, FACTOID_SENTENCES if span is not None else MAX_SENTENCES)
     lines = [f"{span.text} [{best.passage + 1}]"] if span is not None else []
     lines += [quote(sentence) for sentence in quoted]
