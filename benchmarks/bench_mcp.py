@@ -34,17 +34,21 @@ def server(index: str) -> StdioServerParameters:
     )
 
 
-def child_cpu_seconds() -> float:
-    """User+system CPU so far of this process's children that are alive (the server)."""
-    total = 0
+def descendants_cpu_seconds() -> float:
+    """User+system CPU so far of this process's live descendants (the server and its worker)."""
+    parents, ticks = {}, {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[1]) == os.getpid():  # ppid
-            total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
+        pid = int(stat.parent.name)
+        parents[pid], ticks[pid] = int(fields[1]), int(fields[11]) + int(fields[12])
+    family, grew = {os.getpid()}, True
+    while grew:
+        more = {pid for pid, parent in parents.items() if parent in family} - family
+        family, grew = family | more, bool(more)
+    return sum(ticks[pid] for pid in family - {os.getpid()}) / os.sysconf("SC_CLK_TCK")
 
 
 async def cold_once(index: str) -> tuple[float, float]:
@@ -55,16 +59,16 @@ async def cold_once(index: str) -> tuple[float, float]:
             await session.initialize()
             result = await session.call_tool("search", QUERY)
             assert not result.is_error, result.content
-            return time.perf_counter() - started, child_cpu_seconds()
+            return time.perf_counter() - started, descendants_cpu_seconds()
 
 
 async def per_call(index: str, calls: int) -> tuple[list[float], list[float]]:
     """MCP and in-process library times of the same search, taken in turn (pairs), so a
     change in the machine's load affects both alike."""
+    from ragcli import open_index
     from ragcli.agent_tools import IndexTools
-    from ragcli.config import load_settings
 
-    tools = IndexTools(load_settings(index=Path(index)))
+    tools = IndexTools(open_index(index))
     arguments = {key: value for key, value in QUERY.items() if key != "query"}
     async with stdio_client(server(index), errlog=open(os.devnull, "w")) as (read, write):
         async with ClientSession(read, write) as session:
