@@ -31,9 +31,10 @@ def mcp(
 
     Tools: search (query, mode, top_k, group, filters -> hits with path, page, score, text,
     chunk_id), ask (question -> answer, citations, support, abstained), get (path[+page] or
-    chunk_id -> stored text) and status. Models load on first use and stay loaded. Stdout
-    carries only protocol messages; logs go to stderr. An MCP client starts this command
-    itself; see the README for the configuration lines.
+    chunk_id -> stored text) and status. The search models start loading at launch (in a
+    worker process) and stay loaded. Stdout carries only protocol messages; logs go to
+    stderr. An MCP client starts this command itself; see the README for the configuration
+    lines.
 
     Examples:
 
