@@ -1,15 +1,20 @@
 """`rag mcp` figures: cold start to the first search answer, and per-call overhead.
 
 Usage:
-    python benchmarks/bench_mcp.py INDEX [--runs 10] [--calls 200]
-    python benchmarks/bench_mcp.py INDEX --cold-once     # one cold start + search, for farm-bench
+    python benchmarks/bench_mcp.py INDEX [--runs 10] [--calls 200] [--modes bm25,hybrid]
+    python benchmarks/bench_mcp.py INDEX --cold-once     # one cold start + search, as one process
 
 1. Cold start: spawn the installed `rag mcp --index INDEX` with the SDK's stdio client,
    initialize, call `search` once (hybrid, default models); the wall time from spawn to
    the answer, median over --runs fresh servers.
-2. Per-call overhead: in one warm server, the median time of a `search` call through MCP
-   minus the median of the same `IndexTools.search` call in-process (same index, query and
-   options, models warm), over --calls calls each.
+2. Per-call overhead: in one warm server, a `search` call through MCP and the same
+   `IndexTools.search` call in-process (same index, query and options, models warm), taken
+   in turn; the median of the pair differences over --calls pairs, per --modes mode.
+   bm25 isolates the transport (MCP, the server's pipe to its worker). With hybrid, two
+   ONNX sessions in two processes take turns on the 2 cores and slow each other under load
+   (likely onnxruntime's thread pools spinning after each query): pair differences from -3
+   to +23 ms between runs at load 11, an artefact of measuring side by side; a server alone
+   runs one session (alone, the worker's and an in-process hybrid search took alike, 31-40 ms).
 """
 
 from __future__ import annotations
@@ -34,17 +39,21 @@ def server(index: str) -> StdioServerParameters:
     )
 
 
-def child_cpu_seconds() -> float:
-    """User+system CPU so far of this process's children that are alive (the server)."""
-    total = 0
+def descendants_cpu_seconds() -> float:
+    """User+system CPU so far of this process's live descendants (the server and its worker)."""
+    parents, ticks = {}, {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[1]) == os.getpid():  # ppid
-            total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
+        pid = int(stat.parent.name)
+        parents[pid], ticks[pid] = int(fields[1]), int(fields[11]) + int(fields[12])
+    family, grew = {os.getpid()}, True
+    while grew:
+        more = {pid for pid, parent in parents.items() if parent in family} - family
+        family, grew = family | more, bool(more)
+    return sum(ticks[pid] for pid in family - {os.getpid()}) / os.sysconf("SC_CLK_TCK")
 
 
 async def cold_once(index: str) -> tuple[float, float]:
@@ -55,31 +64,32 @@ async def cold_once(index: str) -> tuple[float, float]:
             await session.initialize()
             result = await session.call_tool("search", QUERY)
             assert not result.is_error, result.content
-            return time.perf_counter() - started, child_cpu_seconds()
+            return time.perf_counter() - started, descendants_cpu_seconds()
 
 
-async def per_call(index: str, calls: int) -> tuple[list[float], list[float]]:
+async def per_call(index: str, calls: int, mode: str) -> tuple[list[float], list[float]]:
     """MCP and in-process library times of the same search, taken in turn (pairs), so a
     change in the machine's load affects both alike."""
+    from ragcli import open_index
     from ragcli.agent_tools import IndexTools
-    from ragcli.config import load_settings
 
-    tools = IndexTools(load_settings(index=Path(index)))
-    arguments = {key: value for key, value in QUERY.items() if key != "query"}
+    tools = IndexTools(open_index(index))
+    query = {**QUERY, "mode": mode}
+    arguments = {key: value for key, value in query.items() if key != "query"}
     async with stdio_client(server(index), errlog=open(os.devnull, "w")) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
             for _ in range(5):
-                await session.call_tool("search", QUERY)
-                tools.search(QUERY["query"], **arguments)
+                await session.call_tool("search", query)
+                tools.search(query["query"], **arguments)
             via_mcp, direct = [], []
             for _ in range(calls):
                 started = time.perf_counter()
-                result = await session.call_tool("search", QUERY)
+                result = await session.call_tool("search", query)
                 via_mcp.append(time.perf_counter() - started)
                 assert not result.is_error
                 started = time.perf_counter()
-                tools.search(QUERY["query"], **arguments)
+                tools.search(query["query"], **arguments)
                 direct.append(time.perf_counter() - started)
     tools.close()
     return via_mcp, direct
@@ -90,6 +100,7 @@ def main() -> None:
     parser.add_argument("index")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--modes", default="bm25,hybrid", help="search modes of the per-call figure")
     parser.add_argument("--cold-once", action="store_true")
     args = parser.parse_args()
     if args.cold_once:
@@ -102,14 +113,14 @@ def main() -> None:
         f"(min {min(colds):.3f}, max {max(colds):.3f}), server CPU median {statistics.median(cpus):.2f} s "
         f"({args.runs} runs)"
     )
-    mcp, library = anyio.run(per_call, args.index, args.calls)
-    overhead = statistics.median(a - b for a, b in zip(mcp, library))
-    print(
-        f"search via MCP: median {statistics.median(mcp) * 1000:.2f} ms; same IndexTools.search in-process: "
-        f"{statistics.median(library) * 1000:.2f} ms; per-call overhead (median of pair "
-        f"differences) {overhead * 1000:.2f} ms "
-        f"({args.calls} calls each)"
-    )
+    for mode in args.modes.split(","):
+        mcp, library = anyio.run(per_call, args.index, args.calls, mode)
+        overhead = statistics.median(a - b for a, b in zip(mcp, library))
+        print(
+            f"{mode} search via MCP: median {statistics.median(mcp) * 1000:.2f} ms; same IndexTools.search "
+            f"in-process: {statistics.median(library) * 1000:.2f} ms; per-call overhead (median of pair "
+            f"differences) {overhead * 1000:.2f} ms ({args.calls} calls each)"
+        )
     sys.stdout.flush()
 
 

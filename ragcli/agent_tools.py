@@ -1,11 +1,13 @@
 """The index as a handful of calls for agents: search, ask, get, status (what `rag mcp` serves).
 
-`IndexTools` is the long-lived side of a server: it opens the index on first use (so a server
-starts, and reports a missing index per call, before anything was ingested), loads each
-model once, and keeps them across calls. Another process may ingest meanwhile (`rag ingest
---watch`): before each call the index's state is compared with the last one seen, and what
-was read from the index (retrievers, vectors) is dropped when it changed; the models stay.
-A rebuilt index (a new database file) is reopened.
+`IndexTools` is the long-lived side of a server, over one `ragcli.index.Index` (the front door
+every command uses, so settings and options resolve as in the CLI). It opens the index on first
+use (so a server starts, and reports a missing index per call, before anything was ingested),
+loads each model once, and keeps them across calls. Search and ask share the `Index`'s one
+`Asker` and its searcher, so one set of retrievers and vectors is open. Another process may
+ingest meanwhile (`rag ingest --watch`): before each call the index's state is compared with the
+last one seen, and what was read from the index (retrievers, vectors) is dropped when it
+changed; the models stay. A rebuilt index (a new database file) is reopened.
 
 Every method returns plain JSON-ready data and raises `RagError` with the CLI's message.
 Calls are serialised by a lock: the SQLite connection and llama.cpp are not shared between
@@ -16,11 +18,13 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from ragcli.config import Settings
 from ragcli.errors import UsageError
+
+if TYPE_CHECKING:
+    from ragcli.answer.ask import Asker
+    from ragcli.index import Index
 
 # Reports (done, total or None, message) while a long call runs.
 ProgressFn = Callable[[float, "float | None", str], None]
@@ -34,8 +38,8 @@ class _State:
     marks: tuple
 
 
-def _no_progress(done: float, total: float | None, message: str) -> None:
-    pass
+def no_progress(done: float, total: float | None, message: str) -> None:
+    """A `ProgressFn` that reports nowhere."""
 
 
 def filter_pairs(filters: Mapping[str, str | Sequence[str]] | None) -> list[str]:
@@ -66,19 +70,19 @@ class IndexTools:
 
     Example::
 
-        tools = IndexTools(load_settings(index=Path("~/idx").expanduser()))
+        tools = IndexTools(open_index("~/idx"))
         tools.search("router reset", mode="bm25", top_k=3)["hits"][0]["path"]
     """
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self._asker: Any = None
+    def __init__(self, index: Index) -> None:
+        self.index = index
         self._state: _State | None = None
         self._lock = threading.Lock()
 
     def close(self) -> None:
         with self._lock:
-            self._drop()
+            self.index.close()
+            self._state = None
 
     # -- the calls ------------------------------------------------------------------------
     def search(
@@ -89,27 +93,19 @@ class IndexTools:
         top_k: int | None = None,
         group: str | None = None,
         filters: Mapping[str, Any] | None = None,
-        progress: ProgressFn = _no_progress,
+        progress: ProgressFn = no_progress,
     ) -> dict[str, Any]:
         """Ranked chunks for `query` (the data of `rag query --json`).
 
         Raises:
             NotIndexed, UsageError, UnknownGroup, UnknownFilter, IndexMismatch.
         """
-        from ragcli.retrieval.search import QueryOptions
-        from ragcli.retrieval.filters import parse_filters
-
         if not query.strip():
             raise UsageError("query: give some words to search for")
-        options = QueryOptions(
-            mode=mode or self.settings.get("mode") or "hybrid",
-            top_k=top_k or self.settings.get("top_k") or 10,
-            group=group or self.settings.get("group"),
-            filters=parse_filters(filter_pairs(filters)),
-        )
+        options = self.index.query_options(mode=mode, top_k=top_k, group=group, filters=filter_pairs(filters))
         with self._lock:
             progress(0, 2, "opening the index")
-            searcher = self._current().searcher
+            searcher = self._asker().searcher
             progress(1, 2, f"searching ({options.mode})")
             hits = searcher.search(query, options)
             progress(2, 2, f"{len(hits)} hits")
@@ -124,38 +120,30 @@ class IndexTools:
         filters: Mapping[str, Any] | None = None,
         answer_style: str = "extractive",
         max_tokens: int | None = None,
-        progress: ProgressFn = _no_progress,
+        progress: ProgressFn = no_progress,
     ) -> dict[str, Any]:
         """Answer `question` from the index with citations (the data of `rag ask --json`).
 
         Raises:
             NotIndexed, ModelNotFound, UsageError and the search errors.
         """
-        from ragcli.answer.ask import Answer, AskOptions
-        from ragcli.retrieval.search import QueryOptions
-        from ragcli.retrieval.filters import parse_filters
+        from ragcli.answer.ask import Answer
 
         if not question.strip():
             raise UsageError("question: ask something")
         if answer_style not in ANSWER_STYLES:
             raise UsageError(f"answer_style {answer_style}: choose one of {', '.join(ANSWER_STYLES)}")
-        query = QueryOptions(
+        options = self.index.ask_options(
             mode=mode,
             top_k=top_k,
-            group=self.settings.get("group"),
-            filters=parse_filters(filter_pairs(filters)),
-        )
-        options = AskOptions(
-            query=query,
-            n_ctx=self.settings.get("ctx") or 2048,
-            max_tokens=max_tokens or self.settings.get("max_tokens") or 256,
-            threads=self.settings.get("threads"),
+            filters=filter_pairs(filters),
             answer_style=answer_style,
+            max_tokens=max_tokens,
         )
         with self._lock:
             progress(0, None, "retrieving and reading the sources")
             answer, pieces = None, 0
-            for item in self._current().stream(question, options):
+            for item in self._asker().stream(question, options):
                 if isinstance(item, Answer):
                     answer = item
                 else:
@@ -170,23 +158,19 @@ class IndexTools:
         path: str | None = None,
         page: int | None = None,
         chunk_id: int | None = None,
-        group: str | None = None,
     ) -> dict[str, Any]:
         """A stored document, page or chunk (the data of `rag get --json`).
 
         Raises:
             NotIndexed, NotFound, UsageError.
         """
-        from ragcli.retrieval.documents import get_chunk, get_document
-
         if (path is None) == (chunk_id is None):
             raise UsageError("give either path (with an optional page) or chunk_id")
+        if page is not None and page < 1:
+            raise UsageError(f"page {page}: pages count from 1")
+        target = None if path is None else path if page is None else f"{path}:{page}"
         with self._lock:
-            if chunk_id is not None:
-                return get_chunk(self.settings.index, chunk_id).to_dict()
-            return get_document(
-                self.settings.index, path, page=page, group=group or self.settings.get("group")
-            ).to_dict()
+            return self.index.get(target, chunk=chunk_id).to_dict()
 
     def status(self) -> dict[str, Any]:
         """What the index holds (the data of `rag status --json`).
@@ -194,10 +178,8 @@ class IndexTools:
         Raises:
             NotIndexed: there is no index yet.
         """
-        from ragcli.store.status import index_status
-
         with self._lock:
-            return index_status(self.settings.index)
+            return self.index.status()
 
     def warm(self) -> None:
         """Open the index and load the search models now (one small search), so the first real
@@ -216,31 +198,22 @@ class IndexTools:
         return thread
 
     # -- the open index -------------------------------------------------------------------
-    def _current(self) -> Any:
-        """The open `Asker` (its searcher serves `search`), refreshed when the index changed."""
+    def _asker(self) -> Asker:
+        """The `Index`'s open `Asker` (its searcher serves `search`), refreshed when the index
+        changed."""
         from ragcli.store import DATABASE_NAME
 
-        database = Path(self.settings.index) / DATABASE_NAME
+        database = self.index.path / DATABASE_NAME
         inode = database.stat().st_ino if database.is_file() else -1
-        if self._asker is not None and self._state is not None and self._state.inode != inode:
-            self._drop()  # rebuilt or removed: the open connection reads the old file
-        if self._asker is None:
-            from ragcli.answer.ask import Asker
-
-            self._asker = Asker(self.settings.index, settings=self.settings)
-        state = _State(inode, self._marks())
+        if self._state is not None and self._state.inode != inode:
+            self.index.close()  # rebuilt or removed: the open connection reads the old file
+            self._state = None
+        asker = self.index.asker()
+        state = _State(inode, tuple(asker.searcher.store.change_meta()))
         if self._state is not None and state != self._state:
-            self._asker.searcher.refresh()
+            asker.searcher.refresh()
         self._state = state
-        return self._asker
-
-    def _marks(self) -> tuple:
-        return tuple(self._asker.searcher.store.change_meta())
-
-    def _drop(self) -> None:
-        if self._asker is not None:
-            self._asker.close()
-        self._asker, self._state = None, None
+        return asker
 
 
 def _answer_record(record: dict[str, Any]) -> dict[str, Any]:

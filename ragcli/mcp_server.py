@@ -28,7 +28,7 @@ from pydantic import Field, ValidationError
 
 from ragcli import __version__
 from ragcli.agent_tools import IndexTools
-from ragcli.config import Settings
+from ragcli.agent_worker import WorkerTools
 from ragcli.errors import RagError
 
 INSTRUCTIONS = (
@@ -102,9 +102,8 @@ async def _run_plain(call: Callable[..., dict[str, Any]], **kwargs: Any) -> Call
         return _error(error)
 
 
-def build_server(settings: Settings, tools: Optional[IndexTools] = None) -> tuple[MCPServer, IndexTools]:
-    """The MCP server for the index `settings` names, and the tools object it keeps open."""
-    tools = tools or IndexTools(settings)
+def build_server(tools: Union[IndexTools, WorkerTools]) -> MCPServer:
+    """The MCP server whose tools call `tools` (in this process or in the worker child)."""
     server = RagServer(
         name="ragcli",
         title="ragcli: search your local documents",
@@ -215,12 +214,12 @@ def build_server(settings: Settings, tools: Optional[IndexTools] = None) -> tupl
         model, sizes and the last ingest."""
         return await _run_plain(tools.status)
 
-    return server, tools
+    return server
 
 
-def serve(settings: Settings, tools: Optional[IndexTools] = None) -> None:
-    """Serve over stdin/stdout until the client closes the stream."""
-    server, tools = build_server(settings, tools)
+def serve(tools: Union[IndexTools, WorkerTools]) -> None:
+    """Serve `tools` over stdin/stdout until the client closes the stream, then close them."""
+    server = build_server(tools)
     try:
         anyio.run(server.run_stdio_async)
     finally:

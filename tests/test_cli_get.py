@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from conftest import FIXTURES
 from fakes import HashEmbedder
 from ragcli.retrieval.documents import parse_target, stitch
 from ragcli.ingest.pipeline import ingest_documents
@@ -140,3 +141,89 @@ def test_stitch_and_parse_target(tmp_path):
     odd.write_text("x")
     assert parse_target(str(odd)) == (str(odd), None)
     assert parse_target("c:/notes") == ("c:/notes", None)
+
+
+def fake_viewers(tmp_path, *names: str) -> tuple[dict, object]:
+    """Stand-in viewers on PATH that record how they were started (one line per start)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    record = tmp_path / "opened.txt"
+    for name in names:
+        viewer = bin_dir / name
+        viewer.write_text(f'#!/bin/sh\necho "{name} $@" >> {record}\n')
+        viewer.chmod(0o755)
+    return {"DISPLAY": ":0", "PATH": f"{bin_dir}:{os.environ['PATH']}"}, record
+
+
+def opened(record, timeout: float = 30) -> list[str]:
+    deadline = time.monotonic() + timeout
+    while not record.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return record.read_text().split()
+
+
+@pytest.mark.parametrize("output", [[], ["--json"]])
+def test_query_open_opens_the_top_hit_at_its_page_and_leaves_stdout_alone(index, tmp_path, output):
+    env, record = fake_viewers(tmp_path, "zathura", "xdg-open")
+    plain = rag("query", "candle keeper", "--mode", "bm25", *output)
+    done = rag("query", "candle keeper", "--mode", "bm25", *output, "--open", env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == plain.stdout  # the data as without --open
+    top = json.loads(rag("query", "candle keeper", "--mode", "bm25", "--json").stdout)["hits"][0]
+    assert opened(record) == ["zathura", "--page", str(top["page"]), "/papers/lighthouse.pdf"]
+    assert "opened the top hit with zathura: /papers/lighthouse.pdf:" in done.stderr
+
+
+def test_query_open_uses_xdg_open_for_an_unpaged_file(index, tmp_path):
+    env, record = fake_viewers(tmp_path, "zathura", "xdg-open")
+    done = rag("query", "茶经", "--mode", "bm25", "--open", env=env)
+    assert done.returncode == 0, done.stderr
+    assert opened(record) == ["xdg-open", "/notes/茶.md"]
+
+
+def test_open_without_a_display_names_the_hit_on_stderr_and_does_not_fail(index, tmp_path):
+    env = {key: value for key, value in os.environ.items() if key not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    plain = rag("query", "candle keeper", "--mode", "bm25")
+    done = subprocess.run(
+        [RAG, "query", "candle keeper", "--mode", "bm25", "--open"],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    assert done.returncode == 0 and done.stdout == plain.stdout
+    assert "nothing can open files here" in done.stderr and "/papers/lighthouse.pdf:" in done.stderr
+
+
+def test_query_open_with_no_hits_says_so(index, tmp_path):
+    env, record = fake_viewers(tmp_path, "xdg-open")
+    done = rag("query", "zebra", "--mode", "bm25", "--open", env=env)
+    assert done.returncode == 0 and "--open: no top hit to open" in done.stderr
+    time.sleep(0.5)
+    assert not record.exists()
+
+
+def test_ask_open_opens_the_first_cited_source(isolated_home, tmp_path):
+    # A real index (default embedding model): answers read the sources' embeddings.
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    shutil.copy(FIXTURES / "docs" / "lighthouses.pdf", docs / "lighthouses.pdf")
+    assert rag("ingest", str(docs)).returncode == 0
+    env, record = fake_viewers(tmp_path, "zathura", "xdg-open")
+    question = ["ask", "When was the Eddystone Lighthouse first lit?", "--json"]
+    answer = json.loads(rag(*question).stdout)
+    done = rag(*question, "--open", env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["answer"] == answer["answer"]
+    first = answer["citations"][0]
+    assert opened(record) == ["zathura", "--page", str(first["page"]), first["path"]]
+    assert "opened the first cited source with zathura" in done.stderr
+
+
+@pytest.mark.parametrize("command", ["query", "ask"])
+def test_open_with_many_queries_from_stdin_is_a_usage_error(index, command):
+    done = subprocess.run(
+        [RAG, command, "-", "--open"], input="a\nb\n", capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2 and "--open" in done.stderr

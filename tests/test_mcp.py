@@ -205,3 +205,38 @@ def test_stdout_carries_only_protocol_messages_even_when_a_model_loads(index, en
     assert all(message.get("jsonrpc") == "2.0" for message in messages)
     answer = next(message for message in messages if message.get("id") == 2)
     assert answer["result"]["isError"] is False, answer
+
+
+def test_a_running_server_sees_what_another_process_ingests(tmp_path, env):
+    """Started before any index exists (errors per call), then another process ingests twice:
+    each next call sees the index as it is now, no restart."""
+    path = tmp_path / "late-index"
+    docs = tmp_path / "late-docs"
+    docs.mkdir()
+    shutil.copy(FIXTURES / "docs" / "bread_baking.md", docs / "bread_baking.md")
+
+    def ingest() -> None:
+        done = subprocess.run(
+            [RAG, "ingest", str(docs), "--index", str(path)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr
+
+    async def body(session):
+        before = await session.call_tool("status", {})
+        await anyio.to_thread.run_sync(ingest)
+        first = await session.call_tool("search", {"query": "Eddystone lighthouse", "mode": "bm25"})
+        shutil.copy(FIXTURES / "docs" / "lighthouses.pdf", docs / "lighthouses.pdf")
+        await anyio.to_thread.run_sync(ingest)
+        second = await session.call_tool("search", {"query": "Eddystone lighthouse", "mode": "hybrid"})
+        status = await session.call_tool("status", {})
+        return before, first, second, status
+
+    before, first, second, status = session_run(path, env, body)
+    assert before.is_error and "no index at" in before.content[0].text
+    assert not first.is_error and not first.structured_content["hits"]
+    assert second.structured_content["hits"][0]["path"].endswith("lighthouses.pdf")
+    assert status.structured_content["documents"] == 2

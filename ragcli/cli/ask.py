@@ -151,6 +151,14 @@ def ask(
             "tokens, cached.",
         ),
     ] = False,
+    open_source: Annotated[
+        bool,
+        typer.Option(
+            "--open",
+            help="Also open the first cited source in your viewer, at its page where the viewer "
+            "allows; without a display its PATH:PAGE is named on stderr. Stdout is unchanged.",
+        ),
+    ] = False,
     index: IndexOption = None,
     embed_model: EmbedModelOption = None,
 ) -> None:
@@ -170,6 +178,8 @@ def ask(
         rag ask "At what temperature is the bread baked?" --model qwen2.5-coder-0.5b
 
         cat questions.txt | rag ask - --max-tokens 64 > answers.jsonl
+
+        rag ask "Who built the lighthouse?" --open
     """
     from ragcli.index import open_index
 
@@ -202,15 +212,22 @@ def ask(
         answer_style=answer_style,
     )
     questions = stdin_lines(question, metavar="QUESTION", plural="questions")
+    if open_source and questions is not None:
+        raise typer.BadParameter(
+            "opens the first cited source of one QUESTION, not of questions from stdin", param_hint="--open"
+        )
     with index_:
         if questions is not None:
             print_answers(index_, questions, options)
         else:
-            print_answer(index_, str(question), options, json_output=json_output)
+            answer = print_answer(index_, str(question), options, json_output=json_output)
+            if open_source:
+                open_first_cited(answer)
 
 
-def print_answer(asker, question: str, options, *, json_output: bool = False) -> None:
-    """Answer one question on stdout: streamed text and sources, or one JSON document.
+def print_answer(asker, question: str, options, *, json_output: bool = False):
+    """Answer one question on stdout: streamed text and sources, or one JSON document; returns
+    the `Answer`.
 
     Also the body of `rag query --answer`.
     """
@@ -219,7 +236,20 @@ def print_answer(asker, question: str, options, *, json_output: bool = False) ->
         log_timings(answer)
         emit_json("answer", answer.to_dict())
     else:
-        log_timings(_print_streamed(asker.stream(question, options)))
+        answer = _print_streamed(asker.stream(question, options))
+        log_timings(answer)
+    return answer
+
+
+def open_first_cited(answer) -> None:
+    """`--open`: the answer's first cited source in the viewer, at its page (see `open_cited`)."""
+    from ragcli.cli.opener import open_cited
+
+    if answer is None or answer.abstained or not answer.citations:
+        open_cited(None, None, "cited source")
+        return
+    number = answer.citations[0]
+    open_cited(answer.source(number).path, answer.page(number), "first cited source")
 
 
 def log_timings(answer) -> None:

@@ -77,20 +77,17 @@ def open_(
 
         rag open --chunk 1234
     """
-    from ragcli.config import has_display
-    from ragcli.cli.opener import launch, open_command
+    from ragcli.cli.opener import open_in_viewer, where
 
     stored = _lookup(target, chunk, None, index)
-    path = stored.path
     page = stored.page if stored.kind in ("page", "chunk") else None
-    command = open_command(path, page, platform=sys.platform, has_display=has_display())
+    command = open_in_viewer(stored.path, page)
     if command is None:
-        sys.stdout.write(path + (f":{page}" if page is not None else "") + "\n")
+        sys.stdout.write(where(stored.path, page) + "\n")
         sys.stdout.flush()
         return
-    launch(command)
     stderr_console().print(
-        f"opened with {command[0]}: {path}" + (f" (page {page})" if page else ""),
+        f"opened with {command[0]}: {stored.path}" + (f" (page {page})" if page else ""),
         markup=False,
         highlight=False,
     )

@@ -1,4 +1,4 @@
-"""Opening a cited file at its page in the user's viewer (`rag open`).
+"""Opening a cited file at its page in the user's viewer (`rag open`, `--open` on query and ask).
 
 Which command opens a file, in order:
 
@@ -7,12 +7,16 @@ Which command opens a file, in order:
    (zathura, evince, okular, mupdf); anything else to ``xdg-open``.
 3. No display or no opener (a server, a container): nothing is run; the caller prints the
    path so a person or a script can take it from there.
+
+The viewer is started detached and never waited for, so a command with `--open` finishes
+(and a pipe downstream gets its end of file) whatever the viewer does.
 """
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from typing import Callable, Sequence
 
 # Viewer -> arguments for "this file at this page" (pages count from 1).
@@ -61,3 +65,40 @@ def launch(command: Sequence[str]) -> None:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
+
+
+def open_in_viewer(path: str, page: int | None) -> list[str] | None:
+    """Start the viewer for `path` at `page` here; the command started, or None when nothing
+    can open it (no display, no opener, or the opener would not start)."""
+    from ragcli.config import has_display
+
+    command = open_command(path, page, platform=sys.platform, has_display=has_display())
+    if command is None:
+        return None
+    try:
+        launch(command)
+    except OSError:
+        return None
+    return command
+
+
+def where(path: str, page: int | None) -> str:
+    """`PATH:PAGE`, or PATH for an unpaged file."""
+    return path + (f":{page}" if page is not None else "")
+
+
+def open_cited(path: str | None, page: int | None, what: str) -> None:
+    """`--open` on query and ask: open `what` (the top hit, the first cited source) and say so
+    on stderr; where nothing can open it, name it on stderr. Stdout is left to the data."""
+    from ragcli.cli.render import printable, stderr_console
+
+    console = stderr_console()
+    if path is None:
+        console.print(f"--open: no {what} to open", markup=False, highlight=False)
+        return
+    command = open_in_viewer(path, page)
+    if command is None:
+        note = f"--open: nothing can open files here (no display or viewer); the {what}: {where(path, page)}"
+    else:
+        note = f"opened the {what} with {command[0]}: {where(path, page)}"
+    console.print(printable(note), markup=False, highlight=False)

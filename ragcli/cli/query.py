@@ -114,6 +114,15 @@ def query(
             "as `rag ask` does (its defaults for everything else).",
         ),
     ] = False,
+    open_hit: Annotated[
+        bool,
+        typer.Option(
+            "--open",
+            help="Also open the top hit (with --answer: the first cited source) in your viewer, at its "
+            "page where the viewer allows; without a display its PATH:PAGE is named on stderr. "
+            "Stdout is unchanged.",
+        ),
+    ] = False,
     index: IndexOption = None,
     embed_model: EmbedModelOption = None,
 ) -> None:
@@ -130,6 +139,8 @@ def query(
         rag query "lighthouse lens" --mode bm25 --format paths | xargs ls -l
 
         cat questions.txt | rag query --mode dense
+
+        rag query "lighthouse lens" --open
     """
     from ragcli.index import open_index
 
@@ -150,14 +161,31 @@ def query(
     queries = stdin_lines(
         text, metavar="QUERY", plural="queries", empty="the query is empty: give words to search for"
     )
+    if open_hit and queries is not None:
+        raise typer.BadParameter(
+            "opens the top hit of one QUERY, not of queries from stdin", param_hint="--open"
+        )
     with index_:
         if answer:
-            _answer(index_, options, text, queries, fmt is Format.json)
+            answered = _answer(index_, options, text, queries, fmt is Format.json)
+            if open_hit:
+                from ragcli.cli.ask import open_first_cited
+
+                open_first_cited(answered)
         elif queries is None:
             hits = index_.search(str(text), options)
             _print_hits(str(text), options.mode, hits, fmt or Format.table, explain)
+            if open_hit:
+                _open_top_hit(hits)
         else:
             _print_answers(index_, options, fmt, explain)
+
+
+def _open_top_hit(hits: list) -> None:
+    from ragcli.cli.opener import open_cited
+
+    top = hits[0].chunk if hits else None
+    open_cited(top and top.path, top and top.page, "top hit")
 
 
 def _print_answers(index, options, fmt: Optional[Format], explain: bool) -> None:
@@ -201,15 +229,16 @@ def _output_format(
     return fmt
 
 
-def _answer(index, options, text: Optional[str], queries, json_output: bool) -> None:
-    """`rag query --answer`: the same retrieval, then `rag ask`'s answer step."""
+def _answer(index, options, text: Optional[str], queries, json_output: bool):
+    """`rag query --answer`: the same retrieval, then `rag ask`'s answer step; the answer
+    (None for questions from stdin)."""
     from ragcli.cli.ask import print_answer, print_answers
 
     ask_options = index.ask_options(query=options)
     if queries is not None:
         print_answers(index, queries, ask_options)
-    else:
-        print_answer(index, str(text), ask_options, json_output=json_output)
+        return None
+    return print_answer(index, str(text), ask_options, json_output=json_output)
 
 
 # -- output ---------------------------------------------------------------------------------
