@@ -26,7 +26,28 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class LocalBackend:
+class DirectorySettings:
+    """Meta and chunk groups kept in the index directory's own database, on every backend."""
+
+    store: Store
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self.store.set_meta(key, value)
+
+    def change_meta(self) -> list[tuple[str, str]]:
+        return self.store.change_meta()
+
+    def groups(self) -> dict[str, ChunkSettings]:
+        return self.store.groups()
+
+    def group(self, name: str) -> ChunkSettings:
+        return self.store.group(name)
+
+    def ensure_group(self, name: str, settings: ChunkSettings) -> bool:
+        return self.store.ensure_group(name, settings)
+
+
+class LocalBackend(DirectorySettings):
     """An index whose content lives in its own directory (the default backend)."""
 
     kind = "local"
@@ -44,21 +65,6 @@ class LocalBackend:
     # -- the index directory ------------------------------------------------------------
     def get_meta(self, key: str, default: str | None = None) -> str | None:
         return self.store.get_meta(key, default)
-
-    def set_meta(self, key: str, value: Any) -> None:
-        self.store.set_meta(key, value)
-
-    def change_meta(self) -> list[tuple[str, str]]:
-        return self.store.change_meta()
-
-    def groups(self) -> dict[str, ChunkSettings]:
-        return self.store.groups()
-
-    def group(self, name: str) -> ChunkSettings:
-        return self.store.group(name)
-
-    def ensure_group(self, name: str, settings: ChunkSettings) -> bool:
-        return self.store.ensure_group(name, settings)
 
     def forget_chunked(self, group: str) -> None:
         self.store.forget_chunked(group)

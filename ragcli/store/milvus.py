@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 from ragcli.errors import IndexMismatch, StoreUnavailable
 from ragcli.store.backend import ChunkFilter, DocumentPiece
 from ragcli.store.filters import COLUMNS
+from ragcli.store.local import DirectorySettings
 from ragcli.store.milvus_search import MilvusDense, MilvusLexical
 from ragcli.store.milvus_schema import (
     CHUNK_FIELDS,
@@ -46,7 +47,7 @@ from ragcli.store.milvus_schema import (
     document_row,
     key_of,
 )
-from ragcli.types import Chunk, ChunkSettings
+from ragcli.types import Chunk
 
 if TYPE_CHECKING:
     from ragcli.store import Store
@@ -116,7 +117,7 @@ def _reason(error: Exception) -> str:
     return text[0] if text else type(error).__name__
 
 
-class MilvusBackend:
+class MilvusBackend(DirectorySettings):
     """An index whose documents, chunks and vectors live in Milvus (see the module docstring)."""
 
     kind = "milvus"
@@ -150,21 +151,6 @@ class MilvusBackend:
     def get_meta(self, key: str, default: str | None = None) -> str | None:
         value = self.store.get_meta(key)
         return value if value is not None else self._shared.get(key, default)
-
-    def set_meta(self, key: str, value: Any) -> None:
-        self.store.set_meta(key, value)
-
-    def change_meta(self) -> list[tuple[str, str]]:
-        return self.store.change_meta()
-
-    def groups(self) -> dict[str, ChunkSettings]:
-        return self.store.groups()
-
-    def group(self, name: str) -> ChunkSettings:
-        return self.store.group(name)
-
-    def ensure_group(self, name: str, settings: ChunkSettings) -> bool:
-        return self.store.ensure_group(name, settings)
 
     def forget_chunked(self, group: str) -> None:
         """New chunk settings: every document's chunks of the group are made again."""
