@@ -54,3 +54,19 @@ def fake_embedder():
     from fakes import HashEmbedder
 
     return HashEmbedder()
+
+
+@pytest.fixture
+def bowl_index(tmp_path, isolated_home, monkeypatch):
+    """An index of the BOWL passage, chunked by sentences, with a hash embedder."""
+    from fakes import BOWL, HashEmbedder
+    from ragcli.ingest.pipeline import ingest
+    from ragcli.types import ChunkSettings
+
+    fake = HashEmbedder(dimension=512)
+    monkeypatch.setattr("ragcli.models.embedder_for", lambda *args, **kwargs: fake)
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "bowl.txt").write_text(BOWL)
+    ingest(isolated_home, [root], embedder=fake, group="medium", chunking=ChunkSettings("sentence", 3, 0))
+    return isolated_home

@@ -142,3 +142,11 @@ def hits_for(texts) -> list:
             )
         )
     return hits
+
+
+# A short sports passage several answer tests index (tests/conftest.py: bowl_index).
+BOWL = (
+    "The Broncos defeated the Pittsburgh Steelers in the divisional round. Peyton Manning was 39 years "
+    "old when he played in Super Bowl 50. The game was played on February 7, 2016, at Levi's Stadium "
+    "in Santa Clara."
+)

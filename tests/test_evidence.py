@@ -7,20 +7,14 @@ from dataclasses import replace
 
 import pytest
 
-from fakes import EchoGenerator, HashEmbedder
+from fakes import BOWL, EchoGenerator
 from ragcli.answer.ask import Asker, AskOptions
 from ragcli.config import load_settings
 from ragcli.answer.evidence import answer_with_evidence, is_complete_phrase, is_factoid, page_of
-from ragcli.ingest.pipeline import ingest
 from ragcli.retrieval.search import QueryOptions
 from ragcli.answer.sentences import Sentence
-from ragcli.types import Chunk, ChunkSettings, Hit
+from ragcli.types import Chunk, Hit
 
-BOWL = (
-    "The Broncos defeated the Pittsburgh Steelers in the divisional round. Peyton Manning was 39 years "
-    "old when he played in Super Bowl 50. The game was played on February 7, 2016, at Levi's Stadium "
-    "in Santa Clara."
-)
 AUTO = AskOptions(query=QueryOptions(mode="bm25", top_k=3))
 
 
@@ -71,17 +65,6 @@ def test_citation_names_the_page_of_the_sentence_not_the_chunk():
     found = answer_with_evidence("When was the lighthouse first lit?", [hit(text, page=3)])
     assert not found.abstained and found.pages == {1: 4}
     assert page_of(found.sources[0], Sentence("x", 0, 0)) == 3
-
-
-@pytest.fixture()
-def bowl_index(tmp_path, isolated_home, monkeypatch):
-    fake = HashEmbedder(dimension=512)
-    monkeypatch.setattr("ragcli.models.embedder_for", lambda *args, **kwargs: fake)
-    root = tmp_path / "docs"
-    root.mkdir()
-    (root / "bowl.txt").write_text(BOWL)
-    ingest(isolated_home, [root], embedder=fake, group="medium", chunking=ChunkSettings("sentence", 3, 0))
-    return isolated_home
 
 
 def test_auto_with_a_small_model_is_evidence_first_and_never_calls_it(bowl_index):

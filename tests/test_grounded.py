@@ -6,34 +6,16 @@ import importlib.util
 
 import pytest
 
-from fakes import EchoGenerator, HashEmbedder
+from fakes import EchoGenerator
 from ragcli.answer.ask import Asker, AskOptions, prompt_sentences, without_example_copies
 from ragcli.answer.context import Source
 from ragcli.answer.prompting import GROUNDED_EXAMPLE, GROUNDED_SYSTEM, grounded_prompt, short_answer
 from ragcli.answer.sentences import Sentence
 from ragcli.config import load_settings
-from ragcli.ingest.pipeline import ingest
 from ragcli.retrieval.search import QueryOptions
-from ragcli.types import ChunkSettings
 
-BOWL = (
-    "The Broncos defeated the Pittsburgh Steelers in the divisional round. Peyton Manning was 39 years "
-    "old when he played in Super Bowl 50. The game was played on February 7, 2016, at Levi's Stadium "
-    "in Santa Clara."
-)
 AUTO = AskOptions(query=QueryOptions(mode="bm25", top_k=3), use_cache=False)
 QUESTION = "Who lost to the Broncos in the divisional round?"
-
-
-@pytest.fixture
-def bowl_index(tmp_path, isolated_home, monkeypatch):
-    fake = HashEmbedder(dimension=512)
-    monkeypatch.setattr("ragcli.models.embedder_for", lambda *args, **kwargs: fake)
-    root = tmp_path / "docs"
-    root.mkdir()
-    (root / "bowl.txt").write_text(BOWL)
-    ingest(isolated_home, [root], embedder=fake, group="medium", chunking=ChunkSettings("sentence", 3, 0))
-    return isolated_home
 
 
 def capable(reply) -> EchoGenerator:
