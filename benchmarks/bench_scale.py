@@ -116,8 +116,9 @@ def base_vectors(real, work: Path, corpus: Path, count: int = 2000) -> np.ndarra
     return vectors
 
 
-def rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def peak_rss_kib() -> int:
+    """This process's peak resident set (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def disk_mb(path: Path) -> float:
@@ -147,9 +148,10 @@ def build(args) -> None:
         batch_chunks=args.batch,
     )
     seconds = time.perf_counter() - started
+    peak = peak_rss_kib()
     print(
         f"ingest: {report.chunks} chunks in {seconds:.0f} s = {report.chunks / seconds:.0f} chunks/s; "
-        f"peak RSS {rss_mb():.0f} MB (the ingesting process)",
+        f"peak RSS {peak / 1024:.0f} MiB = {peak * 1024 / 1e9:.2f} GB (the ingesting process)",
         flush=True,
     )
 

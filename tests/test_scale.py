@@ -247,13 +247,60 @@ def test_below_the_threshold_search_stays_exact(isolated_home):
 @pytest.mark.parametrize("threshold", [10])
 def test_a_growing_group_is_retrained_when_its_lists_outgrow_the_plan(isolated_home, monkeypatch, threshold):
     monkeypatch.setattr(ann, "APPROXIMATE_ABOVE", threshold)
-    small = FaissIndex(8)
-    assert not ann.wants_approximate(small, threshold, threshold)
-    assert ann.wants_approximate(small, threshold + 1, threshold)
-    trained = ann.IVFIndex.trained(clustered(2000, 8), 2000)
-    assert not ann.wants_approximate(trained, 2000, threshold)
-    assert ann.wants_approximate(trained, 20_000, threshold)  # lists 10x longer than planned
-    assert ann.wants_exact(trained, 4, threshold) and not ann.wants_exact(trained, 6, threshold)
+    small = FaissIndex(8).describe()
+    assert not ann.needs_new_index(small, threshold, threshold)
+    assert ann.needs_new_index(small, threshold + 1, threshold)
+    assert not ann.needs_new_index({}, threshold, threshold)  # params written before IVF: flat
+    trained = ann.IVFIndex.trained(clustered(2000, 8), 2000).describe()
+    assert not ann.needs_new_index(trained, 2000, threshold)
+    assert ann.needs_new_index(trained, 20_000, threshold)  # lists 10x longer than planned
+    assert ann.needs_new_index(trained, 4, threshold) and not ann.needs_new_index(trained, 6, threshold)
+
+
+def test_a_new_ivf_index_is_filled_batch_by_batch_and_equals_a_one_shot_build(isolated_home, monkeypatch):
+    """Past the threshold the first sync trains IVF on a sample and adds the vectors in the
+    store's read batches (no whole-group matrix); the result equals adding them at once."""
+    import faiss
+
+    monkeypatch.setattr(ann, "APPROXIMATE_ABOVE", 100)
+    rng = np.random.default_rng(2)
+    names = sorted({name for name in ENGLISH})
+    texts = {
+        f"doc-{i}": " ".join(rng.choice(names, size=6)) + f" {ENGLISH[names[i % len(names)]]} n{i}"
+        for i in range(1200)
+    }
+    ingest(isolated_home, texts)
+    store = Store.open(isolated_home)
+    try:
+        built = store.vector_index("medium", writable=True)  # in memory: clonable
+        assert isinstance(built, ann.IVFIndex) and built.nlist > 1
+        batches = list(store.vectors_for(store.group_embedding_ids("medium"), built.dimension))
+        assert len(batches) > 1  # the build saw several batches
+        ids = np.concatenate([batch_ids for batch_ids, _ in batches])
+        vectors = np.concatenate([batch for _, batch in batches])
+        one_shot = ann.IVFIndex(built.dimension, faiss.clone_index(built._index))
+        one_shot._index.reset()  # the same trained cells, no vectors
+        one_shot.add(ids, vectors)
+        assert len(built) == len(one_shot) == len(ids)
+        for number in range(built.nlist):
+            assert built._index.invlists.list_size(number) == one_shot._index.invlists.list_size(number)
+        want_scores, want_ids = one_shot.search(vectors[::50], 10)
+        got_scores, got_ids = built.search(vectors[::50], 10)
+        assert np.array_equal(want_ids, got_ids) and np.array_equal(want_scores, got_scores)
+    finally:
+        store.close()
+
+
+def test_the_checksum_read_window_by_window_is_the_whole_file_crc(tmp_path, monkeypatch):
+    import zlib
+
+    from ragcli.store import vectors
+
+    monkeypatch.setattr(vectors, "_CRC_WINDOW", 1 << 16)
+    for size in (0, 1, 1 << 16, (1 << 16) + 1, 300_000):
+        payload = np.random.default_rng(size).bytes(size)
+        (tmp_path / "file").write_bytes(payload)
+        assert vectors.file_checksum(tmp_path / "file") == (size, zlib.crc32(payload))
 
 
 def test_selecting_on_the_id_range_ranks_exactly_like_the_posting_path():

@@ -613,17 +613,29 @@ class Store:
         is rebuilt. The file is written first and the generation committed after it.
         Past `approximate_above` vectors (default `ann.APPROXIMATE_ABOVE`) the group's
         index becomes approximate (IVF, `ragcli.store.ann`).
+
+        Memory stays bounded by the index being written: a new exact file is streamed from
+        SQLite, a new IVF index is trained on a sample and filled batch by batch, and an
+        index about to be replaced is never read (1M vectors: no 1.5 GB flat copy first).
         """
         import numpy as np
 
+        from ragcli.store import ann
+
+        threshold = ann.APPROXIMATE_ABOVE if approximate_above is None else approximate_above
         generation = self.vector_generation(group) + 1
         params = {**params, "group": group, "generation": generation}
-        if self._write_fresh(group, params, approximate_above):
-            self.set_meta(f"vectors_generation:{group}", generation)
-            return int(read_params(self.vector_path(group))["count"])
-        index = self.vector_index(group, writable=True)
         wanted = self.group_embedding_ids(group)
-        index = self._index_kind_for(index, wanted, approximate_above)
+        index = self._patchable_index(group, len(wanted), threshold)
+        if index is None:
+            dimension = self.dimension()
+            path = self.vector_path(group)
+            if len(wanted) <= threshold and write_streamed(
+                path, dimension, self.vectors_for(wanted, dimension), len(wanted), params
+            ):
+                self.set_meta(f"vectors_generation:{group}", generation)
+                return len(wanted)
+            index = self._empty_index(wanted, dimension, threshold)
         have = index.ids()
         index.remove(np.setdiff1d(have, wanted, assume_unique=True))
         self._build_vectors(group, index, np.setdiff1d(wanted, have, assume_unique=True))
@@ -631,39 +643,42 @@ class Store:
         self.set_meta(f"vectors_generation:{group}", generation)
         return len(index)
 
-    def _index_kind_for(self, index: FaissIndex, wanted: np.ndarray, threshold: int | None) -> FaissIndex:
-        """The index to sync into: `index`, or a new empty one when the group crossed the
-        approximate-search threshold (either way) or outgrew its IVF training."""
+    def _patchable_index(self, group: str, count: int, threshold: int) -> FaissIndex | None:
+        """The group's vector file read for patching, or None when it must be written afresh:
+        missing, stale, damaged, or of the wrong kind for `count` vectors (decided from its
+        params, so an index about to be replaced is never read into memory)."""
+        from ragcli.store import ann
+
+        path = self.current_vector_file(group)
+        if path is None or ann.needs_new_index(read_params(path) or {}, count, threshold):
+            return None
+        try:
+            return open_vector_file(path, writable=True)
+        except RuntimeError as error:  # damaged, or faiss cannot read it
+            log.warning(
+                "vector file %s is unreadable (%s); rebuilding it from the database",
+                path,
+                str(error).strip().rsplit(": ", 1)[-1],
+            )
+            return None
+
+    def _empty_index(self, wanted: np.ndarray, dimension: int, threshold: int) -> FaissIndex:
+        """An empty index for the `wanted` vectors: exact up to `threshold`, else IVF trained
+        on a random sample of them (read into one preallocated array)."""
         import numpy as np
 
         from ragcli.store import ann
 
-        threshold = ann.APPROXIMATE_ABOVE if threshold is None else threshold
-        if ann.wants_exact(index, len(wanted), threshold):
-            return FaissIndex(index.dimension)
-        if not ann.wants_approximate(index, len(wanted), threshold):
-            return index
+        if len(wanted) <= threshold:
+            return FaissIndex(dimension)
         size = min(len(wanted), ann.TRAIN_PER_LIST * ann.planned_lists(len(wanted)))
         sample_ids = np.sort(np.random.default_rng(0).choice(wanted, size=size, replace=False))
-        sample = np.concatenate([vectors for _, vectors in self.vectors_for(sample_ids, index.dimension)])
-        return ann.IVFIndex.trained(sample, len(wanted))
-
-    def _write_fresh(self, group: str, params: Mapping[str, Any], approximate_above: int | None) -> bool:
-        """With no usable vector file (first ingest, stale or damaged), stream one from SQLite
-        instead of building the whole index in memory; False when the file must be patched, or
-        when the group is big enough for the approximate index (which is trained in memory)."""
-        from ragcli.store import ann
-
-        path = self.current_vector_file(group)
-        if path is not None and checksum_problem(path, read_params(path) or {}) is None:
-            return False
-        wanted = self.group_embedding_ids(group)
-        if len(wanted) > (ann.APPROXIMATE_ABOVE if approximate_above is None else approximate_above):
-            return False
-        dimension = self.dimension()
-        return write_streamed(
-            self.vector_path(group), dimension, self.vectors_for(wanted, dimension), len(wanted), params
-        )
+        sample = np.empty((size, dimension), dtype=np.float32)
+        filled = 0
+        for _, vectors in self.vectors_for(sample_ids, dimension):
+            sample[filled : filled + len(vectors)] = vectors
+            filled += len(vectors)
+        return ann.IVFIndex.trained(sample[:filled], len(wanted))
 
     def _build_vectors(self, group: str, index: FaissIndex, ids: np.ndarray | None = None) -> FaissIndex:
         ids = self.group_embedding_ids(group) if ids is None else ids

@@ -53,16 +53,14 @@ def planned_lists(count: int) -> int:
     return max(16, int(2 * math.sqrt(max(count, 1))))
 
 
-def wants_approximate(index: FaissIndex, count: int, threshold: int) -> bool:
-    """True when a group of `count` vectors needs a new IVF index (switch or retrain)."""
-    if count <= threshold:
-        return False
-    return not isinstance(index, IVFIndex) or index.nlist * 2 < planned_lists(count)
-
-
-def wants_exact(index: FaissIndex, count: int, threshold: int) -> bool:
-    """True when an approximate group shrank well below the threshold (half: no flapping)."""
-    return isinstance(index, IVFIndex) and count * 2 < threshold
+def needs_new_index(described: Mapping[str, Any], count: int, threshold: int) -> bool:
+    """True when a group of `count` vectors needs a new index instead of the one `described`
+    (its `describe()` or its params file): an exact one past `threshold` (switch to IVF), an
+    IVF one whose lists grew to four times their planned length (retrain), or an IVF one
+    that shrank below half the threshold (back to exact; half, so it does not flap)."""
+    if described.get("index_type", "flat") != INDEX_TYPE:
+        return count > threshold
+    return count * 2 < threshold or int(described.get("nlist", 0)) * 2 < planned_lists(count)
 
 
 class IVFIndex(FaissIndex):
