@@ -32,12 +32,26 @@ from ragcli.agent_tools import ProgressFn, no_progress
 from ragcli.errors import RagError
 
 if TYPE_CHECKING:
+    from ragcli.agent_tools import IndexTools
     from ragcli.index import Index
 
 
 def can_fork() -> bool:
     """Whether `start_worker` can run here (POSIX `fork`; not on Windows)."""
     return hasattr(os, "fork")
+
+
+def start_tools(index: Index) -> "WorkerTools | IndexTools":
+    """The index's agent tools, loading the search models from now on: in a forked worker where
+    the platform can fork (the caller's imports and the models' loading then use two cores),
+    else on a thread of this process."""
+    if can_fork():
+        return start_worker(index)
+    from ragcli.agent_tools import IndexTools
+
+    tools = IndexTools(index)
+    tools.warm_in_background()
+    return tools
 
 
 def start_worker(index: Index) -> WorkerTools:

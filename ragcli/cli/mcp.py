@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated, Iterator, Optional, Union
+from typing import Annotated, Iterator, Optional
 
 import typer
 
 from ragcli.cli.options import EmbedModelOption, IndexOption
-
-if TYPE_CHECKING:
-    from ragcli.agent_tools import IndexTools
-    from ragcli.agent_worker import WorkerTools
-    from ragcli.index import Index
 
 
 def mcp(
@@ -42,9 +37,10 @@ def mcp(
 
         rag mcp --index ~/.local/share/ragcli/indexes/default
     """
+    from ragcli.agent_worker import start_tools
     from ragcli.index import open_index
 
-    tools = _tools(open_index(index, embed_model=embed_model, gguf_model=model))
+    tools = start_tools(open_index(index, embed_model=embed_model, gguf_model=model))
     with _deferred_model_builds():  # the SDK's import: ~0.6 s, while the models load
         from ragcli.mcp_server import serve
     serve(tools)
@@ -71,18 +67,3 @@ def _deferred_model_builds() -> Iterator[None]:
     finally:
         if before is not None:
             config_defaults["defer_build"] = before
-
-
-def _tools(index: "Index") -> "Union[IndexTools, WorkerTools]":
-    """The index's tools, loading the search models from now on: in a forked child where the
-    platform can fork (the SDK's import and the models' loading then use two cores), else on a
-    thread of this process."""
-    from ragcli.agent_worker import can_fork, start_worker
-
-    if can_fork():
-        return start_worker(index)
-    from ragcli.agent_tools import IndexTools
-
-    tools = IndexTools(index)
-    tools.warm_in_background()
-    return tools
