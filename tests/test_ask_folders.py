@@ -10,13 +10,12 @@ not a short answer; a topic the folder lacks gets the abstention. Library and re
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from runner import rag
 
 import ragcli
 
@@ -89,16 +88,6 @@ def test_topics_the_folder_lacks_abstain(squad_index):
     for question in ABSENT:
         answer = squad_index.ask(question)
         assert answer.abstained and answer.text == NOT_FOUND, (question, answer.text)
-
-
-def rag(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "ragcli", *args],
-        env={**os.environ},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
 
 
 def test_cli_answers_the_why_question_and_abstains_on_an_absent_topic(squad_index):

@@ -3,21 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-
-def rag(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "ragcli", *args],
-        env={**os.environ},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+from runner import rag
 
 
 @pytest.fixture
