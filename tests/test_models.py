@@ -103,6 +103,10 @@ def test_rag_models_lists_ollama_and_hub_models_through_the_real_rag(tmp_path, i
     assert not any(m["path"] and m["path"].endswith("notes.gguf") for m in doc["models"])
     table = subprocess.run(["rag", "models"], capture_output=True, text=True, env=env, timeout=120)
     assert table.returncode == 0 and "tinyllm:latest" in table.stdout and table.stderr == ""
+    # In a pipe: a header and one tab-separated line per model, no cell cut short.
+    header, *rows = [line.split("\t") for line in table.stdout.splitlines()]
+    assert header[0] == "name" and header[-1] == "path"
+    assert {row[0]: row[-1] for row in rows} == {m["name"]: m["path"] or "-" for m in doc["models"]}
     # The name works as --model: resolved to the blob in place (never copied).
     monkeypatched = {"HOME": str(home)}
     old = {key: os.environ.get(key) for key in monkeypatched}

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ragcli.cli.render import emit_json, human_size, stdout_console
+from ragcli.cli.render import emit_json, human_size, print_table
 
 
 def models(
@@ -49,7 +49,7 @@ def models(
             entry.origin,
             str(entry.path) if entry.path else "-",
         )
-    stdout_console().print(table, highlight=False)
+    print_table(table, header=True)
 
 
 def _params(count: int) -> str:
