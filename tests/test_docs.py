@@ -158,4 +158,5 @@ def test_no_development_machinery_in_any_help():
 
 def test_the_word_check_catches_each_kind():
     text = "farm-bench -n 5\nsee issue 17\n/work/shared/data/scifact\nat load average 12\nan idle machine"
-    assert len(machinery_in("x", text)) == 5
+    assert {hit.split(":")[1] for hit in machinery_in("x", text)} == {"1", "2", "3", "4", "5"}
+    assert machinery_in("x", "rag eval retrieval path/to/scifact # on 2 cores") == []
