@@ -100,4 +100,5 @@ def test_example_runs(where, script, sample_index, tmp_path):
         text=True,
         timeout=600,
     )
-    assert result.returncode == 0, f"{where} failed (exit {result.returncode}):\n{script}\n{result.stderr[-3000:]}"
+    output = f"{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
+    assert result.returncode == 0, f"{where} failed (exit {result.returncode}):\n{script}\n{output}"

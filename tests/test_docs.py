@@ -160,3 +160,14 @@ def test_the_word_check_catches_each_kind():
     text = "farm-bench -n 5\nsee issue 17\n/work/shared/data/scifact\nat load average 12\nan idle machine"
     assert {hit.split(":")[1] for hit in machinery_in("x", text)} == {"1", "2", "3", "4", "5"}
     assert machinery_in("x", "rag eval retrieval path/to/scifact # on 2 cores") == []
+
+
+def test_the_readme_set_up_lines_are_what_ci_runs():
+    """The README's first block: the quick start (.ci/quickstart runs its first line verbatim)
+    and the test command, whose install and pytest invocation .ci/run runs."""
+    block = (ROOT / "README.md").read_text(encoding="utf-8").split("```bash\n", 1)[1].split("```", 1)[0]
+    install, test = block.splitlines()
+    assert install.startswith("pip install -e . && ") and "rag ask" in install
+    requirement, command = re.fullmatch(r'pip install -e "(\S+)" && (.+)', test).groups()
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert f'-e "{requirement}"' in ci and f"\n{command}\n" in ci and "bash .ci/quickstart" in ci
