@@ -117,14 +117,22 @@ def _example_lines(paragraph: str) -> list[str] | None:
 
 
 def _markdown_help(help_text: str | None) -> list[str]:
+    """Prose paragraphs as they are; consecutive examples merged into one code block."""
     lines: list[str] = []
+    examples: list[str] = []
     for paragraph in paragraphs(help_text):
         example = _example_lines(paragraph)
-        if example is None:
+        if example is not None:
+            examples += example
+            continue
+        if examples:
+            lines += ["```bash", *examples, "```", ""]
+            examples = []
+        if paragraph.strip() not in ("Example:", "Examples:"):
             lines += [paragraph, ""]
-        else:
-            lines += ["```bash", *example, "```", ""]
-    return [line for line in lines if line != "Examples:"]
+    if examples:
+        lines += ["```bash", *examples, "```", ""]
+    return lines
 
 
 def _markdown_options(records: list[tuple[str, str]]) -> list[str]:
@@ -163,7 +171,7 @@ def render_commands() -> str:
         usage = " ".join(command.collect_usage_pieces(sub_ctx))
         lines += [f"## {path}", "", "```text", f"{path} {usage}", "```", ""]
         lines += _markdown_help(command.help)
-        lines += [*_markdown_options(option_records(command, sub_ctx)), ""]
+        lines += ["Arguments and options:", "", *_markdown_options(option_records(command, sub_ctx)), ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
