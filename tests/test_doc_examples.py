@@ -34,6 +34,7 @@ def examples() -> list[tuple[str, str, str | None]]:
 
 
 EXAMPLES = examples()
+EXAMPLE_TIMEOUT = 300  # seconds for one block; a block that never ends must be marked not-run
 
 
 @pytest.fixture(scope="module")
@@ -92,13 +93,18 @@ def test_example_runs(where, script, sample_index, tmp_path):
     work.mkdir()
     (work / "fixtures").symlink_to(ROOT / "fixtures", target_is_directory=True)
     env = environment(tmp_path, tmp_path / "index", sample_index / "cache")
-    result = subprocess.run(
-        ["bash", "-e", "-o", "pipefail", "-c", script],
-        cwd=work,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    try:
+        result = subprocess.run(
+            ["bash", "-e", "-o", "pipefail", "-c", script],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=EXAMPLE_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(
+            f"{where} ran past {EXAMPLE_TIMEOUT} s: a server or a watcher? mark it <!-- not-run: reason -->"
+        )
     output = f"{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
     assert result.returncode == 0, f"{where} failed (exit {result.returncode}):\n{script}\n{output}"
