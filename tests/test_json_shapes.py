@@ -1,4 +1,4 @@
-"""docs/json.md lists every JSON shape; the installed `rag` must print exactly those keys."""
+"""docs/reference/json.md lists every JSON shape; the installed `rag` must print exactly those keys."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from test_pipes import RAG, notes
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "json.md"
+DOC = Path(__file__).resolve().parent.parent / "docs" / "reference" / "json.md"
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
