@@ -37,11 +37,12 @@ def error_response(status: int, message: str, headers: dict[str, str] | None = N
 
 def status_for(error: RagError) -> int:
     """The HTTP status of a library error: what is missing 404, what is malformed 400."""
+    from ragcli.answer.context import ContextTooSmall
     from ragcli.retrieval.documents import NotFound
 
     if isinstance(error, (NotFound, NotIndexed, UnknownGroup)):
         return 404
-    if isinstance(error, (UsageError, UnknownFilter)):
+    if isinstance(error, (UsageError, UnknownFilter, ContextTooSmall)):
         return 400
     if isinstance(error, IndexBusy):
         return 503
