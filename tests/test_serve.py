@@ -353,3 +353,44 @@ def test_the_page_and_its_files_ship_with_the_package(server):
         text = httpx.get(f"{server}/{name}").text
         assert "http://" not in text and "https://" not in text
     assert os.path.isfile(Path(__file__).parent.parent / "ragcli" / "serve" / "static" / "index.html")
+
+
+# -- docs/json.md's HTTP shapes, against real answers ----------------------------------------
+def http_shapes() -> dict[str, dict[str, list[str]]]:
+    """The `### \\`GET ...\\``, `error` and `event: ...` sections of docs/json.md."""
+    import re
+
+    from test_json_shapes import DOC
+
+    text = DOC.read_text().split("## Over HTTP")[1]
+    shapes: dict[str, dict[str, list[str]]] = {}
+    heading = None
+    for line in text.splitlines():
+        if match := re.match(r"### `([^`]+)`", line):
+            heading = match.group(1)
+            shapes[heading] = {}
+        elif (bullet := re.match(r"- `([^`]+)`: (.*)", line)) and heading:
+            shapes[heading][bullet.group(1)] = re.findall(r"`([^`]+)`", bullet.group(2))
+    return shapes
+
+
+def test_the_documented_http_shapes_are_the_real_ones(server):
+    from test_json_shapes import values_at
+
+    answered = dict(
+        sse_events(server, {"question": "When was the Pharos built?", "stream": True, "mode": "hybrid"})
+    )
+    too_long = {"question": "When was the Pharos built?", "answer_style": "generative", "max_tokens": 4096}
+    failed = dict(sse_events(server, {**too_long, "stream": True, "mode": "hybrid"}))
+    real = {
+        "GET /health": httpx.get(f"{server}/health").json(),
+        "error": httpx.get(f"{server}/chunks/999999").json(),
+        "event: token": answered["token"],
+        "event: error": failed["error"],
+    }
+    shapes = http_shapes()
+    assert set(shapes) == set(real)
+    for name, paths in shapes.items():
+        for path, keys in paths.items():
+            for value in values_at(real[name], path):
+                assert sorted(value) == sorted(keys), (name, path)
