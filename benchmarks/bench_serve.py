@@ -109,16 +109,15 @@ def warm_latency(base: str, index: str, mode: str, queries: list[str], samples: 
         http.post(f"{base}/query", json={"query": queries[0], "mode": mode}, timeout=120)
         # Blocks of 10 in turn: load drifts hit both alike, while the two processes' ONNX thread
         # pools do not alternate request by request (side by side they slow each other).
-        for turn in range(samples):
-            query = queries[turn % len(queries)]
-            for _ in (0, 1):
-                started = time.perf_counter()
-                if (turn // 10) % 2 == _:
-                    http.post(f"{base}/query", json={"query": query, "mode": mode, "top_k": 10}, timeout=120)
-                    served.append(time.perf_counter() - started)
-                else:
-                    opened.search(query, mode=mode, top_k=10)
-                    local.append(time.perf_counter() - started)
+        for turn in range(2 * samples):
+            query = queries[(turn // 20 * 10 + turn % 10) % len(queries)]  # both sides: the same queries
+            started = time.perf_counter()
+            if (turn // 10) % 2 == 0:
+                http.post(f"{base}/query", json={"query": query, "mode": mode, "top_k": 10}, timeout=120)
+                served.append(time.perf_counter() - started)
+            else:
+                opened.search(query, mode=mode, top_k=10)
+                local.append(time.perf_counter() - started)
     served_p50, local_p50 = statistics.median(served), statistics.median(local)
     print(
         f"/query {mode:6} one client, warm: served p50 {served_p50 * 1000:.1f} ms, in-process p50 "
