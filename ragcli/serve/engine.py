@@ -40,6 +40,7 @@ class AnswerJob:
     options: AskOptions
     deadline: float
     loop: asyncio.AbstractEventLoop
+    closing: threading.Event
     events: asyncio.Queue = field(default_factory=asyncio.Queue)
     cancel: threading.Event = field(default_factory=threading.Event)
 
@@ -48,7 +49,7 @@ class AnswerJob:
         self.loop.call_soon_threadsafe(self.events.put_nowait, (kind, data))
 
     def stopped(self) -> bool:
-        return self.cancel.is_set() or time.monotonic() > self.deadline
+        return self.cancel.is_set() or self.closing.is_set() or time.monotonic() > self.deadline
 
 
 class Engine:
@@ -71,6 +72,7 @@ class Engine:
         self._search_pool = ThreadPoolExecutor(1, thread_name_prefix="ragcli-search")
         self._answer_pool = ThreadPoolExecutor(1, thread_name_prefix="ragcli-answer")
         self._lock = threading.Lock()
+        self._closing = threading.Event()  # set at shutdown: running answers stop at their next piece
         self.pending = 0  # answers running or waiting
         self.cancelled = 0  # answers stopped early (client gone or deadline)
 
@@ -99,7 +101,8 @@ class Engine:
             if self.pending > self.queue_size:
                 return None
             self.pending += 1
-        job = AnswerJob(question, options, time.monotonic() + self.ask_timeout, asyncio.get_running_loop())
+        deadline = time.monotonic() + self.ask_timeout
+        job = AnswerJob(question, options, deadline, asyncio.get_running_loop(), self._closing)
         self._answer_pool.submit(self._answer, job)
         return job
 
@@ -147,6 +150,7 @@ class Engine:
             pieces.close()
 
     def close(self) -> None:
+        self._closing.set()
         self._search_pool.shutdown(wait=False, cancel_futures=True)
         self._answer_pool.shutdown(wait=False, cancel_futures=True)
         self.search_tools.close()
