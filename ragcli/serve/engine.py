@@ -87,6 +87,9 @@ class Engine:
         def call(asker: Any) -> list[dict[str, Any]]:
             return [hit_record(hit) for hit in asker.searcher.search(query, options)]
 
+        if "llm" in (options.mode, options.rerank):  # a language model chooses: as slow as an answer
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self._answer_pool, lambda: self.answer_tools.with_asker(call))
         return await self.run(lambda: self.search_tools.with_asker(call))
 
     def warm(self) -> None:
