@@ -34,7 +34,10 @@ def serve(
         ),
     ] = None,
     allow_ingest: Annotated[
-        bool, typer.Option(help="Add POST /ingest, for folders under the index's recorded roots only.")
+        bool,
+        typer.Option(
+            "--allow-ingest", help="Add POST /ingest, for folders under the index's recorded roots only."
+        ),
     ] = False,
     mode: Annotated[
         Optional[Mode],
