@@ -172,12 +172,27 @@ async def ask(request: Request) -> Response:
     if job is None:
         raise HTTPProblem(503, "busy: the answer queue is full", {"retry-after": str(RETRY_AFTER)})
     if body.stream:
-        return StreamingResponse(
+        return AnswerStream(job, request)
+    return await whole_answer(job, request)
+
+
+class AnswerStream(StreamingResponse):
+    """The answer as server-sent events; however the response ends (done, client gone before
+    or during the stream, server stopping), the job is told to stop."""
+
+    def __init__(self, job: AnswerJob, request: Request) -> None:
+        super().__init__(
             server_sent_events(job, request),
             media_type="text/event-stream",
             headers={"cache-control": "no-store", "x-accel-buffering": "no"},
         )
-    return await whole_answer(job, request)
+        self.job = job
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.job.cancel.set()  # a no-op once the job has ended
 
 
 async def whole_answer(job: AnswerJob, request: Request) -> Response:
