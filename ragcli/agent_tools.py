@@ -197,6 +197,15 @@ class IndexTools:
         thread.start()
         return thread
 
+    def with_asker(self, call: Callable[[Asker], Any]) -> Any:
+        """`call(asker)` on the open `Asker`, refreshed if the index changed, under the lock.
+
+        For front ends that need the library's objects (hits, a streamed answer) rather than
+        this class's records, e.g. `rag serve`.
+        """
+        with self._lock:
+            return call(self._asker())
+
     # -- the open index -------------------------------------------------------------------
     def _asker(self) -> Asker:
         """The `Index`'s open `Asker` (its searcher serves `search`), refreshed when the index

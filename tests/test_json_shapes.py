@@ -23,8 +23,9 @@ def documented() -> dict[str, dict[str, list[str]]]:
     command = None
     for line in DOC.read_text().splitlines():
         heading = re.match(r"### `(rag [^`]+)`", line)
+        if line.startswith("### "):  # another heading (an HTTP shape) ends the command's list
+            command = heading.group(1) if heading else None
         if heading:
-            command = heading.group(1)
             shapes[command] = {}
         bullet = re.match(r"- `([^`]+)`: (.*)", line)
         if bullet and command:

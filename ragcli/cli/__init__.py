@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "get": ("ragcli.cli.get", "get"),
     "open": ("ragcli.cli.get", "open_"),
     "mcp": ("ragcli.cli.mcp", "mcp"),
+    "serve": ("ragcli.cli.serve", "serve"),
     "eval": ("ragcli.cli.eval", "app"),
     "models": ("ragcli.cli.models", "models"),
 }

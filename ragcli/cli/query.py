@@ -27,6 +27,7 @@ from ragcli.cli.options import (
 )
 from ragcli.cli.stdin import stdin_lines
 from ragcli.cli.render import SCHEMA_VERSION, emit_json, emit_jsonl, stdout_console
+from ragcli.records import hit_record
 
 
 class Format(str, Enum):
@@ -242,21 +243,6 @@ def _answer(index, options, text: Optional[str], queries, json_output: bool):
 
 
 # -- output ---------------------------------------------------------------------------------
-def hit_record(hit) -> dict[str, Any]:
-    """A hit as a JSON-ready dict."""
-    chunk = hit.chunk
-    return {
-        "rank": hit.rank,
-        "score": hit.score,
-        "path": chunk.path,
-        "page": chunk.page,
-        "chunk_id": chunk.id,
-        "group": chunk.group,
-        "text": chunk.text,
-        "sources": {name: dict(part) for name, part in hit.sources.items()},
-    }
-
-
 def unique_paths(hits: Iterable[Any]) -> list[str]:
     """Hit paths in rank order, each once."""
     return list(dict.fromkeys(hit.chunk.path for hit in hits))

@@ -22,7 +22,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from rich.console import Console
 
-SCHEMA_VERSION = 1
+from ragcli.records import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported: the commands import it here
+from ragcli.records import json_document
 
 
 class ListFormat(str, Enum):
@@ -144,8 +145,7 @@ def _dumps(value: Any) -> str:
 
 def emit_json(kind: str, payload: dict[str, Any]) -> None:
     """One JSON document on stdout, with the schema version and what it describes."""
-    document = {"schema_version": SCHEMA_VERSION, "kind": kind, **payload}
-    sys.stdout.write(_dumps(document) + "\n")
+    sys.stdout.write(_dumps(json_document(kind, payload)) + "\n")
     sys.stdout.flush()
 
 
