@@ -1,4 +1,4 @@
-"""`ragcli.open_index` / `Index`: the library's front door, driven through the README's own example."""
+"""`ragcli.open_index` / `Index`: the library's front door, driven through the Python guide's own example."""
 
 from __future__ import annotations
 
@@ -15,14 +15,13 @@ import ragcli
 from fakes import HashEmbedder
 from ragcli.errors import NotIndexed, UnknownGroup, UsageError
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guide" / "python.md"
 
 
 def readme_python_example() -> str:
-    """The first ```python block of the README's "## Python" section."""
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("\n## Python\n") :]
-    return re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+    """The first ```python block of the Python guide (docs/guide/python.md)."""
+    text = GUIDE.read_text(encoding="utf-8")
+    return re.search(r"```python\n(.*?)```", text, re.DOTALL).group(1)
 
 
 @pytest.fixture
@@ -49,7 +48,7 @@ def loads(monkeypatch) -> list[str | None]:
 
 
 def test_readme_python_example_runs(docs, loads, capsys):
-    exec(compile(readme_python_example(), "README.md", "exec"), {})
+    exec(compile(readme_python_example(), "docs/guide/python.md", "exec"), {})
     check_example_output(capsys.readouterr().out, docs)
     assert len(loads) == 1  # one embedding model for ingest, search and both answers
 
@@ -160,7 +159,7 @@ def test_import_ragcli_stays_light():
 
 def test_readme_python_example_with_the_real_embedder(docs, capsys):
     """The same example end to end with the packaged embedding model (ONNX, exported once per run)."""
-    exec(compile(readme_python_example(), "README.md", "exec"), {})
+    exec(compile(readme_python_example(), "docs/guide/python.md", "exec"), {})
     check_example_output(capsys.readouterr().out, docs)
     with ragcli.open_index("my-index") as index:
         hits = index.search("lighthouse lens that focuses light", mode="dense", top_k=1)
