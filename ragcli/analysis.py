@@ -4,6 +4,14 @@ English-like text: lower-cased, accents folded, Lucene's English stop words remo
 Snowball-stemmed (PyStemmer). Chinese, Japanese and Korean runs become overlapping
 character bigrams, as Lucene's CJKAnalyzer does, so a Chinese query matches Chinese
 passages without a segmentation dictionary to load on the query path.
+
+BM25 indexes one more kind of term (`index_terms`): a technical token (a word joined to
+punctuation: `--depth`, `-O`, `$?`, `os.path.join`, `HEAD~2`, `git-reset`, `IL-6`,
+`p53/mdm2`) is kept whole beside its split words, as Lucene's WordDelimiterGraphFilter does
+with `preserveOriginal`. Split alone, `-O` is the letter "o" and `$?` is nothing, so a
+question about them could only match by luck; whole, the rare exact token carries its own
+(high) idf. `ANALYZER_VERSION` names this analysis: an index built with another is
+re-analysed when opened (migration m015).
 """
 
 from __future__ import annotations
@@ -14,6 +22,26 @@ from functools import lru_cache
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _TERMS = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+)")
+
+# Bumped whenever `index_terms` changes what it returns for some text; stored in the index
+# meta (`bm25_analyzer`) by the migration that re-analyses older indexes.
+ANALYZER_VERSION = 2
+# A whitespace-delimited token with a symbol in it (the only candidates for a whole term).
+_SYMBOLIC = re.compile(r"\S*[^\w\s]\S*")
+# Sentence punctuation and brackets around a token are not part of it ("(see --depth)." ->
+# "--depth"); an empty call "()" is dropped too, so `join()` and `join` are one term.
+_LEADING = "\"'`([{<\u2018\u201c"
+_PUNCTUATION = "\"'`.,;:!?]}>\u2019\u201d"
+_TRAILING = _PUNCTUATION + ")"
+# A command-line option: its name only (`--depth=<n>` -> `--depth`, `-O<file>` -> `-O`).
+_OPTION = re.compile(r"--?[^\W_][\w-]*")
+# A shell-style sigil: `$?`, `$@`, `$#`, `$$`, `$!`, `$0`.
+_SIGIL = re.compile(r"\$[?@#$!*0-9-]")
+_APOSTROPHES = str.maketrans("", "", "'\u2019")
+# A call's empty parentheses or a manual section after a name: `join()`, `git-reset(1)`.
+_CALL = re.compile(r"\((?:[0-9][a-z]?)?\)$")
+# Longer "tokens" are URLs or run-together text, not something a user types as one term.
+MAX_WHOLE = 40
 
 # Lucene's EnglishAnalyzer default stop set (also used by Anserini's BM25 baselines).
 STOP_WORDS = frozenset(
@@ -46,7 +74,47 @@ def cjk_bigrams(run: str) -> list[str]:
 
 def term_string(text: str) -> str:
     """A chunk's terms as stored beside it (space-separated); BM25 postings are built from it."""
-    return " ".join(analyze(text))
+    return " ".join(index_terms(text))
+
+
+def whole_token(token: str) -> str | None:
+    """The term a technical token is kept as (None for a plain word or no technical token).
+
+    Lower-cased and accent-folded like every term, except a one-letter option (`-O` and `-o`
+    differ on most command lines). Words joined only by apostrophes (`don't`) are plain words.
+    """
+    token = token.lstrip(_LEADING)
+    sigil = _SIGIL.match(token)
+    if sigil and not token[2:].strip(_TRAILING):
+        return sigil.group()
+    token = token.rstrip(_PUNCTUATION)
+    while token.endswith(")") and token.count(")") > token.count("("):  # "(see f(x))." -> "f(x)"
+        token = token[:-1].rstrip(_PUNCTUATION)
+    token = _CALL.sub("", token)
+    if token.endswith(("'s", "\u2019s")):
+        token = token[:-2]
+    if token.startswith("-"):
+        option = _OPTION.match(token)
+        if option is None:
+            return None
+        token = option.group()
+        return token if len(token) == 2 else fold(token.lower())
+    if len(token) > MAX_WHOLE or _TERMS.fullmatch(token.translate(_APOSTROPHES)) or not _TERMS.search(token):
+        return None
+    if any(match.lastgroup == "cjk" for match in _TERMS.finditer(token)):
+        return None
+    return fold(token.lower())
+
+
+def technical_terms(text: str) -> list[str]:
+    """Whole technical tokens of a text, in order (`whole_token`)."""
+    found = (whole_token(match.group()) for match in _SYMBOLIC.finditer(unicodedata.normalize("NFKC", text)))
+    return [term for term in found if term]
+
+
+def index_terms(text: str) -> list[str]:
+    """BM25's terms of a chunk or query: its words (`analyze`), then its technical tokens whole."""
+    return analyze(text) + technical_terms(text)
 
 
 def analyze(text: str) -> list[str]:

@@ -232,14 +232,14 @@ class LocalLexical:
         self, queries: Sequence[str], k: int, allowed: ChunkFilter | None
     ) -> list[list[tuple[Chunk, float]]]:
         """One snapshot, one read of the hit chunks (reused while the database is unchanged)."""
-        from ragcli.analysis import analyze
+        from ragcli.analysis import index_terms
 
         with self.store.snapshot():  # filters, statistics and postings from the same commit
             allowed_ids = self._allowed_ids(allowed) if allowed is not None and allowed.where else None
             if allowed_ids is not None and not len(allowed_ids):
                 return [[] for _ in queries]
             ranked = [
-                self._reader.top_k(self.store.db, self.group, analyze(query), k, allowed_ids)
+                self._reader.top_k(self.store.db, self.group, index_terms(query), k, allowed_ids)
                 for query in queries
             ]
             chunks = self._chunks.chunks(self.store, (chunk_id for rows in ranked for chunk_id, _ in rows))

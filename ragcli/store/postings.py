@@ -296,6 +296,43 @@ class PostingsWriter:
         self._removals = {}
 
 
+def rebuild_postings(db: sqlite3.Connection, batch: int = 50_000) -> None:
+    """Analyse every chunk's text again and rebuild all groups' postings from the new terms.
+
+    For an index built with an older analyzer (`ragcli.analysis.ANALYZER_VERSION`, recorded
+    in the meta as `bm25_analyzer`). Segments of at most `batch` chunks, merged as usual, so
+    memory stays bounded; runs in the caller's transaction.
+    """
+    from ragcli.analysis import ANALYZER_VERSION, term_string
+
+    groups = [row[0] for row in db.execute("SELECT DISTINCT group_name FROM bm25_segments").fetchall()]
+    groups += [row[0] for row in db.execute("SELECT name FROM groups").fetchall() if row[0] not in groups]
+    for group in groups:
+        segments = [
+            row[0] for row in db.execute("SELECT id FROM bm25_segments WHERE group_name = ?", [group])
+        ]
+        if segments:
+            drop_segments(db, segments)
+        last = 0
+        while True:
+            rows = db.execute(
+                "SELECT id, text FROM chunks WHERE group_name = ? AND id > ? ORDER BY id LIMIT ?",
+                [group, last, batch],
+            ).fetchall()
+            if not rows:
+                break
+            terms = [(chunk_id, term_string(text)) for chunk_id, text in rows]
+            db.executemany("UPDATE chunks SET tokens = ? WHERE id = ?", ((t, cid) for cid, t in terms))
+            write_segment(db, group, [(chunk_id, tokens.split()) for chunk_id, tokens in terms])
+            last = rows[-1][0]
+    db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('bm25_analyzer', ?)", [ANALYZER_VERSION])
+    db.execute(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES (?, coalesce((SELECT value + 1 FROM "
+        "meta WHERE key = ?), 1))",
+        [GENERATION_KEY, GENERATION_KEY],
+    )
+
+
 def collection_stats(db: sqlite3.Connection, group: str) -> tuple[int, float]:
     """(live chunks, average length in terms) of a group."""
     docs, length = db.execute(
