@@ -91,7 +91,9 @@ def reference(store: Store) -> tuple[BM25Okapi, list[str]]:
     rows = store.db.execute(
         "SELECT c.id, d.path, c.text FROM chunks c JOIN documents d ON d.id = c.doc_id ORDER BY c.id"
     ).fetchall()
-    return BM25Okapi([index_terms(text) for _, _, text in rows], k1=1.2, b=0.75), [path for _, path, _ in rows]
+    return BM25Okapi([index_terms(text) for _, _, text in rows], k1=1.2, b=0.75), [
+        path for _, path, _ in rows
+    ]
 
 
 def test_corpus_has_no_term_in_more_than_half_the_documents():
