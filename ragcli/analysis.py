@@ -26,8 +26,6 @@ _TERMS = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+)")
 # Bumped whenever `index_terms` changes what it returns for some text; stored in the index
 # meta (`bm25_analyzer`) by the migration that re-analyses older indexes.
 ANALYZER_VERSION = 2
-# A whitespace-delimited token with a symbol in it (the only candidates for a whole term).
-_SYMBOLIC = re.compile(r"\S*[^\w\s]\S*")
 # Sentence punctuation and brackets around a token are not part of it ("(see --depth)." ->
 # "--depth"); an empty call "()" is dropped too, so `join()` and `join` are one term.
 _LEADING = "\"'`([{<\u2018\u201c"
@@ -40,6 +38,8 @@ _SIGIL = re.compile(r"\$[?@#$!*0-9-]")
 _APOSTROPHES = str.maketrans("", "", "'\u2019")
 # A call's empty parentheses or a manual section after a name: `join()`, `git-reset(1)`.
 _CALL = re.compile(r"\((?:[0-9][a-z]?)?\)$")
+_WORD_CHAR = re.compile(r"[^\W_]")
+_CJK_CHAR = re.compile(f"[{_CJK}]")
 # Longer "tokens" are URLs or run-together text, not something a user types as one term.
 MAX_WHOLE = 40
 
@@ -84,13 +84,16 @@ def whole_token(token: str) -> str | None:
     differ on most command lines). Words joined only by apostrophes (`don't`) are plain words.
     """
     token = token.lstrip(_LEADING)
+    if token.isalnum():  # a plain word after an opening bracket or quote
+        return None
     sigil = _SIGIL.match(token)
     if sigil and not token[2:].strip(_TRAILING):
         return sigil.group()
     token = token.rstrip(_PUNCTUATION)
     while token.endswith(")") and token.count(")") > token.count("("):  # "(see f(x))." -> "f(x)"
         token = token[:-1].rstrip(_PUNCTUATION)
-    token = _CALL.sub("", token)
+    if token.endswith(")"):
+        token = _CALL.sub("", token)
     if token.endswith(("'s", "\u2019s")):
         token = token[:-2]
     if token.startswith("-"):
@@ -99,29 +102,38 @@ def whole_token(token: str) -> str | None:
             return None
         token = option.group()
         return token if len(token) == 2 else fold(token.lower())
-    if len(token) > MAX_WHOLE or _TERMS.fullmatch(token.translate(_APOSTROPHES)) or not _TERMS.search(token):
+    if len(token) > MAX_WHOLE or token.translate(_APOSTROPHES).isalnum() or not _WORD_CHAR.search(token):
         return None
-    if any(match.lastgroup == "cjk" for match in _TERMS.finditer(token)):
-        return None
-    return fold(token.lower())
+    return None if _CJK_CHAR.search(token) else fold(token.lower())
 
 
 def technical_terms(text: str) -> list[str]:
     """Whole technical tokens of a text, in order (`whole_token`)."""
-    found = (whole_token(match.group()) for match in _SYMBOLIC.finditer(unicodedata.normalize("NFKC", text)))
+    return _technical(unicodedata.normalize("NFKC", text))
+
+
+def _technical(text: str) -> list[str]:
+    # Only a whitespace-delimited token with a symbol in it can be technical.
+    found = (whole_token(token) for token in text.split() if not token.isalnum())
     return [term for term in found if term]
 
 
 def index_terms(text: str) -> list[str]:
     """BM25's terms of a chunk or query: its words (`analyze`), then its technical tokens whole."""
-    return analyze(text) + technical_terms(text)
+    text = unicodedata.normalize("NFKC", text)
+    return _words(text) + _technical(text)
 
 
 def analyze(text: str) -> list[str]:
     """Turn text into BM25 terms (stemmed words and CJK bigrams), in order."""
+    return _words(unicodedata.normalize("NFKC", text))
+
+
+def _words(text: str) -> list[str]:
+    """`analyze` of NFKC-normalised text."""
     pieces: list[tuple[bool, list[str]]] = []
     words: list[str] = []
-    for match in _TERMS.finditer(unicodedata.normalize("NFKC", text).lower()):
+    for match in _TERMS.finditer(text.lower()):
         if match.lastgroup == "cjk":
             pieces.append((True, cjk_bigrams(match.group())))
             continue

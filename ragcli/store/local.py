@@ -238,11 +238,14 @@ class LocalLexical:
             allowed_ids = self._allowed_ids(allowed) if allowed is not None and allowed.where else None
             if allowed_ids is not None and not len(allowed_ids):
                 return [[] for _ in queries]
+            version = self.store.version()  # one read tells both caches the database is unchanged
             ranked = [
-                self._reader.top_k(self.store.db, self.group, index_terms(query), k, allowed_ids)
+                self._reader.top_k(self.store.db, self.group, index_terms(query), k, allowed_ids, version)
                 for query in queries
             ]
-            chunks = self._chunks.chunks(self.store, (chunk_id for rows in ranked for chunk_id, _ in rows))
+            chunks = self._chunks.chunks(
+                self.store, (chunk_id for rows in ranked for chunk_id, _ in rows), version
+            )
         return [[(chunks[cid], score) for cid, score in rows if cid in chunks] for rows in ranked]
 
     def _allowed_ids(self, allowed: ChunkFilter):
