@@ -10,7 +10,8 @@ punctuation: `--depth`, `-O`, `$?`, `os.path.join`, `HEAD~2`, `git-reset`, `IL-6
 `p53/mdm2`) is kept whole beside its split words, as Lucene's WordDelimiterGraphFilter does
 with `preserveOriginal`. Split alone, `-O` is the letter "o" and `$?` is nothing, so a
 question about them could only match by luck; whole, the rare exact token carries its own
-(high) idf. `ANALYZER_VERSION` names this analysis: an index built with another is
+(high) idf. A chunk is indexed with its document's title (`term_string`).
+`ANALYZER_VERSION` names this analysis: an index built with another is
 re-analysed when opened (migration m015).
 """
 
@@ -72,8 +73,16 @@ def cjk_bigrams(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)]
 
 
-def term_string(text: str) -> str:
-    """A chunk's terms as stored beside it (space-separated); BM25 postings are built from it."""
+def term_string(text: str, title: str | None = None) -> str:
+    """A chunk's terms as stored beside it (space-separated); BM25 postings are built from it.
+
+    Args:
+        title: the chunk's document title: its terms join every chunk that does not already
+            begin with it, so a passage deep in a page still matches the page's subject (a
+            contextual chunk header, as BM25F-style title fields do for whole documents).
+    """
+    if title and not text.lstrip().startswith(title.strip()):
+        text = f"{title}\n{text}"
     return " ".join(index_terms(text))
 
 

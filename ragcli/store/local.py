@@ -127,7 +127,7 @@ class LocalBackend(DirectorySettings):
                     end=c.end,
                     page=c.page,
                     hash=c.hash,
-                    tokens=term_string(c.text),
+                    tokens=term_string(c.text, piece.record.get("title")),
                     embedding_id=embedding_ids[c.hash],
                 )
                 for c in piece.chunks

@@ -297,7 +297,7 @@ class PostingsWriter:
 
 
 def rebuild_postings(db: sqlite3.Connection, batch: int = 50_000) -> None:
-    """Analyse every chunk's text again and rebuild all groups' postings from the new terms.
+    """Analyse every chunk (with its document's title) again and rebuild all groups' postings.
 
     For an index built with an older analyzer (`ragcli.analysis.ANALYZER_VERSION`, recorded
     in the meta as `bm25_analyzer`). Segments of at most `batch` chunks, merged as usual, so
@@ -316,12 +316,13 @@ def rebuild_postings(db: sqlite3.Connection, batch: int = 50_000) -> None:
         last = 0
         while True:
             rows = db.execute(
-                "SELECT id, text FROM chunks WHERE group_name = ? AND id > ? ORDER BY id LIMIT ?",
+                "SELECT c.id, c.text, d.title FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                "WHERE c.group_name = ? AND c.id > ? ORDER BY c.id LIMIT ?",
                 [group, last, batch],
             ).fetchall()
             if not rows:
                 break
-            terms = [(chunk_id, term_string(text)) for chunk_id, text in rows]
+            terms = [(chunk_id, term_string(text, title)) for chunk_id, text, title in rows]
             db.executemany("UPDATE chunks SET tokens = ? WHERE id = ?", ((t, cid) for cid, t in terms))
             write_segment(db, group, [(chunk_id, tokens.split()) for chunk_id, tokens in terms])
             last = rows[-1][0]
