@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ragcli.choices import DEFAULT_FUSION, DEFAULT_GROUP, FUSIONS, MODES, RERANKERS
+from ragcli.analysis import valid_unicode
 from ragcli.config import Settings
 from ragcli.errors import IndexMismatch, NotIndexed, UsageError
 from ragcli.retrieval import RETRIEVERS
@@ -270,8 +271,6 @@ class Searcher:
         Raises:
             UsageError, NotIndexed, UnknownGroup, UnknownFilter, IndexMismatch.
         """
-        from ragcli.ingest.readers.base import valid_unicode
-
         query = valid_unicode(query)  # non-UTF-8 bytes from argv/stdin must not reach the tokenizer
         validate(options)
         group = self.resolve_group(options.group)
@@ -307,8 +306,6 @@ class Searcher:
         """
         if options.mode != "bm25" or options.rerank is not None or options.require or options.exclude:
             return [self.search(query, options) for query in queries]
-        from ragcli.ingest.readers.base import valid_unicode
-
         validate(options)
         group = self.resolve_group(options.group)
         log.info(
