@@ -6,9 +6,9 @@ character bigrams, as Lucene's CJKAnalyzer does, so a Chinese query matches Chin
 passages without a segmentation dictionary to load on the query path.
 
 BM25 indexes one more kind of term (`index_terms`): a technical token (a word joined to
-punctuation: `--depth`, `-O`, `$?`, `os.path.join`, `HEAD~2`, `git-reset`, `IL-6`,
-`p53/mdm2`) is kept whole beside its split words, as Lucene's WordDelimiterGraphFilter does
-with `preserveOriginal`. Split alone, `-O` is the letter "o" and `$?` is nothing, so a
+punctuation: `--depth`, `-O`, `$?`, `os.path.join`, `HEAD~2`, `IL-6`, `p53/mdm2`) is kept
+whole beside its split words, as Lucene's WordDelimiterGraphFilter does with
+`preserveOriginal`. Split alone, `-O` is the letter "o" and `$?` is nothing, so a
 question about them could only match by luck; whole, the rare exact token carries its own
 (high) idf. A chunk is indexed with its document's title (`term_string`).
 `ANALYZER_VERSION` names this analysis: an index built with another is
@@ -40,6 +40,10 @@ _APOSTROPHES = str.maketrans("", "", "'\u2019")
 # A call's empty parentheses or a manual section after a name: `join()`, `git-reset(1)`.
 _CALL = re.compile(r"\((?:[0-9][a-z]?)?\)$")
 _WORD_CHAR = re.compile(r"[^\W_]")
+# Letters-only words joined by hyphens ("boundary-layer", "long-term") are English compounds,
+# written with and without the hyphen: their split words match both spellings, and kept
+# whole they rewarded one spelling (-0.007 nDCG@10 for BM25 on Cranfield).
+_COMPOUND = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
 _CJK_CHAR = re.compile(f"[{_CJK}]")
 # Longer "tokens" are URLs or run-together text, not something a user types as one term.
 MAX_WHOLE = 40
@@ -122,6 +126,8 @@ def whole_token(token: str) -> str | None:
         token = option.group()
         return token if len(token) == 2 else fold(token.lower())
     if len(token) > MAX_WHOLE or token.translate(_APOSTROPHES).isalnum() or not _WORD_CHAR.search(token):
+        return None
+    if _COMPOUND.fullmatch(token):
         return None
     return None if _CJK_CHAR.search(token) else fold(token.lower())
 
