@@ -100,3 +100,35 @@ def test_an_index_built_with_the_older_analyzer_is_reanalysed_when_opened(isolat
         assert BM25Retriever(store, "medium").search("-O", 1)[0].chunk.path == "order"
     finally:
         store.close()
+
+
+def test_every_chunk_carries_its_documents_title(isolated_home):
+    """A passage deep in a page matches the page's title words, though its own text lacks them."""
+    manual = Document(
+        path="submodules.html",
+        text="Submodules manual\n\n" + "A superproject records a commit of each nested repository. " * 40,
+        file_type="html",
+        metadata={"title": "Submodules manual"},
+    )
+    other = Document(
+        path="notes.txt", text="A manual of nested commit records, kept by hand.", file_type="txt"
+    )
+    ingest_documents(
+        isolated_home,
+        [manual, other],
+        embedder=HashEmbedder(),
+        group="medium",
+        chunking=ChunkSettings("word", 60, 0),
+    )
+    store = Store.open(isolated_home)
+    try:
+        rows = store.db.execute(
+            "SELECT c.text, c.tokens FROM chunks c JOIN documents d ON d.id = c.doc_id "
+            "WHERE d.path = 'submodules.html' ORDER BY c.ord"
+        ).fetchall()
+        assert len(rows) > 2 and "Submodules" not in rows[-1][0]
+        assert "submodul" in rows[-1][1].split()  # the title's terms joined the last chunk's
+        hits = BM25Retriever(store, "medium").search("submodules", 10)
+        assert len(hits) == len(rows)  # every chunk of the manual, not only its first
+    finally:
+        store.close()
