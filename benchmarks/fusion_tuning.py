@@ -82,7 +82,7 @@ def dump(sets: list[Path], out: Path) -> None:
 
 
 def idfs(db, group: str, text: str) -> list[float]:
-    """The BM25 idf of each analysed query term (repeats kept), as `postings.top_k` computes it."""
+    """The BM25 idf of each analysed query term (repeats kept), as `postings_reader.top_k` computes it."""
     import math
 
     from ragcli.analysis import analyze

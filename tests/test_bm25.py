@@ -9,7 +9,7 @@ from rank_bm25 import BM25Okapi
 
 from fakes import HashEmbedder
 from ragcli.ingest.pipeline import ingest_documents
-from ragcli.analysis import analyze, term_string
+from ragcli.analysis import index_terms, term_string
 from ragcli.retrieval.base import ChunkFilter
 from ragcli.retrieval.bm25 import BM25Retriever
 from ragcli.retrieval.filters import filters_sql
@@ -91,19 +91,21 @@ def reference(store: Store) -> tuple[BM25Okapi, list[str]]:
     rows = store.db.execute(
         "SELECT c.id, d.path, c.text FROM chunks c JOIN documents d ON d.id = c.doc_id ORDER BY c.id"
     ).fetchall()
-    return BM25Okapi([analyze(text) for _, _, text in rows], k1=1.2, b=0.75), [path for _, path, _ in rows]
+    return BM25Okapi([index_terms(text) for _, _, text in rows], k1=1.2, b=0.75), [
+        path for _, path, _ in rows
+    ]
 
 
 def test_corpus_has_no_term_in_more_than_half_the_documents():
     # The precondition under which our idf equals rank-bm25's (no negative idf floor).
-    frequency = Counter(term for text in ENGLISH.values() for term in set(analyze(text)))
+    frequency = Counter(term for text in ENGLISH.values() for term in set(index_terms(text)))
     assert max(frequency.values()) <= len(ENGLISH) // 2
 
 
 @pytest.mark.parametrize("query", QUERIES)
 def test_scores_and_ranking_equal_rank_bm25(english, query):
     bm25, paths = reference(english)
-    expected = bm25.get_scores(analyze(query))
+    expected = bm25.get_scores(index_terms(query))
     hits = BM25Retriever(english, "medium").search(query, k=len(paths))
     assert hits, query
     assert {h.chunk.path for h in hits} == {p for p, s in zip(paths, expected) if s > 0}
@@ -167,7 +169,7 @@ def test_index_updates_incrementally_with_ingest(isolated_home):
         assert [h.chunk.path for h in retriever.search("modem unplug", 3)] == ["router"]
         assert "wifi" not in {h.chunk.path for h in retriever.search("wireless microwaves gigahertz", 5)}
         bm25, paths = reference(store)
-        expected = dict(zip(paths, bm25.get_scores(analyze("router modem"))))
+        expected = dict(zip(paths, bm25.get_scores(index_terms("router modem"))))
         for hit in retriever.search("router modem", 10):
             assert hit.score == pytest.approx(expected[hit.chunk.path], rel=1e-6)
     finally:
@@ -279,7 +281,7 @@ def test_an_fts5_index_from_an_earlier_version_is_migrated(isolated_home):
     try:
         assert not store.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'fts_medium'").fetchone()
         bm25, paths = reference(store)
-        expected = dict(zip(paths, bm25.get_scores(analyze("router modem reset"))))
+        expected = dict(zip(paths, bm25.get_scores(index_terms("router modem reset"))))
         hits = BM25Retriever(store, "medium").search("router modem reset", 5)
         assert hits[0].chunk.path == "router"
         for hit in hits:
@@ -319,7 +321,7 @@ def test_ties_resolve_by_chunk_id_on_both_accumulators():
     """Dense (id range) and sparse (sorted ids) accumulation give the same best-first list."""
     import numpy as np
 
-    from ragcli.store.postings import _best
+    from ragcli.store.postings_reader import _best
 
     ids = np.array([5, 3, 9, 3, 7, 5], dtype=np.int64)
     partial = np.array([1.0, 0.5, 2.0, 0.5, 1.0, 0.0])

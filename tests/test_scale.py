@@ -14,7 +14,7 @@ from rank_bm25 import BM25Okapi
 
 from fakes import HashEmbedder
 from ragcli.ingest.pipeline import ingest_documents, vector_params
-from ragcli.analysis import analyze
+from ragcli.analysis import index_terms
 from ragcli.retrieval.bm25 import BM25Retriever
 from ragcli.retrieval.dense import DenseRetriever
 from ragcli.store import Store
@@ -43,7 +43,7 @@ def assert_equals_rank_bm25(store: Store, retriever: BM25Retriever, queries=QUER
     reference = BM25Okapi([tokens.split() for _, tokens in rows], k1=1.2, b=0.75)
     paths = [path for path, _ in rows]
     for query in queries:
-        expected = dict(zip(paths, reference.get_scores(analyze(query))))
+        expected = dict(zip(paths, reference.get_scores(index_terms(query))))
         hits = retriever.search(query, len(paths))
         assert {h.chunk.path for h in hits} == {p for p, s in expected.items() if s > 0}, query
         for hit in hits:
@@ -305,7 +305,7 @@ def test_the_checksum_read_window_by_window_is_the_whole_file_crc(tmp_path, monk
 
 def test_selecting_on_the_id_range_ranks_exactly_like_the_posting_path():
     """Both ways of picking the k best give the same ids, scores and tie order."""
-    from ragcli.store.postings import _best, _best_in_range
+    from ragcli.store.postings_reader import _best, _best_in_range
 
     rng = np.random.default_rng(4)
     for trial in range(40):

@@ -219,6 +219,12 @@ class Store:
         finally:
             self.db.execute("COMMIT")
 
+    def version(self) -> tuple[int, int, int]:
+        """Changes whenever the database does: by another connection's commit (SQLite's
+        `data_version`) or this connection's own writes (`total_changes`)."""
+        db = self.db
+        return id(db), db.execute("PRAGMA data_version").fetchone()[0], db.total_changes
+
     # -- meta ---------------------------------------------------------------------------
     def get_meta(self, key: str, default: str | None = None) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()

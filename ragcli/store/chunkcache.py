@@ -32,10 +32,16 @@ class ChunkCache:
         self._chunks: dict[int, Chunk] = {}
         self._version: tuple[int, int, int] | None = None
 
-    def chunks(self, store: "Store", ids: Iterable[int]) -> dict[int, Chunk]:
-        """Chunks by id (ids no longer stored are left out), with their document's path and metadata."""
-        db = store.db
-        version = (id(db), db.execute("PRAGMA data_version").fetchone()[0], db.total_changes)
+    def chunks(
+        self, store: "Store", ids: Iterable[int], version: tuple[int, int, int] | None = None
+    ) -> dict[int, Chunk]:
+        """Chunks by id (ids no longer stored are left out), with their document's path and metadata.
+
+        Args:
+            version: `store.version()` if the caller just read it in this snapshot.
+        """
+        if version is None:
+            version = store.version()
         if version != self._version:
             self._chunks.clear()
             self._version = version

@@ -127,7 +127,7 @@ class LocalBackend(DirectorySettings):
                     end=c.end,
                     page=c.page,
                     hash=c.hash,
-                    tokens=term_string(c.text),
+                    tokens=term_string(c.text, piece.record.get("title")),
                     embedding_id=embedding_ids[c.hash],
                 )
                 for c in piece.chunks
@@ -221,7 +221,7 @@ class LocalLexical:
     """BM25 over one group's postings (kept in memory between queries) and its chunks."""
 
     def __init__(self, store: Store, group: str) -> None:
-        from ragcli.store.postings import PostingsReader
+        from ragcli.store.postings_reader import PostingsReader
 
         self.store = store
         self.group = group
@@ -232,17 +232,20 @@ class LocalLexical:
         self, queries: Sequence[str], k: int, allowed: ChunkFilter | None
     ) -> list[list[tuple[Chunk, float]]]:
         """One snapshot, one read of the hit chunks (reused while the database is unchanged)."""
-        from ragcli.analysis import analyze
+        from ragcli.analysis import index_terms
 
         with self.store.snapshot():  # filters, statistics and postings from the same commit
             allowed_ids = self._allowed_ids(allowed) if allowed is not None and allowed.where else None
             if allowed_ids is not None and not len(allowed_ids):
                 return [[] for _ in queries]
+            version = self.store.version()  # one read tells both caches the database is unchanged
             ranked = [
-                self._reader.top_k(self.store.db, self.group, analyze(query), k, allowed_ids)
+                self._reader.top_k(self.store.db, self.group, index_terms(query), k, allowed_ids, version)
                 for query in queries
             ]
-            chunks = self._chunks.chunks(self.store, (chunk_id for rows in ranked for chunk_id, _ in rows))
+            chunks = self._chunks.chunks(
+                self.store, (chunk_id for rows in ranked for chunk_id, _ in rows), version
+            )
         return [[(chunks[cid], score) for cid, score in rows if cid in chunks] for rows in ranked]
 
     def _allowed_ids(self, allowed: ChunkFilter):

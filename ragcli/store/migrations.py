@@ -140,3 +140,14 @@ def m014_bm25_deleted(db):
 
     db.execute(DELETED_SCHEMA)
     db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, 1)", [GENERATION_KEY])
+
+
+@migrations()
+def m015_bm25_whole_technical_tokens(db):
+    # The analyzer now keeps technical tokens (`--depth`, `$?`, `os.path.join`) whole beside
+    # their split words, and a chunk's terms include its document's title (ragcli.analysis,
+    # ANALYZER_VERSION 2): every chunk's terms are made again and each group's postings rebuilt
+    # from them, so old and new chunks score alike.
+    from ragcli.store.postings import rebuild_postings
+
+    rebuild_postings(db.conn, MIGRATION_BATCH)

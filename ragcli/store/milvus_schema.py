@@ -169,7 +169,7 @@ def chunk_rows(piece: DocumentPiece, vectors: Mapping[str, Any]) -> list[dict[st
             "page": -1 if chunk.page is None else chunk.page,
             "hash": chunk.hash,
             "text": chunk.text,
-            "terms": term_string(chunk.text),
+            "terms": term_string(chunk.text, piece.record.get("title")),
             "vector": vectors[chunk.hash],
             "metadata": metadata,
         }

@@ -296,6 +296,44 @@ class PostingsWriter:
         self._removals = {}
 
 
+def rebuild_postings(db: sqlite3.Connection, batch: int = 50_000) -> None:
+    """Analyse every chunk (with its document's title) again and rebuild all groups' postings.
+
+    For an index built with an older analyzer (`ragcli.analysis.ANALYZER_VERSION`, recorded
+    in the meta as `bm25_analyzer`). Segments of at most `batch` chunks, merged as usual, so
+    memory stays bounded; runs in the caller's transaction.
+    """
+    from ragcli.analysis import ANALYZER_VERSION, term_string
+
+    groups = [row[0] for row in db.execute("SELECT DISTINCT group_name FROM bm25_segments").fetchall()]
+    groups += [row[0] for row in db.execute("SELECT name FROM groups").fetchall() if row[0] not in groups]
+    for group in groups:
+        segments = [
+            row[0] for row in db.execute("SELECT id FROM bm25_segments WHERE group_name = ?", [group])
+        ]
+        if segments:
+            drop_segments(db, segments)
+        last = 0
+        while True:
+            rows = db.execute(
+                "SELECT c.id, c.text, d.title FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                "WHERE c.group_name = ? AND c.id > ? ORDER BY c.id LIMIT ?",
+                [group, last, batch],
+            ).fetchall()
+            if not rows:
+                break
+            terms = [(chunk_id, term_string(text, title)) for chunk_id, text, title in rows]
+            db.executemany("UPDATE chunks SET tokens = ? WHERE id = ?", ((t, cid) for cid, t in terms))
+            write_segment(db, group, [(chunk_id, tokens.split()) for chunk_id, tokens in terms])
+            last = rows[-1][0]
+    db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('bm25_analyzer', ?)", [ANALYZER_VERSION])
+    db.execute(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES (?, coalesce((SELECT value + 1 FROM "
+        "meta WHERE key = ?), 1))",
+        [GENERATION_KEY, GENERATION_KEY],
+    )
+
+
 def collection_stats(db: sqlite3.Connection, group: str) -> tuple[int, float]:
     """(live chunks, average length in terms) of a group."""
     docs, length = db.execute(
@@ -342,147 +380,3 @@ def term_scores(
     idf = IDF_FLOOR if idf <= 0 else idf
     tf = tfs.astype(np.float64)
     return idf * (tf * (K1 + 1) / (tf + K1 * (1 - B + B * lengths / average)))
-
-
-def top_k(
-    db: sqlite3.Connection, group: str, terms: Sequence[str], k: int, allowed: np.ndarray | None = None
-) -> list[tuple[int, float]]:
-    """The k best (chunk id, BM25 score) pairs for analysed query terms, best first.
-
-    Reads everything from the database; `PostingsReader` does the same with a cache.
-    Scores are rank-bm25's `BM25Okapi(k1=1.2, b=0.75).get_scores` on the same terms, bit
-    for bit (same expressions, same order of additions): a repeated query term counts each
-    time, idf = log(N - n + 0.5) - log(n + 0.5), and only an idf <= 0 differs (IDF_FLOOR).
-    Chunks scoring 0 are not hits. Equal scores are ordered by chunk id.
-
-    Args:
-        allowed: if given, only these chunk ids may be returned.
-    """
-    return PostingsReader().top_k(db, group, terms, k, allowed)
-
-
-class PostingsReader:
-    """Scores queries from postings kept in memory between queries of one process.
-
-    A term's live postings and their BM25 contributions are computed once per index
-    generation (advanced by every write transaction, read in the query's snapshot), so a
-    warm query costs one tiny SELECT plus numpy work; a new generation starts afresh.
-    At most `max_postings` postings are kept (then the cache restarts).
-    """
-
-    def __init__(self, max_postings: int = 8_000_000) -> None:
-        self.max_postings = max_postings
-        self._state: dict[str, tuple[str | None, int, float, np.ndarray]] = {}
-        self._terms: dict[str, dict[str, tuple[np.ndarray, np.ndarray, tuple[int, int]]]] = {}
-        self._held = 0
-
-    def _group(self, db: sqlite3.Connection, group: str) -> tuple[int, float, dict]:
-        """(N, average length, term cache) of a group at the snapshot's generation."""
-        row = db.execute("SELECT value FROM meta WHERE key = ?", [GENERATION_KEY]).fetchone()
-        generation = row[0] if row else None
-        state = self._state.get(group)
-        if state is None or state[0] != generation or generation is None:
-            docs, average = collection_stats(db, group)
-            self._state[group] = (generation, docs, average, deleted_ids(db, group=group))
-            self._held -= sum(len(entry[0]) for entry in self._terms.pop(group, {}).values())
-            self._terms[group] = {}
-        return self._state[group][1], self._state[group][2], self._terms[group]
-
-    def _term(
-        self, db: sqlite3.Connection, group: str, term: str, cache: dict
-    ) -> tuple[np.ndarray, np.ndarray, tuple[int, int]]:
-        if term not in cache:
-            _, docs, average, deleted = self._state[group]
-            ids, tfs, lengths = term_postings(db, group, term, deleted)
-            if self._held + len(ids) > self.max_postings:
-                for terms in self._terms.values():
-                    terms.clear()
-                self._held = 0
-            bounds = (int(ids.min()), int(ids.max())) if len(ids) else (0, 0)
-            cache[term] = ids, term_scores(ids, tfs, lengths, docs, average), bounds
-            self._held += len(ids)
-        return cache[term]
-
-    def top_k(
-        self,
-        db: sqlite3.Connection,
-        group: str,
-        terms: Sequence[str],
-        k: int,
-        allowed: np.ndarray | None = None,
-    ) -> list[tuple[int, float]]:
-        """Like the module's `top_k` (same scores, same order); call inside one snapshot."""
-        import numpy as np
-
-        if not terms or k <= 0:
-            return []
-        docs, _, cache = self._group(db, group)
-        if not docs:
-            return []
-        parts = [part for part in (self._term(db, group, term, cache) for term in terms) if len(part[0])]
-        if not parts:
-            return []
-        if len(parts) == 1:
-            ids, partial, bounds = parts[0]
-        else:
-            ids = np.concatenate([part[0] for part in parts])
-            partial = np.concatenate([part[1] for part in parts])
-            bounds = (min(part[2][0] for part in parts), max(part[2][1] for part in parts))
-        return _best(ids, partial, k, allowed, repeats=len(parts), bounds=bounds)
-
-
-def _best_in_range(totals: np.ndarray, low: int, k: int) -> list[tuple[int, float]]:
-    """The k best of a dense accumulator (index + low = chunk id; 0 = no match)."""
-    import numpy as np
-
-    take = min(k, len(totals))
-    kth = np.partition(totals, len(totals) - take)[len(totals) - take]  # 3x faster than argpartition
-    # Everything tied with the k-th best stays a candidate, so ties resolve by chunk id.
-    picked = np.flatnonzero(totals >= kth) if kth > 0 else np.flatnonzero(totals)
-    order = np.lexsort((picked, -totals[picked]))[:k]
-    return [(int(picked[i]) + low, float(totals[picked[i]])) for i in order]
-
-
-def _best(
-    ids: np.ndarray,
-    partial: np.ndarray,
-    k: int,
-    allowed: np.ndarray | None,
-    repeats: int | None = None,
-    bounds: tuple[int, int] | None = None,
-) -> list[tuple[int, float]]:
-    """Sum partial scores per chunk id and keep the k best.
-
-    Args:
-        repeats: how often one chunk id can occur in `ids` at most (the query's term
-            count); None when unknown.
-        bounds: (min, max) of `ids` when known. It bounds the threshold search: no scan of the
-            whole id range, whose random-sparsity `nonzero` cost more than the scoring.
-    """
-    import numpy as np
-
-    low, high = (int(ids.min()), int(ids.max())) if bounds is None else bounds
-    if high - low < 8 * len(ids) + 1_000_000:  # a dense accumulator over the id range
-        shifted = ids - low if low else ids
-        totals = np.bincount(shifted, weights=partial)
-        if allowed is None and len(totals) <= 4 * len(ids):  # small range: select on it directly
-            return _best_in_range(totals, low, k)
-        chunk_ids, scores = ids, totals[shifted]  # each id's total, once per occurrence
-    else:  # very sparse ids: sort instead of allocating the range
-        chunk_ids, inverse = np.unique(ids, return_inverse=True)
-        scores, repeats = np.bincount(inverse, weights=partial), 1
-    if allowed is not None:
-        keep = np.isin(chunk_ids, allowed)
-        chunk_ids, scores = chunk_ids[keep], scores[keep]
-    if not len(scores):
-        return []
-    # Fewer than k ids score above the k-th best, each at most `repeats` times: every
-    # candidate (ties with the k-th best included, so ties resolve by chunk id) scores
-    # at least the value at this position.
-    position = len(scores) if repeats is None else min(len(scores), (k - 1) * repeats + 1)
-    threshold = np.partition(scores, len(scores) - position)[len(scores) - position]
-    picked = scores >= threshold
-    chunk_ids, first = np.unique(chunk_ids[picked], return_index=True)
-    scores = scores[picked][first]
-    order = np.lexsort((chunk_ids, -scores))[:k]
-    return [(int(chunk_ids[i]), float(scores[i])) for i in order]

@@ -13,4 +13,5 @@ MIGRATION_NAMES = (
     "m006_create_doc_groups",
     "m007_bm25_postings",
     "m014_bm25_deleted",
+    "m015_bm25_whole_technical_tokens",
 )

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol, runtime_checkable
 
+from ragcli.analysis import valid_unicode  # noqa: F401  (re-exported: readers and answers use it)
 from ragcli.errors import ReaderError
 from ragcli.types import Document
 
@@ -100,16 +101,6 @@ def read_bytes(path: Path) -> bytes:
         except OSError as exc:
             reason = f"cannot read file ({exc.strerror or exc}); check it exists and is readable"
             raise reader_error(path, reason) from exc
-
-
-def valid_unicode(text: str) -> str:
-    """`text` with lone surrogates (bytes that were not UTF-8 in argv, stdin or a file name)
-    replaced by U+FFFD, so it can be tokenized, stored and printed; valid text is unchanged."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def normalise_text(text: str) -> str:
