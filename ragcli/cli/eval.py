@@ -364,6 +364,8 @@ def answers(
         split_list(modes, MODES, "--modes"), split_list(rerank, ("none", *RERANKERS), "--rerank"), base=base
     )
     report = index_.evaluate_answers(dataset, chosen, index=index, limit=limit, progress=_stages(True))
+    for warning in report.warnings:
+        stderr_console().print(f"rag: warning: {warning}", style="bold yellow", highlight=False, markup=False)
     if json_output:
         emit_json("eval-answers", report.to_dict(details))
     else:

@@ -208,6 +208,22 @@ def _same_document(entry: str, path: str) -> bool:
     return PurePath(path).parts[-len(wanted.parts) :] == wanted.parts
 
 
+def relevant_in_index(entries: Iterable[str], paths: Iterable[str]) -> tuple[int, int]:
+    """How many distinct `relevant` entries name an indexed document, of how many listed.
+
+    Same matching as `relevant_path_key`; candidates are narrowed by file name, so this stays
+    cheap on a large index.
+    """
+    by_name: dict[str, list[str]] = {}
+    for path in paths:
+        by_name.setdefault(PurePath(path).name, []).append(path)
+    listed = set(entries)
+    found = sum(
+        any(_same_document(entry, path) for path in by_name.get(PurePath(entry).name, ())) for entry in listed
+    )
+    return found, len(listed)
+
+
 def document_scores(query_id: str, hits: Sequence[Hit], key: DocumentKey = path_key) -> dict[str, float]:
     """A document ranking from chunk hits: best chunk score per document, in hit order.
 

@@ -1,0 +1,146 @@
+"""Trust: remembered settings stay remembered, and nothing is silently wrong.
+
+Every test drives the real `rag` in a subprocess (`runner.rag`), as a user or a script would.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+from runner import rag
+
+
+def ingested_paths() -> list[str]:
+    listed = rag("ls", "--json")
+    assert listed.returncode == 0, listed.stderr
+    return sorted(Path(doc["path"]).name for doc in json.loads(listed.stdout)["documents"])
+
+
+@pytest.fixture
+def docs_tree(tmp_path) -> Path:
+    """A folder like a generated documentation tree: sources copied one level down, an index page."""
+    root = tmp_path / "site"
+    (root / "guide" / "_sources").mkdir(parents=True)
+    (root / "api").mkdir()
+    (root / "guide" / "install.md").write_text("Install the tool with pip, then run the setup command.\n")
+    (root / "guide" / "_sources" / "install.md.txt").write_text("Install the tool with pip (source copy).\n")
+    (root / "api" / "genindex.html").write_text(
+        "<html><body><p>General index of every name.</p></body></html>"
+    )
+    (root / "api" / "calls.md").write_text("Every call takes a timeout in seconds.\n")
+    return root
+
+
+# -- remembered means remembered ----------------------------------------------------------
+
+
+def test_a_bare_ingest_reads_each_root_with_its_remembered_filters(docs_tree):
+    first = rag("ingest", str(docs_tree), "--exclude", "_sources", "--exclude", "genindex*")
+    assert first.returncode == 0, first.stderr
+    assert ingested_paths() == ["calls.md", "install.md"]
+    (docs_tree / "guide" / "_sources" / "new.md.txt").write_text("Another source copy.\n")
+
+    bare = rag("ingest")
+
+    assert bare.returncode == 0, bare.stderr
+    assert ingested_paths() == ["calls.md", "install.md"]  # the excluded files stay out
+    assert "reading the roots ingested before" in bare.stderr
+    assert f"{docs_tree} (group medium, exclude '_sources', exclude 'genindex*')" in bare.stderr
+    status = json.loads(rag("status", "--json").stdout)
+    assert status["root_options"] == {
+        str(docs_tree): {"group": "medium", "include": [], "exclude": ["_sources", "genindex*"]}
+    }
+    human = rag("status", "--format", "table").stdout
+    assert f"root       {docs_tree}  (group medium, exclude '_sources', exclude 'genindex*')" in human
+
+
+def test_a_root_named_again_keeps_its_group_and_filters_unless_flags_replace_them(docs_tree):
+    assert rag("ingest", str(docs_tree), "--exclude", "_sources", "--group", "fine").returncode == 0
+
+    again = rag("ingest", str(docs_tree))
+    assert again.returncode == 0, again.stderr
+    assert "in group 'fine'" in again.stderr and ingested_paths() == [
+        "calls.md",
+        "genindex.html",
+        "install.md",
+    ]
+
+    changed = rag("ingest", str(docs_tree), "--exclude", "genindex*")
+    assert changed.returncode == 0, changed.stderr
+    assert f"{docs_tree}: exclude was '_sources', now 'genindex*'" in changed.stderr
+    assert "install.md.txt" in ingested_paths()
+
+    forgotten = rag("ingest", str(docs_tree), "--no-filters")
+    assert "exclude was 'genindex*', now none" in forgotten.stderr
+    assert "genindex.html" in ingested_paths()
+
+
+def test_patterns_are_gitignore_style_and_one_matching_nothing_is_named(docs_tree):
+    done = rag("ingest", str(docs_tree), "--exclude", "_sources/*", "--exclude", "**/_sources/*")
+    assert done.returncode == 0, done.stderr
+    # anchored at the folder given, as in a .gitignore: there is no site/_sources
+    assert "warning: pattern '_sources/*' matches no file" in done.stderr
+    assert "'**/_sources/*' matches no file" not in done.stderr
+    assert "install.md.txt" not in ingested_paths()
+
+
+def test_a_file_root_inside_a_folder_root_is_counted_once(docs_tree):
+    first = rag("ingest", str(docs_tree), str(docs_tree / "api" / "calls.md"), "--json")
+    assert json.loads(first.stdout)["added"] == 4
+    second = rag("ingest", "--json")
+    report = json.loads(second.stdout)
+    assert (report["added"], report["unchanged"]) == (0, 4)
+
+
+def test_the_ingest_summary_reports_skipped_files(docs_tree):
+    (docs_tree / "data.txt").write_bytes(b"\x00\x01binary\x00" * 50)
+    done = rag("ingest", str(docs_tree))
+    assert done.returncode == 0, done.stderr
+    assert ", 1 skipped, " in done.stderr
+
+
+# -- rag eval ------------------------------------------------------------------------------
+
+
+def test_qrels_without_a_header_keep_their_first_judgment(tmp_path):
+    beir = tmp_path / "beir"
+    shutil.copytree(FIXTURES / "beir-mini", beir)
+    qrels = beir / "qrels" / "test.tsv"
+    with_header = rag("eval", "retrieval", str(beir), "--modes", "bm25", "--json")
+    qrels.write_text("".join(qrels.read_text().splitlines(keepends=True)[1:]))  # no header line
+
+    without = rag("eval", "retrieval", str(beir), "--modes", "bm25", "--json")
+
+    assert without.returncode == 0, without.stderr
+    assert json.loads(without.stdout)["queries"] == json.loads(with_header.stdout)["queries"] == 15
+
+
+def test_eval_answers_on_an_index_without_the_relevant_documents_warns(tmp_path):
+    assert rag("ingest", str(FIXTURES / "sample")).returncode == 0
+    wrong = tmp_path / "wrong.jsonl"
+    wrong.write_text(
+        json.dumps({"question": "Who keeps a lighthouse?", "answers": ["keeper"], "relevant": ["d01"]})
+    )
+    right = tmp_path / "right.jsonl"
+    right.write_text(
+        json.dumps(
+            {"question": "Who keeps a lighthouse?", "answers": ["keeper"], "relevant": ["lighthouses.pdf"]}
+        )
+    )
+
+    warned = rag("eval", "answers", str(wrong), "--modes", "bm25", "--json")
+    quiet = rag("eval", "answers", str(right), "--modes", "bm25", "--json")
+
+    assert warned.returncode == 0, warned.stderr
+    report = json.loads(warned.stdout)
+    assert (report["relevant_indexed"], report["relevant_listed"]) == (0, 1)
+    assert (
+        "only 0 of the 1 documents the questions list as relevant are in the index" in report["warnings"][0]
+    )
+    assert "rag: warning: only 0 of the 1 documents" in warned.stderr
+    assert json.loads(quiet.stdout)["warnings"] == [] and "warning" not in quiet.stderr
