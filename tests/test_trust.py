@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -144,3 +146,94 @@ def test_eval_answers_on_an_index_without_the_relevant_documents_warns(tmp_path)
     )
     assert "rag: warning: only 0 of the 1 documents" in warned.stderr
     assert json.loads(quiet.stdout)["warnings"] == [] and "warning" not in quiet.stderr
+
+
+# -- no silent wrong results: retrieval and answers ------------------------------------------
+
+
+@pytest.fixture
+def sample_index():
+    done = rag("ingest", str(FIXTURES / "sample"))
+    assert done.returncode == 0, done.stderr
+
+
+def test_llm_mode_with_a_small_model_returns_k_hits_and_says_it_could_not_select(sample_index):
+    done = rag("query", "How do lighthouse keepers work?", "--mode", "llm", "-k", "3", "--json")
+    assert done.returncode == 0, done.stderr
+    hits = json.loads(done.stdout)["hits"]
+    assert len(hits) == 3 and len({hit["chunk_id"] for hit in hits}) == 3
+    chosen = [hit for hit in hits if "llm" in hit["sources"]]
+    if len(chosen) < 3:  # the bundled 135M model names fewer passages than asked for
+        assert f"the model selected {len(chosen)} of the 3 passages asked for" in done.stderr
+
+
+def test_ask_with_an_empty_question_is_a_usage_error_like_query(sample_index):
+    asked = rag("ask", "")
+    assert asked.returncode == 2 and "the question is empty" in asked.stderr
+    assert rag("query", "").returncode == 2
+
+
+def test_llama_cpp_internals_show_at_vv_not_at_v(sample_index):
+    question = ("ask", "What is green tea?", "--answer-style", "generative", "--no-cache")
+    one = rag("-v", *question)
+    two = rag("-vv", *question)
+    assert one.returncode == 0 and two.returncode == 0, one.stderr
+    assert "ragcli.llama" in two.stderr
+    assert "llama_model_loader" not in one.stderr and "load_tensors" not in one.stderr
+
+
+def test_a_gguf_that_cannot_load_is_one_line_without_a_traceback(sample_index, tmp_path):
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\x00" * 64)
+    done = rag("ask", "What is green tea?", "--model", str(broken), "--answer-style", "generative")
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"rag: error: llama.cpp cannot load {broken} (Failed to load model from file: {broken}): "
+        "is it a complete GGUF file?"
+    ]
+
+
+def test_mcp_on_a_missing_index_says_so_at_start_up(tmp_path):
+    missing = tmp_path / "no-index-here"
+    done = subprocess.run(
+        [sys.executable, "-m", "ragcli", "mcp", "--index", str(missing)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.stdout == ""
+    assert f"rag mcp: warning: no index at {missing} yet" in done.stderr
+
+
+# -- settings and output -------------------------------------------------------------------
+
+
+def test_config_set_bad_number_is_one_line_in_words():
+    done = rag("config", "set", "top_k", "abc")
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "rag: error: rag config set top_k: bad value 'abc' for top_k: must be a whole number, 1 or more"
+    )
+
+
+def test_config_unset_removes_a_setting_and_show_tells_what_ask_uses():
+    assert rag("config", "set", "top_k", "3").returncode == 0
+    assert "top_k\t3\tconfig:" in rag("config", "show").stdout
+
+    removed = rag("config", "unset", "top_k")
+    again = rag("config", "unset", "top_k")
+
+    assert removed.returncode == 0 and "top_k removed from" in removed.stderr
+    assert again.returncode == 0 and "top_k was not set" in again.stderr
+    assert "top_k\t10\tdefault" in rag("config", "show").stdout
+    assert "10 (rag ask: 5)" in rag("config", "show", "--format", "table").stdout
+    assert rag("config", "unset", "nope").returncode == 2
+
+
+def test_format_table_off_a_terminal_prints_the_table_asked_for(sample_index):
+    asked = rag("query", "lighthouse", "--mode", "bm25", "-k", "2", "--format", "table")
+    piped = rag("query", "lighthouse", "--mode", "bm25", "-k", "2")
+    assert asked.returncode == 0 and "\t" not in asked.stdout and "lighthouses.pdf" in asked.stdout
+    assert "\t" in piped.stdout  # the default in a pipe stays one tab-separated line per hit
+    assert "\t" not in rag("ls", "--format", "table").stdout
