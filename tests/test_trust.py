@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -237,3 +239,29 @@ def test_format_table_off_a_terminal_prints_the_table_asked_for(sample_index):
     assert asked.returncode == 0 and "\t" not in asked.stdout and "lighthouses.pdf" in asked.stdout
     assert "\t" in piped.stdout  # the default in a pipe stays one tab-separated line per hit
     assert "\t" not in rag("ls", "--format", "table").stdout
+
+
+def test_a_bare_watch_keeps_the_remembered_filters(docs_tree, tmp_path):
+    assert rag("ingest", str(docs_tree), "--exclude", "skip*").returncode == 0
+    log = tmp_path / "watch.err"
+    with log.open("w") as err:
+        process = subprocess.Popen([sys.executable, "-m", "ragcli", "ingest", "--watch"], stderr=err)
+    try:
+        until(lambda: "watching" in log.read_text() or process.poll() is not None)
+        assert process.poll() is None, log.read_text()
+        (docs_tree / "skip-me.md").write_text("A draft the filters leave out.\n")
+        (docs_tree / "keep-me.md").write_text("A note the watcher indexes.\n")
+        until(lambda: "keep-me.md" in ingested_paths())
+        assert "skip-me.md" not in ingested_paths()
+        assert "exclude 'skip*'" in log.read_text()
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=120)
+
+
+def until(check, deadline: float = 180.0) -> None:
+    """Poll until `check()` holds (a generous deadline: the machine may be busy)."""
+    end = time.monotonic() + deadline
+    while not check():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.5)

@@ -9,6 +9,7 @@ with the same options; naming a root with other flags replaces its options, and 
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -16,6 +17,7 @@ from typing import Any, Mapping, Sequence
 from ragcli.ingest.walk import FileFilter
 
 META_KEY = "root_options"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,9 @@ def read_root_options(raw: str | None) -> dict[str, RootOptions]:
     try:
         stored = json.loads(raw or "{}")
         return {root: RootOptions.from_dict(options) for root, options in stored.items()}
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        # Loud, not fatal: the roots are still known; their options must be given again.
+        log.warning("the index's remembered ingest options are unreadable (%s): give the flags again", error)
         return {}
 
 
