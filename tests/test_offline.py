@@ -121,6 +121,8 @@ def sandbox(tmp_path, model_cache_dir) -> dict:
         RAG_INDEX=str(tmp_path / "index"),
         RAG_CACHE_DIR=str(cache),
         PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+        # Python's own bytecode cache beside the sources (written once by any install) is not
+        # ragcli's doing; keeping it off leaves only ragcli's writes in the trace.
         PYTHONDONTWRITEBYTECODE="1",
     )
     allowed = [tmp_path / "index", cache, model_cache_dir, home / ".config" / "ragcli"]
