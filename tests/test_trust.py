@@ -149,6 +149,11 @@ def test_eval_answers_on_an_index_without_the_relevant_documents_warns(tmp_path)
     assert "rag: warning: only 0 of the 1 documents" in warned.stderr
     assert json.loads(quiet.stdout)["warnings"] == [] and "warning" not in quiet.stderr
 
+    retrieval = rag("eval", "retrieval", str(wrong), "--modes", "bm25", "--json")
+    assert retrieval.returncode == 0, retrieval.stderr
+    assert json.loads(retrieval.stdout)["relevant_indexed"] == 0
+    assert "rag: warning: only 0 of the 1 documents" in retrieval.stderr
+
 
 # -- no silent wrong results: retrieval and answers ------------------------------------------
 

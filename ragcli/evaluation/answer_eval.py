@@ -323,7 +323,10 @@ def evaluate_answers(
     target, _ = resolve_index(
         dataset.corpus, dataset.source, settings=settings, index=index, group=group, progress=progress
     )
-    coverage = check_relevant_indexed(dataset.cases[:limit] if limit else dataset.cases, target)
+    # A QA file run on an existing index: does that index hold the documents it names?
+    # (A dataset with a corpus gets its own index, built from that corpus.)
+    cases = dataset.cases[:limit] if limit else dataset.cases
+    coverage = check_relevant_indexed(cases, target) if dataset.corpus is None else (0, 0, [])
     with Asker(target, settings=settings, generator=generator) as asker, stage(progress, "answering") as bar:
         report = run_answers(
             asker, dataset.cases, configs, dataset=dataset.name, index=str(target), limit=limit, progress=bar
@@ -332,24 +335,8 @@ def evaluate_answers(
     return report
 
 
-# Below this share of the listed `relevant` documents in the index, the scores are most
-# likely measured on the wrong index (or a partly ingested one): say so.
-FEW_RELEVANT_INDEXED = 0.5
-
-
 def check_relevant_indexed(cases: Sequence[QACase], index: Path) -> tuple[int, int, list[str]]:
     """(indexed, listed, warnings): whether the index holds the documents the questions name."""
-    from ragcli.evaluation.retrieval_eval import relevant_in_index
-    from ragcli.store.status import list_documents
+    from ragcli.evaluation.retrieval_eval import check_entries_indexed
 
-    entries = [entry for case in cases for entry in case.relevant]
-    if not entries:
-        return 0, 0, []
-    found, listed = relevant_in_index(entries, (doc["path"] for doc in list_documents(index)))
-    if found >= FEW_RELEVANT_INDEXED * listed:
-        return found, listed, []
-    warning = (
-        f"only {found} of the {listed} documents the questions list as relevant are in the index "
-        f"{index}: the scores below are likely measured on the wrong index (pass --index)"
-    )
-    return found, listed, [warning]
+    return check_entries_indexed([entry for case in cases for entry in case.relevant], index)
