@@ -10,6 +10,12 @@ The library is usable without the CLI; `open_index` is its front door::
         answer = index.ask("How do I reset the router?")
 """
 
+from ragcli.offline import keep_offline
+
+# First thing, before any dependency is imported: the CLI, `rag mcp` and `open_index` all come
+# through here (see ragcli.offline).
+keep_offline()
+
 __version__ = "0.1.0"
 
 __all__ = ["__version__", "Index", "open_index", "ingest_documents", "load_embedder", "Store"]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ragcli.choices import COLORS, DEFAULT_MODE, MODES, QUERY_TOP_K
+from ragcli.choices import ASK_TOP_K, COLORS, DEFAULT_MODE, MODES, QUERY_TOP_K
 from ragcli.errors import ModelNotFound, UsageError
 
 APP_NAME = "ragcli"
@@ -73,7 +73,10 @@ def _path(value: Any) -> Path:
 
 
 def _positive_int(value: Any) -> int:
-    number = int(value)
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ValueError("must be a whole number, 1 or more") from None
     if number < 1:
         raise ValueError("must be 1 or more")
     return number
@@ -114,7 +117,12 @@ KEYS: dict[str, Key] = {
         Key("model", _text, "GGUF model file for answers and LLM retrieval"),
         Key("group", _text, "chunk group used when --group is not given"),
         Key("mode", _choice(*MODES), "retrieval mode"),
-        Key("top_k", _positive_int, "hits returned by query, chunks considered by ask"),
+        Key(
+            "top_k",
+            _positive_int,
+            f"hits returned by query; chunks read by ask (unset: {QUERY_TOP_K} for query, "
+            f"{ASK_TOP_K} for ask)",
+        ),
         Key("ctx", _positive_int, "model context size in tokens"),
         Key("max_tokens", _positive_int, "longest answer in tokens"),
         Key("threads", _positive_int, "threads for generation"),
@@ -227,25 +235,45 @@ def _settings(values: dict[str, Any], sources: dict[str, str]) -> Settings:
     )
 
 
-def set_config_value(path: Path, name: str, value: str) -> Any:
-    """Validate and write one key into the config file (atomically); returns the parsed value.
+def unset_config_value(path: Path, name: str) -> bool:
+    """Remove one key from the config file (atomically); False when it was not set there.
 
     Raises:
-        UsageError: unknown key or bad value.
+        UsageError: unknown key.
     """
-    import tomli_w
-
     if name not in KEYS:
         raise UsageError(f"unknown setting '{name}' (known: {', '.join(KEYS)})")
-    parsed = _parse(KEYS[name], value, f"rag config set {name}")
     data = read_config_file(path)
-    data[name] = str(parsed) if isinstance(parsed, Path) else parsed
+    if name not in data:
+        return False
+    del data[name]
+    _write_config(path, data)
+    return True
+
+
+def _write_config(path: Path, data: dict[str, Any]) -> None:
+    import tomli_w
+
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(
         tomli_w.dumps({k: str(v) if isinstance(v, Path) else v for k, v in data.items()}), encoding="utf-8"
     )
     os.replace(tmp, path)
+
+
+def set_config_value(path: Path, name: str, value: str) -> Any:
+    """Validate and write one key into the config file (atomically); returns the parsed value.
+
+    Raises:
+        UsageError: unknown key or bad value.
+    """
+    if name not in KEYS:
+        raise UsageError(f"unknown setting '{name}' (known: {', '.join(KEYS)})")
+    parsed = _parse(KEYS[name], value, f"rag config set {name}")
+    data = read_config_file(path)
+    data[name] = str(parsed) if isinstance(parsed, Path) else parsed
+    _write_config(path, data)
     return parsed
 
 

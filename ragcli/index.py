@@ -43,11 +43,18 @@ if TYPE_CHECKING:
     from ragcli.model_catalog import ModelEntry
     from ragcli.retrieval.documents import StoredText
     from ragcli.retrieval.search import QueryOptions, Searcher
+    from ragcli.ingest.plan import IngestPlan
     from ragcli.store.removal import RemovalPlan
     from ragcli.types import Hit, Progress
 
 __all__ = ["Index", "open_index"]
 
+# A bare ingest whose roots were read with different options runs once per set of options;
+# a rebuild or a watch is one run, so it needs them named.
+_ONE_BATCH = (
+    "the roots ingested before were read with different options (see `rag status`): "
+    "{what} them one set at a time, naming the roots and their flags"
+)
 # Settings an `open_index` keyword may name; `gguf_model` is the CLI's name for `model`.
 SETTING_NAMES = frozenset(KEYS) | {"gguf_model"}
 # Option names that are settings too, so the settings layers apply to them (see `Index.ask_options`).
@@ -253,6 +260,7 @@ class Index:
         chunk_overlap: int | None = None,
         include: Iterable[str] = (),
         exclude: Iterable[str] = (),
+        forget_filters: bool = False,
         prune: bool = True,
         rebuild: bool = False,
         batch_chunks: int = 256,
@@ -266,10 +274,14 @@ class Index:
         Naming a path that `remove` excluded adds it back.
 
         Args:
-            paths: folders (walked) and files; None for the roots ingested before.
-            group: the chunk group to fill (default: the `group` setting, else "medium").
+            paths: folders (walked) and files; None for the roots ingested before, each read
+                with the options it was last ingested with (`ragcli.ingest.remembered`).
+            group: the chunk group to fill (default: the root's remembered group, else the
+                `group` setting, else "medium").
             split_by, chunk_size, chunk_overlap: override the group's chunking.
-            include, exclude: file name globs.
+            include, exclude: gitignore-style patterns; given, they replace the roots'
+                remembered ones, else those are used.
+            forget_filters: read the roots without their remembered patterns.
             prune: remove indexed documents whose files are gone from the given folders.
             rebuild: build a fresh index (e.g. for another embedding model) and swap it in.
             batch_chunks: chunks embedded and committed per transaction.
@@ -282,30 +294,37 @@ class Index:
         Raises:
             IndexMismatch, IndexBusy, UsageError, StoreUnavailable: see `ragcli.ingest.pipeline.ingest`.
         """
-        from ragcli.ingest.pipeline import ingest
+        from ragcli.ingest.pipeline import ingest, merge_reports
 
-        plan = self.ingest_plan(paths, group, split_by, chunk_size, chunk_overlap, include, exclude)
+        plan = self.ingest_plan(
+            paths, group, split_by, chunk_size, chunk_overlap, include, exclude, forget_filters=forget_filters
+        )
+        if rebuild and len(plan.batches) > 1:
+            raise UsageError(_ONE_BATCH.format(what="--rebuild"))
         self._lift_exclusions(paths)
         embedder = self.embedder(fresh=rebuild)
         self.close()  # open readers would keep serving the index as it was
         lock = {} if lock_timeout is None else {"lock_timeout": lock_timeout}
-        report = ingest(
-            self.path,
-            plan["roots"],
-            embedder=embedder,
-            group=plan["group"],
-            chunking=plan["chunking"],
-            file_filter=plan["file_filter"],
-            prune=prune,
-            rebuild=rebuild,
-            batch_chunks=batch_chunks,
-            progress=progress,
-            on_wait=on_wait,
-            store=store,
-            **lock,
-        )
+        reports = [
+            ingest(
+                self.path,
+                batch.roots,
+                embedder=embedder,
+                group=batch.group,
+                chunking=batch.chunking,
+                file_filter=batch.file_filter,
+                prune=prune,
+                rebuild=rebuild,
+                batch_chunks=batch_chunks,
+                progress=progress,
+                on_wait=on_wait,
+                store=store,
+                **lock,
+            )
+            for batch in plan.batches
+        ]
         self._embedder = embedder
-        return report
+        return merge_reports(reports)
 
     def watch(
         self,
@@ -318,6 +337,7 @@ class Index:
         chunk_overlap: int | None = None,
         include: Iterable[str] = (),
         exclude: Iterable[str] = (),
+        forget_filters: bool = False,
         batch_chunks: int = 256,
     ) -> Iterator["WatchBatch"]:
         """`ingest`, then every change under the folders as it happens (`ragcli.ingest.watch.watch`).
@@ -332,18 +352,23 @@ class Index:
         """
         from ragcli.ingest.watch import watch
 
-        plan = self.ingest_plan(paths, group, split_by, chunk_size, chunk_overlap, include, exclude)
+        plan = self.ingest_plan(
+            paths, group, split_by, chunk_size, chunk_overlap, include, exclude, forget_filters=forget_filters
+        )
+        if len(plan.batches) > 1:
+            raise UsageError(_ONE_BATCH.format(what="--watch"))
+        batch = plan.batches[0]
         self._lift_exclusions(paths)
         embedder = self.embedder()
         self.close()
         yield from watch(
             self.path,
-            plan["roots"],
+            batch.roots,
             stop=stop,
             embedder=embedder,
-            group=plan["group"],
-            chunking=plan["chunking"],
-            file_filter=plan["file_filter"],
+            group=batch.group,
+            chunking=batch.chunking,
+            file_filter=batch.file_filter,
             batch_chunks=batch_chunks,
         )
 
@@ -368,28 +393,33 @@ class Index:
         chunk_overlap: int | None = None,
         include: Iterable[str] = (),
         exclude: Iterable[str] = (),
-    ) -> dict[str, Any]:
-        """What an `ingest` with these arguments reads and how it chunks, checked; nothing changes.
+        *,
+        forget_filters: bool = False,
+    ) -> "IngestPlan":
+        """What an `ingest` with these arguments reads and how, checked; nothing changes.
 
         A caller about to load the embedding model first (e.g. behind a spinner) calls this to
-        fail fast on a usage error.
-
-        Returns:
-            roots, group, chunking (None: the group's own) and file_filter.
+        fail fast on a usage error, and to say what is about to be walked (`plan.notices`).
 
         Raises:
-            UsageError: no paths and none ingested before, or bad chunk settings.
+            UsageError: no paths and none ingested before, a path missing, bad chunk settings.
         """
-        from ragcli.ingest.pipeline import chunking_override
-        from ragcli.ingest.walk import FileFilter
+        from ragcli.ingest.plan import plan_ingest
 
-        group = group or self.settings.get("group") or DEFAULT_GROUP
-        return {
-            "roots": self.ingest_roots(paths),
-            "group": group,
-            "chunking": chunking_override(self.path, group, _plain(split_by), chunk_size, chunk_overlap),
-            "file_filter": FileFilter(tuple(include or ()), tuple(exclude or ())),
-        }
+        return plan_ingest(
+            self.path,
+            paths,
+            group=group,
+            default_group=self.settings.get("group") or DEFAULT_GROUP,
+            include=tuple(include or ()),
+            exclude=tuple(exclude or ()),
+            forget_filters=forget_filters,
+            chunk_flags={
+                "split_by": _plain(split_by),
+                "chunk_size": chunk_size,
+                "chunk_overlap": chunk_overlap,
+            },
+        )
 
     def search(self, query: str, options: "QueryOptions | None" = None, **given: Any) -> list["Hit"]:
         """The best matching chunks, best first (`Searcher.search`).

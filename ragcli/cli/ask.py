@@ -211,7 +211,9 @@ def ask(
         use_cache=cache,
         answer_style=answer_style,
     )
-    questions = stdin_lines(question, metavar="QUESTION", plural="questions")
+    questions = stdin_lines(
+        question, metavar="QUESTION", plural="questions", empty="the question is empty: ask something"
+    )
     if open_source and questions is not None:
         raise typer.BadParameter(
             "opens the first cited source of one QUESTION, not of questions from stdin", param_hint="--open"

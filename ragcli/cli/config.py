@@ -8,8 +8,16 @@ import typer
 from rich.table import Table
 
 from ragcli.cli.options import FormatOption, JsonOption
-from ragcli.cli.render import emit_records, printable, resolve_format, stderr_console, stdout_console
-from ragcli.config import KEYS, default_config_path, load_settings, set_config_value
+from ragcli.cli.render import (
+    ListFormat,
+    emit_records,
+    printable,
+    resolve_format,
+    stderr_console,
+    stdout_console,
+)
+from ragcli.choices import ASK_TOP_K
+from ragcli.config import KEYS, default_config_path, load_settings, set_config_value, unset_config_value
 
 app = typer.Typer(
     help="Show and change settings (flag > environment > config file > index > default).",
@@ -55,6 +63,7 @@ def show(json_output: JsonOption = False, output_format: FormatOption = None) ->
         key="settings",
         extra={"path": str(default_config_path())},
         human=lambda: _print_settings(rows),
+        table_asked=output_format is ListFormat.table,
     )
 
 
@@ -63,7 +72,10 @@ def _print_settings(rows: list[dict]) -> None:
 
     table = Table("key", "value", "source", "environment")
     for row in rows:
-        table.add_row(row["key"], Text(printable(row["value"] or "-")), row["source"], row["env"])
+        value = row["value"] or "-"
+        if row["key"] == "top_k" and row["source"] == "default":  # one setting, two defaults
+            value = f"{value} (rag ask: {ASK_TOP_K})"
+        table.add_row(row["key"], Text(printable(value)), row["source"], row["env"])
     stdout_console().print(table)
 
 
@@ -84,3 +96,17 @@ def set_value(
     """
     parsed = set_config_value(default_config_path(), key, value)
     stderr_console().print(f"{key} = {parsed} written to {default_config_path()}", highlight=False)
+
+
+@app.command("unset")
+def unset_value(
+    key: Annotated[str, typer.Argument(help=f"One of: {', '.join(KEYS)}.", autocompletion=_complete_keys)],
+) -> None:
+    """Remove one setting from the config file, so the environment or the default applies again.
+
+    Example: rag config unset top_k
+    """
+    path = default_config_path()
+    removed = unset_config_value(path, key)
+    said = f"{key} removed from {path}" if removed else f"{key} was not set in {path}: nothing to do"
+    stderr_console().print(said, highlight=False, markup=False)

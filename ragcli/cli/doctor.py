@@ -6,7 +6,7 @@ import typer
 from rich.markup import escape
 
 from ragcli.cli.options import EmbedModelOption, FormatOption, IndexOption, JsonOption
-from ragcli.cli.render import emit_records, printable, resolve_format, stdout_console
+from ragcli.cli.render import ListFormat, emit_records, printable, resolve_format, stdout_console
 
 
 def doctor(
@@ -37,6 +37,7 @@ def doctor(
         extra={"ok": healthy},
         human=lambda: _print_checks(checks),
         plain=lambda r: ["ok" if r["ok"] else "FAIL", r["name"], r["detail"], r["fix"]],
+        table_asked=output_format is ListFormat.table,
     )
     if not healthy:
         raise typer.Exit(1)

@@ -230,6 +230,7 @@ def retrieval(
     report = index_.evaluate_retrieval(
         dataset, chosen, index=index, limit=limit, progress=_stages(True), store=store
     )
+    _say_warnings(report.warnings)
     if output is not None:
         with output.open("w", encoding="utf-8") as handle:
             write_trec_run(handle, report)
@@ -364,12 +365,18 @@ def answers(
         split_list(modes, MODES, "--modes"), split_list(rerank, ("none", *RERANKERS), "--rerank"), base=base
     )
     report = index_.evaluate_answers(dataset, chosen, index=index, limit=limit, progress=_stages(True))
+    _say_warnings(report.warnings)
     if json_output:
         emit_json("eval-answers", report.to_dict(details))
     else:
         _print_answers(report, ANSWER_METRICS)
     _stop_if_partial(report)
     _fail_under(floor_failures(((r.name, r.metrics) for r in report.configurations), floors))
+
+
+def _say_warnings(warnings: Sequence[str]) -> None:
+    for warning in warnings:
+        stderr_console().print(f"rag: warning: {warning}", style="bold yellow", highlight=False, markup=False)
 
 
 def _print_answers(report: AnswerReport, names: Sequence[str]) -> None:

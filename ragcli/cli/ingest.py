@@ -22,6 +22,7 @@ from ragcli.cli.options import (
 )
 from ragcli.cli.progress import progress_bar, step_status
 from ragcli.cli.render import (
+    ListFormat,
     emit_json,
     emit_records,
     human_size,
@@ -62,12 +63,24 @@ def ingest(
     ] = None,
     include: Annotated[
         Optional[List[str]],
-        typer.Option(help="Only files matching this glob (repeatable).", show_default=False),
+        typer.Option(
+            help="Only files matching this gitignore-style pattern (repeatable); remembered per folder.",
+            show_default=False,
+        ),
     ] = None,
     exclude: Annotated[
         Optional[List[str]],
-        typer.Option(help="Skip files matching this glob (repeatable).", show_default=False),
+        typer.Option(
+            help="Skip files matching this gitignore-style pattern (repeatable); remembered per folder.",
+            show_default=False,
+        ),
     ] = None,
+    no_filters: Annotated[
+        bool,
+        typer.Option(
+            "--no-filters", help="Forget the --include/--exclude patterns remembered for these folders."
+        ),
+    ] = False,
     prune: Annotated[
         bool,
         typer.Option(
@@ -105,8 +118,11 @@ def ingest(
     """Read folders of documents into the index; re-running only touches what changed.
 
     Reads txt, md, pdf, docx and html; skips hidden and binary files. Unreadable files are
-    reported one per line and the rest is ingested. Only one process writes an index at a
-    time: a second one waits (saying so) up to --lock-timeout seconds.
+    reported one per line and the rest is ingested. Each folder's options (patterns, group)
+    are remembered: `rag ingest` with no paths reads every folder again with its own, and
+    says on stderr what it walks; flags given replace them, and say what changed. Only one
+    process writes an index at a time: a second one waits (saying so) up to --lock-timeout
+    seconds.
 
     Example: rag ingest ~/notes ~/papers --include '*.pdf' --group fine
 
@@ -131,10 +147,12 @@ def ingest(
         "chunk_overlap": chunk_overlap,
         "include": include or (),
         "exclude": exclude or (),
+        "forget_filters": no_filters,
     }
-    index_.ingest_plan(paths, **chunking)  # a usage error before the model loads
+    plan = index_.ingest_plan(paths, **chunking)  # a usage error before the model loads
     chunking["batch_chunks"] = batch_size
     err = stderr_console()
+    _say_plan(err, plan)
     with step_status(err, "loading the embedding model") as step:
         prepared_at = time.monotonic()
         index_.embedder(fresh=rebuild, notify=step.say)
@@ -144,7 +162,7 @@ def ingest(
     if watch:
         from ragcli.cli.watch import run_watch
 
-        run_watch(lambda stop: index_.watch(paths, stop=stop, **chunking), index_.ingest_roots(paths))
+        run_watch(lambda stop: index_.watch(paths, stop=stop, **chunking), plan.roots)
         return
     with progress_bar(err, "ingesting") as bar:
         report = index_.ingest(
@@ -165,7 +183,8 @@ def ingest(
     else:
         err.print(
             f"{report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
-            f"{report.removed} removed, {len(report.failed)} failed; {report.chunks} chunks written, "
+            f"{report.removed} removed, {report.skipped} skipped, {len(report.failed)} failed; "
+            f"{report.chunks} chunks written, "
             f"{report.embedded} embedded, {report.vectors} vectors in group '{report.group}'; "
             f"{time.perf_counter() - started:.1f} s",
             highlight=False,
@@ -173,6 +192,14 @@ def ingest(
         )
     if strict and report.failed:
         raise typer.Exit(1)
+
+
+def _say_plan(err, plan) -> None:
+    """What a bare ingest is about to walk, what changed, and patterns that match no file."""
+    from ragcli.ingest.plan import pattern_warnings
+
+    for line in [*plan.notices, *pattern_warnings(plan)]:
+        err.print(f"rag: {line}" if not line.startswith("  ") else line, highlight=False, markup=False)
 
 
 def _say_waiting(message: str) -> None:
@@ -197,7 +224,15 @@ def status(
         emit_json("status", info)
         return
     facts = [{"key": key, "value": value} for key, value in flatten(info)]
-    emit_records(fmt, facts, ("key", "value"), kind="status", key="facts", human=lambda: _print_status(info))
+    emit_records(
+        fmt,
+        facts,
+        ("key", "value"),
+        kind="status",
+        key="facts",
+        human=lambda: _print_status(info),
+        table_asked=output_format is ListFormat.table,
+    )
 
 
 def flatten(value, prefix: str = ""):
@@ -243,6 +278,10 @@ def _print_status(info: dict) -> None:
             kind,
         )
     out.print(table)
+    for root in info["roots"]:
+        options = info["root_options"].get(root)
+        said = "" if options is None else f"  ({_describe_options(options)})"
+        out.print(f"root       {printable(root)}{said}", highlight=False, markup=False)
     last = info["last_ingest"]
     if last:
         out.print(
@@ -250,6 +289,12 @@ def _print_status(info: dict) -> None:
             f"{last['failed']} failed in {last['seconds']} s",
             highlight=False,
         )
+
+
+def _describe_options(options: dict) -> str:
+    from ragcli.ingest.remembered import RootOptions
+
+    return RootOptions.from_dict(options).describe()
 
 
 LS_COLUMNS = ("path", "file_type", "size", "modified", "chunks")
@@ -272,7 +317,15 @@ def ls(
     rows = [{**doc, "chunks": ",".join(f"{g}:{n}" for g, n in doc["chunks"].items())} for doc in documents]
     if fmt.value in ("json", "jsonl"):
         rows = documents
-    emit_records(fmt, rows, LS_COLUMNS, kind="documents", key="documents", human=lambda: _print_ls(documents))
+    emit_records(
+        fmt,
+        rows,
+        LS_COLUMNS,
+        kind="documents",
+        key="documents",
+        human=lambda: _print_ls(documents),
+        table_asked=output_format is ListFormat.table,
+    )
 
 
 def _print_ls(documents: list[dict]) -> None:

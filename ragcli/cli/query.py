@@ -175,7 +175,7 @@ def query(
                 open_first_cited(answered)
         elif queries is None:
             hits = index_.search(str(text), options)
-            _print_hits(str(text), options.mode, hits, fmt or Format.table, explain)
+            _print_hits(str(text), options.mode, hits, fmt, explain)
             if open_hit:
                 _open_top_hit(hits)
         else:
@@ -203,7 +203,7 @@ def _print_answers(index, options, fmt: Optional[Format], explain: bool) -> None
         return
     for line, hits in answered:
         if fmt is Format.table:
-            _print_table_for(line, hits, explain, query_column=True)
+            _print_table_for(line, hits, explain, query_column=True, asked=True)
         else:
             _print_batch(line, options.mode, hits, fmt or Format.jsonl)
 
@@ -248,7 +248,7 @@ def unique_paths(hits: Iterable[Any]) -> list[str]:
     return list(dict.fromkeys(hit.chunk.path for hit in hits))
 
 
-def _print_hits(text: str, mode: str, hits: list, fmt: Format, explain: bool) -> None:
+def _print_hits(text: str, mode: str, hits: list, fmt: Optional[Format], explain: bool) -> None:
     if fmt is Format.json:
         emit_json("query", {"query": text, "mode": mode, "hits": [hit_record(h) for h in hits]})
     elif fmt is Format.jsonl:
@@ -258,7 +258,7 @@ def _print_hits(text: str, mode: str, hits: list, fmt: Format, explain: bool) ->
     elif fmt in (Format.tsv, Format.csv):
         _print_records(fmt, ((None, hit) for hit in hits))
     else:
-        _print_table_for(text, hits, explain)
+        _print_table_for(text, hits, explain, asked=fmt is Format.table)
 
 
 def _print_records(fmt: Format, pairs) -> None:
@@ -275,15 +275,18 @@ def _print_records(fmt: Format, pairs) -> None:
     (emit_tsv if fmt is Format.tsv else emit_csv)(rows, header)
 
 
-def _print_table_for(text: str, hits: list, explain: bool, query_column: bool = False) -> None:
-    """The human table on a terminal; one tab-separated line per hit in a pipe.
+def _print_table_for(
+    text: str, hits: list, explain: bool, query_column: bool = False, asked: bool = False
+) -> None:
+    """The human table on a terminal or when asked for (`--format table`); else one
+    tab-separated line per hit in a pipe.
 
     With `query_column` (queries from stdin) the table is titled with its query, and each
     line in a pipe starts with it.
     """
     from ragcli.cli.render import emit_tsv, is_terminal, printable
 
-    if is_terminal(sys.stdout):
+    if asked or is_terminal(sys.stdout):
         if query_column:
             stdout_console().print(f"query: {printable(text)}", markup=False, highlight=False)
         _print_table(text, hits, explain)

@@ -200,6 +200,7 @@ def emit_records(
     human: Callable[[], None],
     plain: Callable[[Mapping[str, Any]], Sequence[Any]] | None = None,
     extra: Mapping[str, Any] | None = None,
+    table_asked: bool = False,
 ) -> None:
     """Print records in the chosen format.
 
@@ -209,6 +210,7 @@ def emit_records(
             tsv / csv (`columns` with a header), json (one document: `extra` and `key: records`)
             or jsonl (one record per line).
         records: the JSON shapes; `columns` pick the TSV/CSV fields.
+        table_asked: `--format table` was given: the human table even off a terminal.
     """
     if fmt is ListFormat.json:
         emit_json(kind, {**(extra or {}), key: list(records)})
@@ -218,7 +220,7 @@ def emit_records(
         emit_csv(([record.get(c) for c in columns] for record in records), columns)
     elif fmt is ListFormat.tsv:
         emit_tsv(([record.get(c) for c in columns] for record in records), columns)
-    elif is_terminal(sys.stdout):
+    elif table_asked or is_terminal(sys.stdout):
         human()
     else:
         emit_tsv((plain(record) if plain else [record.get(c) for c in columns]) for record in records)

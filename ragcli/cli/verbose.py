@@ -22,6 +22,10 @@ def configure_logging(verbose: int) -> None:
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if verbose >= 3 else logging.INFO if verbose >= 2 else logging.WARNING)
     log.setLevel(logging.DEBUG if verbose >= 3 else logging.INFO if verbose >= 1 else logging.WARNING)
+    # llama.cpp's own lines (model loading, about 50 of them) are library internals: -vv.
+    logging.getLogger("ragcli.llama").setLevel(
+        logging.DEBUG if verbose >= 3 else logging.INFO if verbose >= 2 else logging.WARNING
+    )
     # Parser libraries (pypdf) log recoverable oddities; the per-file report already says
     # what matters, so keep their warnings off the terminal unless asked for.
     logging.getLogger("pypdf").setLevel(logging.INFO if verbose >= 2 else logging.ERROR)

@@ -220,6 +220,10 @@ class AnswerReport:
     completed: int = 0
     partial: bool = False
     configurations: list[AnswerConfigurationResult] = field(default_factory=list)
+    # distinct `relevant` entries of the questions, and how many of them the index holds
+    relevant_listed: int = 0
+    relevant_indexed: int = 0
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self, details: bool = False) -> dict[str, Any]:
         return {
@@ -229,6 +233,9 @@ class AnswerReport:
             "answerable": self.answerable,
             "completed": self.completed,
             "partial": self.partial,
+            "relevant_listed": self.relevant_listed,
+            "relevant_indexed": self.relevant_indexed,
+            "warnings": self.warnings,
             "metric_names": list(ANSWER_METRICS),
             "configurations": [result.to_dict(details) for result in self.configurations],
         }
@@ -316,7 +323,20 @@ def evaluate_answers(
     target, _ = resolve_index(
         dataset.corpus, dataset.source, settings=settings, index=index, group=group, progress=progress
     )
+    # A QA file run on an existing index: does that index hold the documents it names?
+    # (A dataset with a corpus gets its own index, built from that corpus.)
+    cases = dataset.cases[:limit] if limit else dataset.cases
+    coverage = check_relevant_indexed(cases, target) if dataset.corpus is None else (0, 0, [])
     with Asker(target, settings=settings, generator=generator) as asker, stage(progress, "answering") as bar:
-        return run_answers(
+        report = run_answers(
             asker, dataset.cases, configs, dataset=dataset.name, index=str(target), limit=limit, progress=bar
         )
+    report.relevant_indexed, report.relevant_listed, report.warnings = coverage
+    return report
+
+
+def check_relevant_indexed(cases: Sequence[QACase], index: Path) -> tuple[int, int, list[str]]:
+    """(indexed, listed, warnings): whether the index holds the documents the questions name."""
+    from ragcli.evaluation.retrieval_eval import check_entries_indexed
+
+    return check_entries_indexed([entry for case in cases for entry in case.relevant], index)

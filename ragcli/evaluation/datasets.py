@@ -124,7 +124,11 @@ def read_queries(path: Path) -> dict[str, str]:
 
 
 def read_qrels(path: Path) -> dict[str, dict[str, int]]:
-    """Query id -> {document id: relevance} from a BEIR qrels TSV with a header line.
+    """Query id -> {document id: relevance} from a BEIR qrels TSV, with or without a header line.
+
+    The first line is a header only when its score column is not a number (BEIR writes
+    ``query-id corpus-id score``); a file without one (as some subsets ship) keeps its first
+    judgment.
 
     Raises:
         UsageError: the file is missing or a row does not have three columns with an integer score.
@@ -132,17 +136,23 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
     qrels: dict[str, dict[str, int]] = {}
     try:
         with path.open(encoding="utf-8", newline="") as handle:
-            rows = csv.reader(handle, delimiter="\t")
-            next(rows, None)  # the header: query-id, corpus-id, score
-            for number, row in enumerate(rows, 2):
-                if not row:
+            for number, row in enumerate(csv.reader(handle, delimiter="\t"), 1):
+                if not row or (number == 1 and _is_qrels_header(row)):
                     continue
-                if len(row) < 3 or not row[2].strip().lstrip("-").isdigit():
+                if len(row) < 3 or not _is_score(row[2]):
                     raise UsageError(f"{path}:{number}: expected query-id<TAB>corpus-id<TAB>score")
                 qrels.setdefault(row[0], {})[row[1]] = int(row[2])
     except OSError as error:
         raise UsageError(f"cannot read {path}: {error.strerror or error}") from error
     return qrels
+
+
+def _is_score(text: str) -> bool:
+    return text.strip().lstrip("-").isdigit()
+
+
+def _is_qrels_header(row: list[str]) -> bool:
+    return len(row) >= 3 and not _is_score(row[2])
 
 
 def read_qa(path: Path) -> list[QACase]:

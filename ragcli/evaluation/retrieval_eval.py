@@ -120,6 +120,10 @@ class RetrievalReport:
     skipped: int = 0
     configurations: list[ConfigurationResult] = field(default_factory=list)
     ingest: dict[str, Any] = field(default_factory=dict)
+    # for a QA file on an existing index: distinct `relevant` entries, how many are indexed
+    relevant_listed: int = 0
+    relevant_indexed: int = 0
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -129,6 +133,9 @@ class RetrievalReport:
             "completed": self.completed,
             "partial": self.partial,
             "skipped_queries": self.skipped,
+            "relevant_listed": self.relevant_listed,
+            "relevant_indexed": self.relevant_indexed,
+            "warnings": self.warnings,
             "ingest": self.ingest,
             "metric_names": list(RETRIEVAL_MEASURES),
             "configurations": [result.to_dict() for result in self.configurations],
@@ -206,6 +213,43 @@ def _same_document(entry: str, path: str) -> bool:
     if wanted.is_absolute():
         return Path(entry).expanduser().resolve() == Path(path).resolve()
     return PurePath(path).parts[-len(wanted.parts) :] == wanted.parts
+
+
+# Below this share of the listed `relevant` documents in the index, the scores are most
+# likely measured on the wrong index (or a partly ingested one): say so.
+FEW_RELEVANT_INDEXED = 0.5
+
+
+def check_entries_indexed(entries: Sequence[str], index: Path) -> tuple[int, int, list[str]]:
+    """(indexed, listed, warnings) for document ids or paths a QA file names as relevant."""
+    from ragcli.store.status import list_documents
+
+    if not entries:
+        return 0, 0, []
+    found, listed = relevant_in_index(entries, (doc["path"] for doc in list_documents(index)))
+    if found >= FEW_RELEVANT_INDEXED * listed:
+        return found, listed, []
+    warning = (
+        f"only {found} of the {listed} documents the questions list as relevant are in the index "
+        f"{index}: the scores below are likely measured on the wrong index (pass --index)"
+    )
+    return found, listed, [warning]
+
+
+def relevant_in_index(entries: Iterable[str], paths: Iterable[str]) -> tuple[int, int]:
+    """How many distinct `relevant` entries name an indexed document, of how many listed.
+
+    Same matching as `relevant_path_key`; candidates are narrowed by file name, so this stays
+    cheap on a large index.
+    """
+    by_name: dict[str, list[str]] = {}
+    for path in paths:
+        by_name.setdefault(PurePath(path).name, []).append(path)
+    listed = set(entries)
+    found = sum(
+        any(_same_document(entry, path) for path in by_name.get(PurePath(entry).name, ())) for entry in listed
+    )
+    return found, len(listed)
 
 
 def document_scores(query_id: str, hits: Sequence[Hit], key: DocumentKey = path_key) -> dict[str, float]:
@@ -370,4 +414,9 @@ def evaluate_retrieval(
             searcher, dataset, configs, index=str(target), key=key, limit=limit, progress=bar
         )
     report.ingest = ingested
+    if dataset.corpus is None:
+        entries = [entry for judged in dataset.qrels.values() for entry in judged]
+        report.relevant_indexed, report.relevant_listed, report.warnings = check_entries_indexed(
+            entries, target
+        )
     return report

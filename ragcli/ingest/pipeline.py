@@ -32,6 +32,8 @@ from ragcli.store.backends import create_backend, open_backend
 from ragcli.store.errors import storage_errors
 from ragcli.store.ownership import claim_index_dir, is_index, remove_index, require_index_or_absent
 from ragcli.types import ChunkSettings, Document, Progress, Span
+from ragcli.ingest.remembered import META_KEY as ROOT_OPTIONS
+from ragcli.ingest.remembered import RootOptions, merged_root_options
 from ragcli.ingest.walk import FileFilter, display_path, resolve_roots, walk_files
 from ragcli.store.removal import apply_exclusions
 
@@ -71,6 +73,20 @@ class IngestReport:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def merge_reports(reports: Sequence[IngestReport]) -> IngestReport:
+    """One report for the runs of one ingest (a bare ingest runs once per set of root options)."""
+    if len(reports) == 1:
+        return reports[0]
+    merged = IngestReport(index=reports[0].index, group=", ".join(dict.fromkeys(r.group for r in reports)))
+    for report in reports:
+        for name in ("added", "updated", "unchanged", "removed", "skipped", "chunks", "embedded", "reused"):
+            setattr(merged, name, getattr(merged, name) + getattr(report, name))
+        merged.failed.extend(report.failed)
+        merged.vectors = report.vectors
+        merged.seconds = round(merged.seconds + report.seconds, 3)
+    return merged
 
 
 @dataclass
@@ -312,14 +328,20 @@ def ingest(
             progress=progress,
             **lock,
         )
-    with _run(index, embedder, group, chunking, batch_chunks, roots, store_uri=store, **lock) as (
-        store,
-        settings,
-        batcher,
-        report,
-    ):
+    with _run(
+        index,
+        embedder,
+        group,
+        chunking,
+        batch_chunks,
+        roots,
+        store_uri=store,
+        file_filter=file_filter,
+        **lock,
+    ) as (store, settings, batcher, report):
         batcher.progress = progress
-        files = [p for root in roots for p in walk_files(root, file_filter)]
+        # dict.fromkeys: a file root inside a folder root is one file, read (and counted) once
+        files = list(dict.fromkeys(p for root in roots for p in walk_files(root, file_filter)))
         files = apply_exclusions(store, files)  # what `rag rm` removed stays out
         if progress:
             progress.start(len(files))
@@ -346,6 +368,7 @@ def _run(
     on_wait: Callable[[str], None] | None = None,
     check_pages: bool = True,
     store_uri: str | None = None,
+    file_filter: FileFilter = FileFilter(),
 ) -> Iterator[tuple[Backend, ChunkSettings, "_Batcher", IngestReport]]:
     """Open the index for one ingest under its write lock; on success sync vectors and record
     the run, always close. Storage failures (disk full, a damaged file) become one `RagError`.
@@ -367,7 +390,7 @@ def _run(
             _start_group(store, embedder, group, settings)
             yield store, settings, _Batcher(store, embedder, group, report, batch_chunks), report
             report.seconds = round(time.perf_counter() - started, 3)  # recorded in last_ingest
-            _finish(store, report, roots)
+            _finish(store, report, roots, file_filter)
         finally:
             store.close()
     report.seconds = round(time.perf_counter() - started, 3)
@@ -514,8 +537,10 @@ def _remove(store: Backend, doc_ids: list[int], report: IngestReport) -> None:
             report.removed += store.delete_documents(doc_ids)
 
 
-def _finish(store: Backend, report: IngestReport, roots: Sequence[Path]) -> None:
-    """Sync every group's vectors, drop unused vectors, record the run."""
+def _finish(
+    store: Backend, report: IngestReport, roots: Sequence[Path], file_filter: FileFilter = FileFilter()
+) -> None:
+    """Sync every group's vectors, drop unused vectors, record the run and each root's options."""
     for group in store.groups():
         count = store.sync_vectors(group, vector_params(store, group))
         if group == report.group:
@@ -524,6 +549,9 @@ def _finish(store: Backend, report: IngestReport, roots: Sequence[Path]) -> None
         store.drop_unused_vectors()
         known = json.loads(store.get_meta("roots", "[]") or "[]")
         store.set_meta("roots", json.dumps(sorted(set(known) | {str(r) for r in roots})))
+        if roots:
+            options = RootOptions(report.group, file_filter.include, file_filter.exclude)
+            store.set_meta(ROOT_OPTIONS, merged_root_options(store.get_meta(ROOT_OPTIONS), roots, options))
         store.set_meta("last_ingest", json.dumps({**report.to_dict(), "failed": len(report.failed)}))
 
 
@@ -679,7 +707,9 @@ def ingest_changes(
         An `IngestReport`; `progress.advance(path, status)` is told "removed" for each removal.
     """
     files, gone = _classify_changes(roots, changed, file_filter)
-    with _run(index, embedder, group, chunking, batch_chunks, roots, check_pages=False) as (
+    with _run(
+        index, embedder, group, chunking, batch_chunks, roots, check_pages=False, file_filter=file_filter
+    ) as (
         store,
         settings,
         batcher,

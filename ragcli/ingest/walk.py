@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from fnmatch import fnmatch
+from functools import cached_property
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -13,20 +13,57 @@ from ragcli.errors import UsageError
 
 @dataclass(frozen=True)
 class FileFilter:
-    """Include/exclude globs, matched against the path relative to its root and the file name."""
+    """Include/exclude patterns, gitignore-style, matched against the path relative to its root.
+
+    As in a ``.gitignore`` (``pathspec`` implements its rules): a pattern without a slash
+    (``*.pdf``, ``genindex*``, ``_sources``) matches at any depth, one with a slash is anchored
+    at the root (``_sources/*``: the root's own ``_sources`` folder; ``**/_sources/*``: any).
+    """
 
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
 
+    @cached_property
+    def _include(self):
+        return _spec(self.include) if self.include else None
+
+    @cached_property
+    def _exclude(self):
+        return _spec(self.exclude) if self.exclude else None
+
     def accepts(self, relative: str) -> bool:
-        name = relative.rsplit("/", 1)[-1]
-
-        def hit(pattern: str) -> bool:
-            return fnmatch(relative, pattern) or fnmatch(name, pattern)
-
-        if self.include and not any(hit(p) for p in self.include):
+        if self._include is not None and not self._include.match_file(relative):
             return False
-        return not any(hit(p) for p in self.exclude)
+        return self._exclude is None or not self._exclude.match_file(relative)
+
+    def unmatched(self, relatives: Sequence[str]) -> list[str]:
+        """The patterns (include and exclude) that match none of these relative paths."""
+        patterns = dict.fromkeys((*self.include, *self.exclude))
+        return [
+            pattern
+            for pattern in patterns
+            if not any(_spec((pattern,)).match_file(relative) for relative in relatives)
+        ]
+
+
+def _spec(patterns: Sequence[str]):
+    # pathspec: the maintained implementation of git's wildmatch and .gitignore rules.
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
+
+
+def unmatched_patterns(roots: Sequence[Path], file_filter: FileFilter) -> list[str]:
+    """The include/exclude patterns that match no file under any of the roots (a likely typo)."""
+    if not (file_filter.include or file_filter.exclude):
+        return []
+    relatives = [
+        path.relative_to(root).as_posix()
+        for root in roots
+        if root.is_dir()
+        for path in walk_files(root, FileFilter())
+    ]
+    return file_filter.unmatched(relatives)
 
 
 def resolve_roots(paths: Sequence[str | Path]) -> list[Path]:

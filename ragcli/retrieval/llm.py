@@ -10,10 +10,14 @@ model which numbers answer the question. The steps:
    so a small model cannot wander into prose.
 3. Parse the answer leniently (ranges, duplicates, out-of-range numbers, prose around numbers);
    if nothing usable comes back, fall back to the candidates' own order.
+4. Never return fewer hits than asked for while candidates remain: a model that picks fewer
+   passages than `top_k` (a small one often names one) is followed by the candidates' order,
+   and a warning says the model did not select (the filled hits carry no "llm" source).
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import replace
 from typing import Callable, Sequence
@@ -22,6 +26,7 @@ from ragcli.llm import TEMPLATE_MARGIN, Generator, Message
 from ragcli.types import Hit
 
 SOURCE = "llm"
+log = logging.getLogger(__name__)
 
 # Passage numbers, comma separated; three digits are plenty (candidate lists are at most a few
 # hundred long). Measured on 12 xquad-en questions with SmolLM2-135M (8 BM25 candidates): a
@@ -152,10 +157,12 @@ def select(query: str, candidates: list[Hit], generator: Generator, top_k: int) 
         top_k: The most hits to return.
 
     Returns:
-        The chosen hits in the model's order (at most `top_k`), ranked from 1, with
-        `sources["llm"] = {"rank": r, "score": 1/r}` added and `score` set to 1/r. If the
-        model's answer names no shown passage, the first `top_k` candidates unchanged
-        except for their rank (no "llm" source, which marks the fallback).
+        The chosen hits in the model's order, ranked from 1, with
+        `sources["llm"] = {"rank": r, "score": 1/r}` added and `score` set to 1/r, then (when
+        the model chose fewer than `top_k`) the other candidates in their own order, without
+        an "llm" source, up to `top_k`. If the model's answer names no shown passage, the
+        first `top_k` candidates unchanged except for their rank. Either shortfall is logged
+        as a warning (shown on stderr).
     """
     if not candidates or top_k < 1:
         return []
@@ -163,14 +170,32 @@ def select(query: str, candidates: list[Hit], generator: Generator, top_k: int) 
     answer_tokens = _answer_tokens(top_k)
     passages = fit_passages(query, candidates, generator, answer_tokens)
     if not passages:
+        log.warning(
+            "llm mode: the model's context (%d tokens) cannot hold a passage: hybrid order used",
+            generator.n_ctx,
+        )
         return _fallback(candidates, top_k)
     reply = generator.complete(
         build_messages(query, passages), max_tokens=answer_tokens, temperature=0.0, grammar=SELECTION_GRAMMAR
     )
     chosen = parse_selection(reply, len(passages))[:top_k]
     if not chosen:
+        log.warning("llm mode: the model selected no passage: hybrid order used (a larger --model selects)")
         return _fallback(candidates, top_k)
-    return [_mark(candidates[index], rank) for rank, index in enumerate(chosen, 1)]
+    selected = [_mark(candidates[index], rank) for rank, index in enumerate(chosen, 1)]
+    wanted = min(top_k, len(candidates))
+    if len(selected) < wanted:
+        log.warning(
+            "llm mode: the model selected %d of the %d passages asked for; the rest follow the "
+            "hybrid order (a larger --model selects better)",
+            len(selected),
+            wanted,
+        )
+        rest = [hit for index, hit in enumerate(candidates) if index not in chosen]
+        selected += [replace(hit, rank=rank) for rank, hit in enumerate(rest, len(selected) + 1)][
+            : wanted - len(selected)
+        ]
+    return selected
 
 
 def _mark(hit: Hit, rank: int) -> Hit:

@@ -50,6 +50,8 @@ def _status(backend: Backend, index: Path) -> dict[str, Any]:
         "sizes": described["sizes"],
         "store": {"backend": backend.kind, "uri": backend.uri},
         "roots": json.loads(backend.get_meta("roots", "[]") or "[]"),
+        # each root's group and include/exclude patterns (written by ragcli.ingest.remembered)
+        "root_options": json.loads(backend.get_meta("root_options", "{}") or "{}"),
         "last_ingest": json.loads(backend.get_meta("last_ingest", "null") or "null"),
     }
 

@@ -1,0 +1,118 @@
+"""What an ingest will read, and with which options: named roots, or the roots read before.
+
+`plan_ingest` decides, before any model loads, which roots are read with which remembered
+or given options (`ragcli.ingest.remembered`), and says in words what it is about to walk
+and what changed, so a bare `rag ingest` never reads a folder differently without saying so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from ragcli.ingest.pipeline import chunking_override, known_roots
+from ragcli.ingest.remembered import META_KEY, RootOptions, changes, read_root_options
+from ragcli.ingest.walk import FileFilter, resolve_roots, unmatched_patterns
+from ragcli.types import ChunkSettings
+
+
+@dataclass
+class Batch:
+    """Roots read together in one pipeline run: same group, chunking and patterns."""
+
+    roots: list[Path]
+    group: str
+    chunking: ChunkSettings | None
+    file_filter: FileFilter
+
+
+@dataclass
+class IngestPlan:
+    batches: list[Batch]
+    notices: list[str] = field(default_factory=list)
+
+    @property
+    def roots(self) -> list[Path]:
+        return [root for batch in self.batches for root in batch.roots]
+
+
+def remembered_options(index: Path) -> dict[str, RootOptions]:
+    """Each ingested root's options as the index stores them."""
+    from ragcli.store import read_index_meta
+
+    return read_root_options(read_index_meta(index, META_KEY))
+
+
+def plan_ingest(
+    index: Path,
+    paths: Sequence[str | Path] | None,
+    *,
+    group: str | None,
+    default_group: str,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    forget_filters: bool = False,
+    chunk_flags: dict | None = None,
+) -> IngestPlan:
+    """The batches to run and what to say about them.
+
+    A named root is read with the flags given; flags not given (the patterns, the group) keep
+    the root's remembered values. With no paths, every root ingested before is read with its
+    own remembered options, the flags given replacing them.
+
+    Raises:
+        UsageError: no paths and none ingested before, or bad chunk settings.
+    """
+    remembered = remembered_options(index)
+    named = bool(paths)
+    roots = resolve_roots(paths) if named else [Path(root) for root in known_roots(index)]
+    filters_given = bool(include or exclude) or forget_filters
+    notices: list[str] = []
+    chosen: dict[Path, RootOptions] = {}
+    for root in roots:
+        before = remembered.get(str(root))
+        base = before or RootOptions(default_group)
+        options = RootOptions(
+            group or base.group,
+            tuple(include) if filters_given else base.include,
+            tuple(exclude) if filters_given else base.exclude,
+        )
+        chosen[root] = options
+        if before is not None and before != options:
+            notices.append(f"{root}: {'; '.join(changes(before, options))}")
+    if not named:
+        notices.insert(0, "reading the roots ingested before:")
+        notices[1:1] = [f"  {root} ({chosen[root].describe()})" for root in roots]
+    batches: dict[RootOptions, list[Path]] = {}
+    for root, options in chosen.items():
+        batches.setdefault(options, []).append(root)
+    flags = chunk_flags or {}
+    return IngestPlan(
+        [
+            Batch(
+                batch_roots,
+                options.group,
+                chunking_override(index, options.group, *(flags.get(k) for k in _CHUNK_FLAGS)),
+                options.file_filter,
+            )
+            for options, batch_roots in batches.items()
+        ],
+        notices,
+    )
+
+
+_CHUNK_FLAGS = ("split_by", "chunk_size", "chunk_overlap")
+
+
+def pattern_warnings(plan: IngestPlan) -> list[str]:
+    """One line per include/exclude pattern that matches no file under its roots."""
+    said = []
+    for batch in plan.batches:
+        for pattern in unmatched_patterns(batch.roots, batch.file_filter):
+            said.append(
+                f"warning: pattern {pattern!r} matches no file under {', '.join(map(str, batch.roots))} "
+                "(patterns are gitignore-style: one with a '/' is anchored at the folder given; "
+                "'**/' in front matches at any depth)"
+            )
+    return said
