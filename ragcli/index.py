@@ -381,11 +381,13 @@ class Index:
             UsageError: no paths and none ingested before, or bad chunk settings.
         """
         from ragcli.ingest.pipeline import chunking_override
-        from ragcli.ingest.walk import FileFilter
+        from ragcli.ingest.walk import FileFilter, refuse_index_in_roots
 
         group = group or self.settings.get("group") or DEFAULT_GROUP
+        roots = self.ingest_roots(paths)
+        refuse_index_in_roots(self.path, roots)
         return {
-            "roots": self.ingest_roots(paths),
+            "roots": roots,
             "group": group,
             "chunking": chunking_override(self.path, group, _plain(split_by), chunk_size, chunk_overlap),
             "file_filter": FileFilter(tuple(include or ()), tuple(exclude or ())),

@@ -30,10 +30,16 @@ from ragcli.store import Store
 from ragcli.store.backend import Backend, DocumentPiece, PieceChunk
 from ragcli.store.backends import create_backend, open_backend
 from ragcli.store.errors import storage_errors
-from ragcli.store.ownership import claim_index_dir, is_index, remove_index, require_index_or_absent
+from ragcli.store.ownership import (
+    claim_index_dir,
+    is_index,
+    remove_index,
+    require_index_or_absent,
+    require_own_files,
+)
 from ragcli.types import ChunkSettings, Document, Progress, Span
-from ragcli.ingest.walk import FileFilter, display_path, resolve_roots, walk_files
-from ragcli.store.removal import apply_exclusions
+from ragcli.ingest.walk import FileFilter, display_path, refuse_index_in_roots, resolve_roots, walk_files
+from ragcli.store.removal import apply_exclusions, copy_exclusions
 
 if TYPE_CHECKING:
     from ragcli.embedding.base import Embedder
@@ -298,6 +304,7 @@ def ingest(
         StorageFull: the disk filled up; what was committed before is kept.
     """
     roots = resolve_roots(paths)
+    refuse_index_in_roots(index, roots)
     lock = {"lock_timeout": lock_timeout, "on_wait": on_wait}
     if rebuild:
         _refuse_remote_rebuild(index, store)
@@ -594,9 +601,13 @@ def _rebuild(
     require_index_or_absent(index, "the index to rebuild")
     require_index_or_absent(fresh, "left by an interrupted --rebuild")
     require_index_or_absent(old, "the previous index kept during --rebuild")
+    require_own_files(index, "the index to rebuild")
+    require_own_files(fresh, "left by an interrupted --rebuild")
+    require_own_files(old, "the previous index kept during --rebuild")
     claim_index_dir(index)
     with index_writer(index, timeout=lock_timeout, on_wait=on_wait):
         remove_index(fresh)
+        copy_exclusions(index, fresh)
         report = ingest(fresh, roots, lock_timeout=lock_timeout, on_wait=on_wait, **options)
         report.index = str(index)
         remove_index(old)

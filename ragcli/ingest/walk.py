@@ -8,7 +8,8 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from ragcli.errors import UsageError
+from ragcli.errors import RagError, UsageError
+from ragcli.store.ownership import MARKER_NAME
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,23 @@ def resolve_roots(paths: Sequence[str | Path]) -> list[Path]:
     return roots
 
 
+def refuse_index_in_roots(index: Path, roots: Sequence[Path]) -> None:
+    """An index folder must not be, or contain, a folder it ingests: its files would be read as
+    documents and `--rebuild`, which replaces the index folder, would take the user's with it.
+
+    Raises:
+        RagError: a root is the index folder or lies inside it (exit 1, as for any folder
+            rag refuses to write into).
+    """
+    folder = Path(index).expanduser().resolve()
+    for root in (Path(r).expanduser().resolve() for r in roots):
+        if root == folder or folder in root.parents:
+            raise RagError(
+                f"--index {index} is the folder being ingested ({root}) or holds it: "
+                "keep the index in a folder of its own, outside the documents (nothing was changed)"
+            )
+
+
 def display_path(path: str) -> str:
     """A path as text that is always valid UTF-8: bytes that are not (a name like `bad_\\xff.txt`,
     which Python holds as lone surrogates) are written as `\\xff` escapes.
@@ -70,7 +88,10 @@ def walk_files(root: Path, file_filter: FileFilter) -> Iterator[Path]:
         yield root
         return
     for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        # An index folder inside the root holds ragcli's own files, never documents to read.
+        dirs[:] = sorted(
+            d for d in dirs if not d.startswith(".") and not (Path(folder) / d / MARKER_NAME).is_file()
+        )
         for name in sorted(files):
             if name.startswith("."):
                 continue

@@ -62,15 +62,56 @@ _INDEX_FILES = {
     DATABASE_NAME,
     DATABASE_NAME + "-wal",
     DATABASE_NAME + "-shm",
+    DATABASE_NAME + "-journal",
+    "answers.db",
+    "answers.db-wal",
+    "answers.db-shm",
+    "answers.db-journal",
     "migrate.lock",
     "write.lock",
     "vectors",
     MARKER_NAME,
 }
+_VECTOR_SUFFIXES = (".faiss", ".json", ".tmp")
 
 
 def _only_index_files(folder: Path) -> bool:
     return all(entry.name in _INDEX_FILES for entry in folder.iterdir())
+
+
+def foreign_entries(folder: Path) -> list[str]:
+    """Names inside an index folder that ragcli did not write (a user's files), sorted.
+
+    `vectors/` counts as ragcli's only while it holds nothing but vector and params files.
+    """
+    if not folder.is_dir() or folder.is_symlink():
+        return []
+    foreign = [entry.name for entry in folder.iterdir() if entry.name not in _INDEX_FILES]
+    vectors = folder / "vectors"
+    if vectors.is_symlink() or vectors.is_file():
+        foreign.append("vectors")
+    elif vectors.is_dir():
+        foreign += [
+            f"vectors/{entry.name}"
+            for entry in vectors.iterdir()
+            if not entry.is_file() or not entry.name.endswith(_VECTOR_SUFFIXES)
+        ]
+    return sorted(foreign)
+
+
+def require_own_files(path: Path, role: str) -> None:
+    """Refuse to replace or delete an index folder that also holds files ragcli did not write.
+
+    Raises:
+        NotAnIndex: the folder holds other files; the message names a few of them.
+    """
+    foreign = foreign_entries(path)
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise NotAnIndex(
+            f"{path} ({role}) holds files rag did not write ({shown}), so it is left alone: "
+            "move them out of the index folder first (nothing was changed)"
+        )
 
 
 def claim_index_dir(path: Path) -> None:
@@ -134,9 +175,10 @@ def remove_index(path: Path) -> None:
     """Delete an index folder, only after proving it is one (or an empty folder).
 
     Raises:
-        NotAnIndex: `path` is not a ragcli index.
+        NotAnIndex: `path` is not a ragcli index, or it also holds files ragcli did not write.
     """
     if not path.exists() and not path.is_symlink():
         return
     require_index_or_absent(path, "to be removed")
+    require_own_files(path, "to be removed")
     shutil.rmtree(path)

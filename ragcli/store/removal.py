@@ -77,6 +77,25 @@ def record_exclusions(index: Path, targets: Iterable[Path]) -> None:
         store.close()
 
 
+def copy_exclusions(source: Path, target: Path) -> None:
+    """Give a rebuilt index (`target`) the exclusions of the one it replaces, so that what
+    `rag rm` removed stays removed after `rag ingest --rebuild`."""
+    if not (Path(source) / "index.db").exists():
+        return
+    store = Store.open(source)
+    try:
+        excluded = exclusions(store)
+    finally:
+        store.close()
+    if not excluded:
+        return
+    store = Store.create(target)
+    try:
+        store.set_meta(META_KEY, json.dumps(excluded))
+    finally:
+        store.close()
+
+
 def lift_exclusions(index: Path, paths: Sequence[Path]) -> None:
     """Forget exclusions that `paths` (named in `rag ingest`) are or lie inside."""
     if not (Path(index) / "index.db").exists():

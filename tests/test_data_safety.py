@@ -1,0 +1,68 @@
+"""Data safety through the real `rag`: nothing of the user's deleted, nothing removed unasked,
+no raw terminal codes, one clear line for bad input."""
+
+from __future__ import annotations
+
+import json
+
+from runner import rag
+
+
+def _docs(tmp_path, **files: str):
+    folder = tmp_path / "docs"
+    folder.mkdir(exist_ok=True)
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def _listed(index) -> set[str]:
+    result = rag("ls", "--index", str(index), "--json")
+    assert result.returncode == 0, result.stderr
+    return {doc["path"].rsplit("/", 1)[-1] for doc in json.loads(result.stdout)["documents"]}
+
+
+# --- --rebuild never deletes a file rag did not write --------------------------------------
+
+
+def test_indexing_a_folder_into_itself_is_refused(tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "n1.txt").write_text("my own note", encoding="utf-8")
+    result = rag("ingest", "--index", str(notes), str(notes))
+    assert result.returncode != 0
+    assert "outside the documents" in result.stderr and "Traceback" not in result.stderr
+    assert (notes / "n1.txt").read_text(encoding="utf-8") == "my own note"
+    assert sorted(p.name for p in notes.iterdir()) == ["n1.txt"]
+
+
+def test_rebuild_keeps_user_files_kept_inside_the_index_folder(tmp_path):
+    docs = _docs(tmp_path, **{"a.txt": "apples are red", "b.txt": "bananas are yellow"})
+    index = tmp_path / "idx"
+    assert rag("ingest", "--index", str(index), str(docs)).returncode == 0
+    (index / "n1.txt").write_text("a note I keep here", encoding="utf-8")
+    result = rag("ingest", "--rebuild", "--index", str(index), str(docs))
+    assert result.returncode == 1
+    assert "n1.txt" in result.stderr and "nothing was changed" in result.stderr
+    assert (index / "n1.txt").read_text(encoding="utf-8") == "a note I keep here"
+    assert _listed(index) == {"a.txt", "b.txt"}
+
+
+def test_an_index_folder_inside_the_documents_is_not_read_as_documents(tmp_path):
+    docs = _docs(tmp_path, **{"a.txt": "apples are red"})
+    index = docs / "index"
+    assert rag("ingest", "--index", str(index), str(docs)).returncode == 0
+    (index / "n1.txt").write_text("a note kept in the index folder", encoding="utf-8")
+    assert rag("ingest", "--index", str(index), str(docs)).returncode == 0
+    assert _listed(index) == {"a.txt"}
+
+
+def test_rebuild_does_not_bring_back_removed_documents(tmp_path):
+    docs = _docs(tmp_path, **{"a.txt": "apples are red", "b.txt": "bananas are yellow"})
+    index = tmp_path / "idx"
+    assert rag("ingest", "--index", str(index), str(docs)).returncode == 0
+    assert rag("rm", "--index", str(index), str(docs / "b.txt")).returncode == 0
+    assert rag("ingest", "--rebuild", "--index", str(index), str(docs)).returncode == 0
+    assert _listed(index) == {"a.txt"}
+    assert rag("ingest", "--index", str(index)).returncode == 0
+    assert _listed(index) == {"a.txt"}
