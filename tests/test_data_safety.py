@@ -66,3 +66,21 @@ def test_rebuild_does_not_bring_back_removed_documents(tmp_path):
     assert _listed(index) == {"a.txt"}
     assert rag("ingest", "--index", str(index)).returncode == 0
     assert _listed(index) == {"a.txt"}
+
+
+# --- --include / --exclude never prune documents whose files exist ----------------------------
+
+
+def test_a_narrower_include_keeps_documents_whose_files_exist(tmp_path):
+    docs = _docs(tmp_path, **{f"n{i}.txt": f"note number {i}" for i in range(5)})
+    index = tmp_path / "idx"
+    assert rag("ingest", "--index", str(index), str(docs)).returncode == 0
+    result = rag("ingest", "--index", str(index), str(docs), "--include", "*.mdd", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["removed"] == 0
+    assert "kept 5 indexed document(s)" in result.stderr and "rag rm" in result.stderr
+    assert _listed(index) == {f"n{i}.txt" for i in range(5)}
+    (docs / "n0.txt").unlink()  # a file gone from disk is still pruned, globs or not
+    result = rag("ingest", "--index", str(index), str(docs), "--exclude", "n1.txt", "--json")
+    assert json.loads(result.stdout)["removed"] == 1
+    assert _listed(index) == {f"n{i}.txt" for i in range(1, 5)}

@@ -38,7 +38,14 @@ from ragcli.store.ownership import (
     require_own_files,
 )
 from ragcli.types import ChunkSettings, Document, Progress, Span
-from ragcli.ingest.walk import FileFilter, display_path, refuse_index_in_roots, resolve_roots, walk_files
+from ragcli.ingest.walk import (
+    FileFilter,
+    disk_path,
+    display_path,
+    refuse_index_in_roots,
+    resolve_roots,
+    walk_files,
+)
 from ragcli.store.removal import apply_exclusions, copy_exclusions
 
 if TYPE_CHECKING:
@@ -74,9 +81,14 @@ class IngestReport:
     reused: int = 0
     vectors: int = 0
     seconds: float = 0.0
+    # Indexed documents the walk left out (--include/--exclude) whose files still exist: kept,
+    # never pruned; the CLI says so. Not part of the JSON report.
+    left_out: list[str] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        del data["left_out"]
+        return data
 
 
 @dataclass
@@ -510,9 +522,14 @@ def _all_documents(store: Backend) -> dict[str, int]:
 
 
 def _prune(store: Backend, roots: Sequence[Path], seen: set[str], report: IngestReport) -> None:
+    """Remove documents whose files are gone from disk. A document the walk did not reach but
+    whose file is still there (a narrower --include, a new --exclude) is kept and reported:
+    a mistyped glob must never empty an index; `rag rm` removes on purpose."""
     folders = [root for root in roots if root.is_dir()]
-    stale = [doc_id for path, doc_id in store.documents_under(folders).items() if path not in seen]
-    _remove(store, stale, report)
+    unseen = {path: doc_id for path, doc_id in store.documents_under(folders).items() if path not in seen}
+    report.left_out = sorted(path for path in unseen if disk_path(path).exists())
+    kept = set(report.left_out)
+    _remove(store, [doc_id for path, doc_id in unseen.items() if path not in kept], report)
 
 
 def _remove(store: Backend, doc_ids: list[int], report: IngestReport) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
@@ -75,6 +76,16 @@ def display_path(path: str) -> str:
         return path
     except UnicodeEncodeError:
         return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def disk_path(shown: str) -> Path:
+    """The file a stored (display) path names: `display_path` undone where the text as given
+    does not exist and holds `\\xNN` escapes (bytes of a name that is not UTF-8)."""
+    path = Path(shown)
+    if "\\x" not in shown or path.exists():
+        return path
+    raw = re.sub(rb"\\x([0-9a-f]{2})", lambda m: bytes([int(m.group(1), 16)]), shown.encode("utf-8"))
+    return Path(os.fsdecode(raw))
 
 
 def walk_files(root: Path, file_filter: FileFilter) -> Iterator[Path]:
