@@ -84,3 +84,63 @@ def test_a_narrower_include_keeps_documents_whose_files_exist(tmp_path):
     result = rag("ingest", "--index", str(index), str(docs), "--exclude", "n1.txt", "--json")
     assert json.loads(result.stdout)["removed"] == 1
     assert _listed(index) == {f"n{i}.txt" for i in range(1, 5)}
+
+
+# --- document text on a terminal: escape sequences neutralised; in a pipe: exact ----------------
+
+HOSTILE = (
+    "The lighthouse keeper is Ada Lovelace.\x1b]0;pwned\x07 She lit the lamp\x1b[2J every night."
+    " \x1b]8;;http://evil.example\x1b\\Click\x1b]8;;\x1b\\ here.\n"
+)
+
+
+def _on_terminal(*args: str) -> str:
+    """stdout of `rag ARGS` when it is a terminal (a pseudo-terminal), as raw text."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    master, slave = pty.openpty()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "ragcli", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=slave,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "COLUMNS": "120"},
+    )
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    child.wait(timeout=600)
+    os.close(master)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def _raw_sequences(text: str) -> list[str]:
+    return [seq for seq in ("\x1b]", "\x1b[2J", "\x07", "\x1b\\") if seq in text]
+
+
+def test_document_text_is_neutralised_on_a_terminal_and_exact_in_a_pipe(tmp_path):
+    docs = _docs(tmp_path, **{"esc.txt": HOSTILE})
+    index = tmp_path / "idx"
+    assert rag("ingest", "--index", str(index), str(docs)).returncode == 0
+    shown = _on_terminal("get", "--index", str(index), str(docs / "esc.txt"))
+    assert "Ada Lovelace." in shown and "She lit the lamp every night" in shown
+    assert _raw_sequences(shown) == []
+    asked = _on_terminal(
+        "ask", "--index", str(index), "--answer-style", "evidence", "who is the lighthouse keeper?"
+    )
+    assert "Ada Lovelace" in asked and _raw_sequences(asked) == []
+    queried = _on_terminal("query", "--index", str(index), "lighthouse keeper")
+    assert "lighthouse" in queried and _raw_sequences(queried) == []
+    # In a pipe the text is data: exactly what the document holds.
+    piped = rag("get", "--index", str(index), str(docs / "esc.txt"))
+    assert piped.returncode == 0 and piped.stdout == HOSTILE
