@@ -144,3 +144,76 @@ def test_document_text_is_neutralised_on_a_terminal_and_exact_in_a_pipe(tmp_path
     # In a pipe the text is data: exactly what the document holds.
     piped = rag("get", "--index", str(index), str(docs / "esc.txt"))
     assert piped.returncode == 0 and piped.stdout == HOSTILE
+
+
+# --- a read-only index, an index from a newer rag ---------------------------------------------
+
+
+def _read_only_mount_works(folder) -> bool:
+    import shutil
+    import subprocess
+
+    if shutil.which("unshare") is None:
+        return False
+    probe = f"mount --bind {folder} {folder} && mount -o remount,bind,ro {folder}"
+    return subprocess.run(["unshare", "-m", "sh", "-c", probe], capture_output=True).returncode == 0
+
+
+def test_a_read_only_index_gets_advice_that_keeps_it(tmp_path):
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    import pytest
+
+    docs = _docs(tmp_path, **{"a.txt": "the lighthouse keeper"})
+    index = tmp_path / "idx"
+    assert rag("ingest", "--index", str(index), str(docs)).returncode == 0
+    if not _read_only_mount_works(index):
+        pytest.skip("needs a read-only bind mount (unshare -m as root)")
+    ro = shlex.quote(str(index))
+    command = " ".join(
+        [f"mount --bind {ro} {ro} && mount -o remount,bind,ro {ro} &&"]
+        + [shlex.quote(part) for part in (sys.executable, "-m", "ragcli", "query", "--mode", "bm25")]
+        + ["--index", ro, "lighthouse"]
+    )
+    result = subprocess.run(
+        ["unshare", "-m", "sh", "-c", command], capture_output=True, text=True, env={**os.environ}
+    )
+    assert result.returncode == 1
+    assert "read-only" in result.stderr and "move it away" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_an_index_from_a_newer_rag_is_refused_with_one_line(tmp_path):
+    docs = _docs(tmp_path, **{"a.txt": "the lighthouse keeper"})
+    index = tmp_path / "idx"
+    assert rag("ingest", "--index", str(index), str(docs)).returncode == 0
+    (index / "ragcli-index.json").write_text('{"format": "ragcli-index", "version": 99}', encoding="utf-8")
+    before = (index / "index.db").read_bytes()
+    for args in (
+        ("query", "--mode", "bm25", "lighthouse"),
+        ("ingest", str(docs)),
+        ("ingest", "--rebuild", str(docs)),
+    ):
+        result = rag(*args, "--index", str(index))
+        assert result.returncode == 1, args
+        assert "newer rag" in result.stderr and "format 99" in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+    assert (index / "index.db").read_bytes() == before
+
+
+def test_an_index_migrated_by_a_newer_rag_is_refused(tmp_path):
+    import sqlite3
+
+    docs = _docs(tmp_path, **{"a.txt": "the lighthouse keeper"})
+    index = tmp_path / "idx"
+    assert rag("ingest", "--index", str(index), str(docs)).returncode == 0
+    with sqlite3.connect(index / "index.db") as conn:
+        conn.execute(
+            "INSERT INTO _sqlite_migrations (migration_set, name, applied_at) "
+            "VALUES ('ragcli', 'm999_from_the_future', '2030-01-01')"
+        )
+    result = rag("query", "--mode", "bm25", "lighthouse", "--index", str(index))
+    assert result.returncode == 1 and "newer rag" in result.stderr

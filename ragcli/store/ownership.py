@@ -17,6 +17,9 @@ from pathlib import Path
 from ragcli.errors import RagError
 
 MARKER_NAME = "ragcli-index.json"
+# The index layout this rag reads and writes; a newer rag that changes it raises the number,
+# and an older rag then refuses the index instead of reading (or writing) what it cannot know.
+FORMAT_VERSION = 1
 DATABASE_NAME = "index.db"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -130,6 +133,7 @@ def claim_index_dir(path: Path) -> None:
     except OSError as error:
         raise RagError(f"cannot create the index folder {path}: {error.strerror or error}") from error
     if (path / MARKER_NAME).is_file():
+        check_format(path)
         return
     if any(path.iterdir()) and not _being_created(path) and not _legacy_database(path / DATABASE_NAME):
         raise NotAnIndex(
@@ -154,7 +158,29 @@ def write_marker(path: Path) -> None:
     except FileExistsError:
         return
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump({"format": "ragcli-index", "version": 1}, handle)
+        json.dump({"format": "ragcli-index", "version": FORMAT_VERSION}, handle)
+
+
+def newer_format_message(path: Path, found: object) -> str:
+    return (
+        f"the index at {path} was written by a newer rag (index format {found}; this rag reads "
+        f"format {FORMAT_VERSION}): upgrade rag (pip install -U ragcli) to use it; nothing was changed"
+    )
+
+
+def check_format(path: Path) -> None:
+    """Refuse an index whose marker records a format newer than this rag's.
+
+    Raises:
+        NotAnIndex: the marker's version is above `FORMAT_VERSION` (or not a number).
+    """
+    try:
+        marker = json.loads((path / MARKER_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # no marker (an index from before markers) or an unreadable one: nothing to check
+    version = marker.get("version", FORMAT_VERSION) if isinstance(marker, dict) else FORMAT_VERSION
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise NotAnIndex(newer_format_message(path, version))
 
 
 def require_index_or_absent(path: Path, role: str) -> None:
