@@ -217,3 +217,94 @@ def test_an_index_migrated_by_a_newer_rag_is_refused(tmp_path):
         )
     result = rag("query", "--mode", "bm25", "lighthouse", "--index", str(index))
     assert result.returncode == 1 and "newer rag" in result.stderr
+
+
+# --- rag mcp: a reply to every request, a bounded query, Ctrl-C ---------------------------------
+
+
+class _RawMcp:
+    """`rag mcp` spoken to line by line, as a client that sends what it likes."""
+
+    def __init__(self, index) -> None:
+        import os
+        import subprocess
+        import sys
+
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "ragcli", "mcp", "--index", str(index)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ},
+        )
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "probe", "version": "1"},
+                },
+            }
+        )
+        assert self.reply()["id"] == 1
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, message) -> None:
+        line = message if isinstance(message, str) else json.dumps(message)
+        self.process.stdin.write(line.encode("utf-8") + b"\n")
+        self.process.stdin.flush()
+
+    def reply(self) -> dict:
+        import select
+
+        ready, _, _ = select.select([self.process.stdout], [], [], 120)  # a safety net, not a timing check
+        assert ready, "no reply from rag mcp"
+        return json.loads(self.process.stdout.readline())
+
+
+def test_mcp_answers_what_it_cannot_parse_and_survives_a_huge_query(tmp_path):
+    docs = _docs(tmp_path, **{"a.txt": "the lighthouse keeper is Ada"})
+    index = tmp_path / "idx"
+    assert rag("ingest", "--index", str(index), str(docs)).returncode == 0
+    server = _RawMcp(index)
+    try:
+        server.send("{not json")
+        answer = server.reply()
+        assert answer["id"] is None and answer["error"]["code"] == -32700
+        server.send('{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": "oops"}')
+        answer = server.reply()
+        assert answer["id"] == 7 and answer["error"]["code"] == -32600
+        huge = "lighthouse " * 2_000_000  # 22 MB of query text
+        call = {"name": "search", "arguments": {"query": huge, "mode": "bm25"}}
+        server.send({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": call})
+        answer = server.reply()
+        assert answer["id"] == 8 and answer["result"]["isError"]
+        assert "limit is" in answer["result"]["content"][0]["text"]
+        call = {"name": "search", "arguments": {"query": "lighthouse", "mode": "bm25"}}
+        server.send({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": call})
+        answer = server.reply()
+        assert answer["id"] == 9 and not answer["result"].get("isError")
+    finally:
+        server.process.kill()
+        server.process.wait()
+
+
+def test_mcp_exits_on_ctrl_c(tmp_path):
+    import signal
+    import subprocess
+
+    docs = _docs(tmp_path, **{"a.txt": "the lighthouse keeper is Ada"})
+    index = tmp_path / "idx"
+    assert rag("ingest", "--index", str(index), str(docs)).returncode == 0
+    server = _RawMcp(index)
+    server.process.send_signal(signal.SIGINT)
+    try:
+        code = server.process.wait(timeout=60)  # a safety net: the old server never exited
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        server.process.wait()
+        code = None
+    assert code == 130
