@@ -419,7 +419,23 @@ def _ingest_file(store, batcher, path: Path, settings, group, embedder, report: 
     except ReaderError as error:
         report.failed.append(Failure(shown, display_path(str(error))))
         return "failed"
+    except Exception as error:  # noqa: BLE001 - the per-file boundary: a reader's bug, a RecursionError
+        # or a MemoryError in one file's parser costs that file, never the rest of the ingest.
+        report.failed.append(Failure(shown, unexpected_reader_error(shown, error)))
+        return "failed"
     return _queue(batcher, document, content_hash, settings, embedder, report, existing is not None)
+
+
+def unexpected_reader_error(shown: str, error: BaseException) -> str:
+    """One line for an exception a reader did not turn into a `ReaderError` itself."""
+    kinds = {
+        RecursionError: "its structure is nested too deeply to read",
+        MemoryError: "it needs more memory than is available to read",
+    }
+    reason = next((text for kind, text in kinds.items() if isinstance(error, kind)), None)
+    detail = " ".join(str(error).split())[:200]
+    reason = reason or f"its reader failed ({type(error).__name__}{': ' + detail if detail else ''})"
+    return f"{shown}: cannot read it: {reason}"
 
 
 def file_hash(path: Path) -> str:
