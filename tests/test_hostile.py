@@ -161,3 +161,15 @@ def test_large_and_deeply_nested_pdfs(tmp_path, baseline_kb):
     check_ingest(tmp_path, docs, {"nested.pdf", "tree.pdf"}, baseline_kb)
     shown = rag("get", f"{docs / 'pages.pdf'}:10000", "--index", str(tmp_path / "index"))
     assert "Report page 9999" in shown.stdout
+
+
+def test_a_milvus_lite_ingest_prints_no_library_tracebacks(tmp_path):
+    pytest.importorskip("pymilvus")
+    pytest.importorskip("milvus_lite")
+    docs = folder_with_normal_file(tmp_path)
+    (docs / "second.md").write_text("# Tides\n\nSpring tides follow the full moon.", encoding="utf-8")
+    index, store = tmp_path / "index", str(tmp_path / "milvus.db")
+    result = rag("ingest", str(docs), "--index", str(index), "--store", store)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr and "Method not implemented" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("2 added")
