@@ -308,3 +308,74 @@ def test_mcp_exits_on_ctrl_c(tmp_path):
         server.process.wait()
         code = None
     assert code == 130
+
+
+# --- file names that are not UTF-8; absurd chunk ids -------------------------------------------
+
+BAD_NAME = "bad_\udcff.txt"  # the byte 0xff, as Python holds a name that is not UTF-8
+
+
+def _bad_name_docs(tmp_path):
+    docs = _docs(tmp_path, **{"good.txt": "a good note about tides"})
+    (docs / BAD_NAME).write_bytes(b"a note about kites with a strange name")
+    return docs
+
+
+def test_get_open_and_rm_take_a_name_that_is_not_utf8(tmp_path):
+    docs = _bad_name_docs(tmp_path)
+    index = tmp_path / "idx"
+    assert rag("ingest", "--index", str(index), str(docs)).returncode == 0
+    got = rag("get", "--index", str(index), str(docs / BAD_NAME))
+    assert got.returncode == 0, got.stderr
+    assert "kites" in got.stdout
+    opened = rag("open", "--index", str(index), str(docs / BAD_NAME))
+    assert opened.returncode == 0 and "Traceback" not in opened.stderr
+    removed = rag("rm", "--index", str(index), str(docs / BAD_NAME))
+    assert removed.returncode == 0, removed.stderr
+    assert _listed(index) == {"good.txt"}
+    assert rag("ingest", "--index", str(index)).returncode == 0  # the removal lasts
+    assert rag("ingest", "--index", str(index), str(docs)).returncode == 0
+    assert _listed(index) == {"good.txt"}
+
+
+def test_a_chunk_id_past_any_integer_is_one_line(tmp_path):
+    docs = _docs(tmp_path, **{"a.txt": "the lighthouse keeper"})
+    index = tmp_path / "idx"
+    assert rag("ingest", "--index", str(index), str(docs)).returncode == 0
+    result = rag("get", "--index", str(index), "--chunk", str(10**23))
+    assert result.returncode == 1
+    assert result.stderr.startswith("rag: error: no chunk") and len(result.stderr.splitlines()) == 1
+
+
+def test_watch_goes_on_after_a_name_that_is_not_utf8(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    docs = _docs(tmp_path, **{"good.txt": "a good note about tides"})
+    index = tmp_path / "idx"
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "ragcli", "ingest", str(docs), "--index", str(index), "--watch"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ},
+    )
+    try:
+        deadline = time.monotonic() + 120  # a safety net for a watcher that died, not a timing check
+        while "good.txt" not in (_listed(index) if (index / "index.db").exists() else set()):
+            assert time.monotonic() < deadline and watcher.poll() is None
+            time.sleep(0.5)
+        (docs / BAD_NAME).write_bytes(b"a note about kites with a strange name")
+        time.sleep(1)
+        (docs / "later.txt").write_text("a later note about harbours", encoding="utf-8")
+        while "later.txt" not in _listed(index):
+            assert time.monotonic() < deadline and watcher.poll() is None, "the watcher stopped"
+            time.sleep(0.5)
+        assert BAD_NAME.replace("\udcff", "\\xff") in _listed(index)
+    finally:
+        watcher.send_signal(signal.SIGINT)
+        _, stderr = watcher.communicate(timeout=120)
+    assert "Traceback" not in stderr and "Error" not in stderr

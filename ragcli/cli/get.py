@@ -82,7 +82,9 @@ def open_(
 
     stored = _lookup(target, chunk, None, index)
     page = stored.page if stored.kind in ("page", "chunk") else None
-    command = open_in_viewer(stored.path, page)
+    from ragcli.ingest.walk import disk_path
+
+    command = open_in_viewer(str(disk_path(stored.path)), page)  # the file's own (non-UTF-8) name
     if command is None:
         sys.stdout.write(where(stored.path, page) + "\n")
         sys.stdout.flush()
