@@ -263,8 +263,30 @@ def split_document(doc: Document, settings: ChunkSettings, embedder: Embedder) -
             chunk_overlap=settings.chunk_overlap,
             tokenize=tokenize,
         )
-        yield [Span(span.text, order + span.order, span.start + start, span.end + start) for span in spans]
-        order += len(spans)
+        capped = list(_capped(spans))
+        yield [
+            Span(span.text, order + i, span.start + start, span.end + start) for i, span in enumerate(capped)
+        ]
+        order += len(capped)
+
+
+# Longest chunk text, in characters. A window of words or sentences can still be one huge
+# "word" (a base64 blob, a line of CJK without spaces); cut there, every chunk and its BM25
+# terms fit a 65,535-byte text field (Milvus VARCHAR; CJK terms take ~7 bytes a character),
+# and no chunk holds more than an embedder reads (a few hundred tokens) many times over.
+MAX_CHUNK_CHARS = 8_000
+
+
+def _capped(spans: Sequence[Span]) -> Iterator[Span]:
+    """`spans`, with any longer than `MAX_CHUNK_CHARS` cut into consecutive pieces."""
+    for span in spans:
+        if len(span.text) <= MAX_CHUNK_CHARS:
+            yield span
+            continue
+        for offset in range(0, len(span.text), MAX_CHUNK_CHARS):
+            piece = span.text[offset : offset + MAX_CHUNK_CHARS]
+            begin = min(span.start + offset, span.end)
+            yield Span(piece, span.order, begin, min(begin + len(piece), span.end))
 
 
 def ingest(

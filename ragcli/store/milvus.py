@@ -79,6 +79,8 @@ def connect(uri: str):
     for name in ("pymilvus", "pymilvus.client.iterator.query_iterator", "pymilvus.decorators", "milvus_lite"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
+    if uri.endswith(".db"):
+        check_lite_manifests(Path(uri))
     # Read here, not in ragcli.config: they must never reach settings, files or the index.
     token = os.environ.get("MILVUS_TOKEN") or ""
     if not token and os.environ.get("MILVUS_USER"):
@@ -92,6 +94,26 @@ def connect(uri: str):
                 "process at a time): try again when it is done, or use a Milvus server to share it"
             ) from error
         raise StoreUnavailable(f"cannot use the Milvus store {uri}: {_reason(error)}") from error
+
+
+def check_lite_manifests(folder: Path) -> None:
+    """Refuse a Milvus Lite file whose collection manifest is unreadable.
+
+    Milvus Lite then falls back to the previous manifest, an older state (often empty), with
+    only a log warning: the documents would seem "unchanged" while their chunks are gone.
+
+    Raises:
+        StoreUnavailable: one line naming the damaged manifest and what to do.
+    """
+    for manifest in sorted(folder.glob("collections/*/manifest.json")):
+        try:
+            json.loads(manifest.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise StoreUnavailable(
+                f"the Milvus Lite file {folder} is damaged ({manifest.relative_to(folder)} is unreadable: "
+                f"{_reason(error)}); restore it from a backup, or ingest into a new --store "
+                "(your documents are untouched)"
+            ) from error
 
 
 def _locked(folder: Path) -> bool:
