@@ -379,3 +379,72 @@ def test_watch_goes_on_after_a_name_that_is_not_utf8(tmp_path):
         watcher.send_signal(signal.SIGINT)
         _, stderr = watcher.communicate(timeout=120)
     assert "Traceback" not in stderr and "Error" not in stderr
+
+
+# --- Milvus Lite: no ghost chunks, a damaged manifest is loud, a huge chunk fits --------------
+
+
+def _half_written(index, store: str, path) -> None:
+    """Leave the store as a kill inside a large document does: its first chunks written, the
+    document's row (the mark that it is complete) not."""
+    import numpy as np
+    from milvus_lite.server_manager import server_manager_instance
+
+    from ragcli.store.backend import DocumentPiece, PieceChunk
+    from ragcli.store.backends import open_backend
+
+    backend = open_backend(index)
+    try:
+        dimension = int(backend.get_meta("embedding_dimension"))
+        record = {"path": str(path), "file_type": "txt", "content_hash": "h", "file_name": path.name}
+        record |= {"size": 9, "modified": None, "created": None, "title": None, "metadata": {}}
+        chunks = [PieceChunk(i, f"zeppelin ghost part {i}", 0, 9, None, f"ghost{i}") for i in range(3)]
+        vectors = {chunk.hash: np.full(dimension, 0.1, dtype=np.float32) for chunk in chunks}
+        backend.write([DocumentPiece(record, "medium", "h", chunks, first=True, last=False)], vectors)
+    finally:
+        backend.close()
+        server_manager_instance.release_server(store)
+
+
+def _zeppelin_hits(index) -> list[str]:
+    result = rag("query", "--index", str(index), "--mode", "bm25", "zeppelin", "--json")
+    assert result.returncode == 0, result.stderr
+    return [hit["path"] for hit in json.loads(result.stdout)["hits"]]
+
+
+def test_milvus_chunks_of_an_interrupted_document_are_swept_and_seen(tmp_path):
+    import pytest
+
+    pytest.importorskip("milvus_lite")
+    texts = {"a.txt": "the lighthouse keeper", "big.txt": "zeppelin", "other.txt": "zeppelin"}
+    docs = _docs(tmp_path, **texts)
+    index, store = tmp_path / "idx", str(tmp_path / "milvus.db")
+    assert rag("ingest", "--index", str(index), "--store", store, str(docs / "a.txt")).returncode == 0
+    _half_written(index, store, docs / "big.txt")
+    _half_written(index, store, docs / "other.txt")
+    doctor = rag("doctor", "--index", str(index))
+    assert "half-written" in doctor.stdout + doctor.stderr
+    removed = rag("rm", "--index", str(index), str(docs / "other.txt"))
+    assert removed.returncode == 0, removed.stderr
+    (docs / "big.txt").unlink()  # deleted before the ingest resumes
+    assert rag("ingest", "--index", str(index), str(docs / "a.txt")).returncode == 0
+    assert _zeppelin_hits(index) == []
+    doctor = rag("doctor", "--index", str(index))
+    assert "half-written" not in doctor.stdout + doctor.stderr
+
+
+def test_milvus_damaged_manifest_is_loud_and_a_huge_chunk_fits(tmp_path):
+    import pytest
+
+    pytest.importorskip("milvus_lite")
+    blob = "x" * 70_000 + " tail words"
+    docs = _docs(tmp_path, **{"a.txt": "the lighthouse keeper", "blob.txt": blob})
+    index, store = tmp_path / "idx", tmp_path / "milvus.db"
+    result = rag("ingest", "--index", str(index), "--store", str(store), str(docs))
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert rag("get", "--index", str(index), str(docs / "blob.txt")).stdout.strip() == blob
+    (store / "collections" / "ragcli_chunks" / "manifest.json").write_text("{damaged", encoding="utf-8")
+    for args in (("ingest", str(docs)), ("query", "--mode", "bm25", "lighthouse")):
+        result = rag(*args, "--index", str(index))
+        assert result.returncode == 1, result.stdout
+        assert "manifest.json is unreadable" in result.stderr and len(result.stderr.splitlines()) == 1
