@@ -448,3 +448,29 @@ def test_milvus_damaged_manifest_is_loud_and_a_huge_chunk_fits(tmp_path):
         result = rag(*args, "--index", str(index))
         assert result.returncode == 1, result.stdout
         assert "manifest.json is unreadable" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_mcp_survives_its_worker_being_killed(tmp_path):
+    import os
+    import signal
+    from pathlib import Path
+
+    docs = _docs(tmp_path, **{"a.txt": "the lighthouse keeper is Ada"})
+    index = tmp_path / "idx"
+    assert rag("ingest", "--index", str(index), str(docs)).returncode == 0
+    server = _RawMcp(index)
+    try:
+        children = Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children").read_text().split()
+        assert children, "rag mcp runs its index worker in a child process"
+        os.kill(int(children[0]), signal.SIGKILL)  # as the kernel's OOM killer would
+        call = {"name": "search", "arguments": {"query": "lighthouse", "mode": "bm25"}}
+        answers = []
+        for request_id in (10, 11):
+            server.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": call})
+            answers.append(server.reply())
+        assert answers[0]["id"] == 10 and answers[0]["result"]["isError"]
+        assert answers[1]["id"] == 11 and not answers[1]["result"].get("isError")
+        assert "lighthouse" in answers[1]["result"]["content"][0]["text"]
+    finally:
+        server.process.kill()
+        server.process.wait()
