@@ -173,3 +173,33 @@ def test_a_milvus_lite_ingest_prints_no_library_tracebacks(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr and "Method not implemented" not in result.stderr
     assert result.stderr.strip().splitlines()[-1].startswith("2 added")
+
+
+_CONTENT_TYPES = (
+    '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/'
+    'content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.'
+    'relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName='
+    '"/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.'
+    'document.main+xml"/></Types>'
+)
+_RELS = (
+    '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/'
+    '2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/'
+    'relationships/officeDocument" Target="word/document.xml"/></Relationships>'
+)
+
+
+def test_a_reader_failing_in_an_unforeseen_way_costs_one_line(tmp_path, baseline_kb):
+    """The per-file boundary: a .docx whose main part is not a Word document makes its parser
+    fail with an error no reader expects (an AttributeError); that file alone is reported."""
+    import zipfile
+
+    docs = folder_with_normal_file(tmp_path)
+    main = (
+        '<?xml version="1.0"?><w:foo xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"/>'
+    )
+    with zipfile.ZipFile(docs / "odd.docx", "w") as package:
+        package.writestr("[Content_Types].xml", _CONTENT_TYPES)
+        package.writestr("_rels/.rels", _RELS)
+        package.writestr("word/document.xml", main)
+    check_ingest(tmp_path, docs, {"odd.docx"}, baseline_kb)
