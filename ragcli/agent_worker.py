@@ -78,7 +78,7 @@ def start_worker(index: Index) -> WorkerTools:
             os._exit(status)
     os.close(requests_in)
     os.close(responses_out)
-    return WorkerTools(pid, os.fdopen(requests_out, "wb"), os.fdopen(responses_in, "rb"))
+    return WorkerTools(pid, os.fdopen(requests_out, "wb"), os.fdopen(responses_in, "rb"), index)
 
 
 class WorkerTools:
@@ -88,12 +88,14 @@ class WorkerTools:
     unexpected failure in the child; `RagError` once the child has gone.
     """
 
-    def __init__(self, pid: int, requests: BinaryIO, responses: BinaryIO) -> None:
+    def __init__(self, pid: int, requests: BinaryIO, responses: BinaryIO, index: Index | None = None) -> None:
         self.pid = pid
         self._requests = requests
         self._responses = responses
         self._lock = threading.Lock()
         self._gone: str | None = None
+        self._index = index
+        self._local: Any = None  # the tools in this process, once the child has gone
 
     def search(self, query: str, *, progress: ProgressFn = no_progress, **arguments: Any) -> dict[str, Any]:
         return self._call("search", {"query": query, **arguments}, progress)
@@ -111,24 +113,29 @@ class WorkerTools:
         """Close the request pipe (the child finishes its call and exits) and reap the child;
         one still running after `grace` seconds is terminated."""
         with self._lock:
-            self._gone = self._gone or "the server is closing"
+            if self._local is not None:
+                self._local.close()
+            self._gone = "the server is closing"
             for stream in (self._requests, self._responses):
                 try:
                     stream.close()
                 except OSError:
                     pass
         deadline = time.monotonic() + grace
-        while time.monotonic() < deadline:
-            if os.waitpid(self.pid, os.WNOHANG) != (0, 0):
-                return
-            time.sleep(0.02)
-        os.kill(self.pid, signal.SIGTERM)
-        os.waitpid(self.pid, 0)
+        try:
+            while time.monotonic() < deadline:
+                if os.waitpid(self.pid, os.WNOHANG) != (0, 0):
+                    return
+                time.sleep(0.02)
+            os.kill(self.pid, signal.SIGTERM)
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:  # reaped already (it ended on its own)
+            return
 
     def _call(self, name: str, arguments: dict[str, Any], progress: ProgressFn) -> dict[str, Any]:
         with self._lock:
             if self._gone:
-                raise RagError(self._gone)
+                return self._call_here(name, arguments, progress)
             try:
                 self._requests.write(_line({"call": name, "arguments": arguments}))
                 self._requests.flush()
@@ -141,10 +148,28 @@ class WorkerTools:
                         return _outcome(reply)
                     progress(*reply["progress"])
             except BrokenPipeError:
-                self._gone = (
-                    "the index worker process ended unexpectedly (its error is on stderr); restart `rag mcp`"
-                )
-                raise RagError(self._gone) from None
+                # The server outlives its worker (killed for memory, crashed): this request
+                # fails, later ones are answered in this process.
+                self._gone = "the index worker process ended unexpectedly (its error is on stderr)"
+                self._reap()
+                raise RagError(f"{self._gone}; later requests are answered without it") from None
+
+    def _call_here(self, name: str, arguments: dict[str, Any], progress: ProgressFn) -> dict[str, Any]:
+        """A call on `IndexTools` in this process, after the worker has gone."""
+        if self._index is None or self._gone == "the server is closing":
+            raise RagError(self._gone or "the index worker is gone")
+        if self._local is None:
+            from ragcli.agent_tools import IndexTools
+
+            self._local = IndexTools(self._index)
+        call = getattr(self._local, name)
+        return call(progress=progress, **arguments) if name in ("search", "ask") else call(**arguments)
+
+    def _reap(self) -> None:
+        try:
+            os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
 
 
 def _outcome(reply: dict[str, Any]) -> dict[str, Any]:

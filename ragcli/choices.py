@@ -41,3 +41,9 @@ SPLIT_BY = ("page", "passage", "sentence", "word", "token")
 
 # Colour on the terminal (`rag --color`, RAG_COLOR).
 COLORS = ("auto", "always", "never")
+
+# Longest query or question accepted, in characters. Query analysis costs several hundred times
+# the text's size in memory; a question never needs more than a page (the embedder reads its
+# first ~256 tokens, BM25 gains nothing from pages of words), and a cap keeps one request from
+# taking down a long-running server (`rag mcp`).
+MAX_QUERY_CHARS = 10_000

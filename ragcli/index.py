@@ -405,8 +405,9 @@ class Index:
             UsageError: no paths and none ingested before, a path missing, bad chunk settings.
         """
         from ragcli.ingest.plan import plan_ingest
+        from ragcli.ingest.walk import refuse_index_in_roots
 
-        return plan_ingest(
+        plan = plan_ingest(
             self.path,
             paths,
             group=group,
@@ -420,6 +421,8 @@ class Index:
                 "chunk_overlap": chunk_overlap,
             },
         )
+        refuse_index_in_roots(self.path, plan.roots)
+        return plan
 
     def search(self, query: str, options: "QueryOptions | None" = None, **given: Any) -> list["Hit"]:
         """The best matching chunks, best first (`Searcher.search`).

@@ -217,10 +217,83 @@ def build_server(tools: Union[IndexTools, WorkerTools]) -> MCPServer:
     return server
 
 
+def _unparsed_reply(error: Exception) -> Any:
+    """The JSON-RPC error answering a line the SDK could not parse: parse error (id null) for
+    text that is not JSON, invalid request (with the request's id when it has one) otherwise."""
+    import mcp_types as types
+
+    from mcp.shared.message import SessionMessage
+
+    details = error.errors() if isinstance(error, ValidationError) else []
+    request_id = next(
+        (
+            item["input"]["id"]
+            for item in details
+            if isinstance(item.get("input"), dict) and "id" in item["input"]
+        ),
+        None,
+    )
+    if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
+        request_id = None
+    not_json = any(item.get("type") == "json_invalid" for item in details)
+    code, text = (
+        (types.PARSE_ERROR, "parse error") if not_json else (types.INVALID_REQUEST, "invalid request")
+    )
+    first = f"{details[0]['type']}: {details[0]['msg']}" if details else str(error)
+    reply = types.JSONRPCError(
+        jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=f"{text}: {first[:200]}")
+    )
+    return SessionMessage(reply)
+
+
+async def _serve_stdio(server: MCPServer) -> None:
+    """`MCPServer.run_stdio_async`, but a message the SDK cannot parse gets a JSON-RPC error
+    reply (the SDK drops it silently, leaving the client waiting for ever)."""
+    from mcp.server.stdio import stdio_server
+    from mcp.shared._context_streams import create_context_streams
+
+    lowlevel = server._lowlevel_server
+    async with stdio_server() as (read_stream, write_stream):
+        forward, parsed = create_context_streams[Any](0)
+
+        async def pump() -> None:
+            async with forward:
+                async for item in read_stream:
+                    if isinstance(item, Exception):
+                        await write_stream.send(_unparsed_reply(item))
+                    else:
+                        await forward.send(item)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(pump)
+            await lowlevel.run(parsed, write_stream, lowlevel.create_initialization_options())
+            group.cancel_scope.cancel()
+
+
+def _exit_on_interrupt(tools: Union[IndexTools, WorkerTools]) -> None:
+    """Ctrl-C ends the server at once (exit 130). The SDK reads stdin on a thread that no
+    cancellation can stop, so the default KeyboardInterrupt would wait for the client's next
+    line for ever. Every tool is read-only: there is nothing to commit first."""
+    import os
+    import signal
+    import sys
+
+    def stop(signum: int, frame: Any) -> None:
+        try:
+            tools.close()
+        finally:
+            sys.stderr.write("rag mcp: interrupted\n")
+            sys.stderr.flush()
+            os._exit(130)
+
+    signal.signal(signal.SIGINT, stop)
+
+
 def serve(tools: Union[IndexTools, WorkerTools]) -> None:
     """Serve `tools` over stdin/stdout until the client closes the stream, then close them."""
     server = build_server(tools)
+    _exit_on_interrupt(tools)
     try:
-        anyio.run(server.run_stdio_async)
+        anyio.run(_serve_stdio, server)
     finally:
         tools.close()

@@ -480,7 +480,9 @@ class Asker:
             ModelNotFound, ContextTooSmall, NotIndexed, UsageError and the retrieval errors.
         """
         from ragcli.ingest.readers.base import valid_unicode
+        from ragcli.retrieval.search import check_query_length
 
+        check_query_length(question, "question")
         question = valid_unicode(question)  # non-UTF-8 bytes from argv/stdin
         started = time.perf_counter()
         self._active = options

@@ -27,7 +27,16 @@ from ragcli.cli.options import (
     parse_weights,
 )
 from ragcli.cli.stdin import stdin_lines
-from ragcli.cli.render import SCHEMA_VERSION, emit_json, emit_jsonl, printable, stderr_console, stdout_console
+from ragcli.cli.render import (
+    SCHEMA_VERSION,
+    document_text,
+    emit_json,
+    emit_jsonl,
+    printable,
+    stderr_console,
+    stdout_console,
+    terminal_text,
+)
 
 SUPPORT_STYLES = {"supported": "green", "partial": "yellow", "unsupported": "red"}
 
@@ -285,10 +294,10 @@ def _print_streamed(items):
             answer = item
         else:
             streamed = True
-            sys.stdout.write(item)
+            sys.stdout.write(document_text(item))
             sys.stdout.flush()
     if answer is not None and not streamed:
-        sys.stdout.write(answer.text)  # e.g. "not found" decided before any generation
+        sys.stdout.write(document_text(answer.text))  # e.g. "not found" decided before any generation
     sys.stdout.write("\n")
     sys.stdout.flush()
     if answer is not None and not answer.abstained:
@@ -327,7 +336,7 @@ def _print_support(console, answer) -> None:
         line.append(f"{item.label:<11}", style=SUPPORT_STYLES.get(item.label, ""))
         line.append(" ")
         width = max(console.width - len(line) - 1, 20)
-        line.append(_shorten(item.sentence, width), style=SUPPORT_STYLES.get(item.label, ""))
+        line.append(_shorten(terminal_text(item.sentence), width), style=SUPPORT_STYLES.get(item.label, ""))
         console.print(line, highlight=False)
 
 

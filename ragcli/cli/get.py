@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ragcli.cli.options import GroupOption, IndexOption
-from ragcli.cli.render import emit_json, stderr_console
+from ragcli.cli.render import document_text, emit_json, stderr_console
 
 TargetArgument = Annotated[
     Optional[str],
@@ -56,7 +56,8 @@ def get(
     if json_output:
         emit_json("get", stored.to_dict())
         return
-    sys.stdout.write(stored.text if stored.text.endswith("\n") else stored.text + "\n")
+    text = document_text(stored.text)  # escape sequences neutralised on a terminal only
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
     sys.stdout.flush()
 
 
@@ -81,7 +82,9 @@ def open_(
 
     stored = _lookup(target, chunk, None, index)
     page = stored.page if stored.kind in ("page", "chunk") else None
-    command = open_in_viewer(stored.path, page)
+    from ragcli.ingest.walk import disk_path
+
+    command = open_in_viewer(str(disk_path(stored.path)), page)  # the file's own (non-UTF-8) name
     if command is None:
         sys.stdout.write(where(stored.path, page) + "\n")
         sys.stdout.flush()

@@ -178,6 +178,8 @@ def ingest(
     for failure in report.failed:
         message = failure.reason if failure.path in failure.reason else f"{failure.path}: {failure.reason}"
         err.print(f"[red]failed[/red] {escape(printable(message))}", highlight=False)
+    if report.left_out:
+        _say_left_out(report.left_out)
     if json_output:
         emit_json("ingest", report.to_dict())
     else:
@@ -200,6 +202,17 @@ def _say_plan(err, plan) -> None:
 
     for line in [*plan.notices, *pattern_warnings(plan)]:
         err.print(f"rag: {line}" if not line.startswith("  ") else line, highlight=False, markup=False)
+
+
+def _say_left_out(paths: list[str]) -> None:
+    """Documents the globs left out are kept (their files exist): say which, and how to drop them."""
+    shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+    stderr_console().print(
+        f"kept {len(paths)} indexed document(s) that --include/--exclude leave out but still exist "
+        f"({printable(shown)}): `rag rm PATH` removes them",
+        highlight=False,
+        markup=False,
+    )
 
 
 def _say_waiting(message: str) -> None:

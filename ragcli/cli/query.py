@@ -393,9 +393,10 @@ def highlighted_snippet(text: str, query: str, width: int = 300):
     """A window of the chunk text around its first query term, the terms in bold."""
     from rich.text import Text
 
+    from ragcli.cli.render import terminal_text
     from ragcli.cli.snippets import snippet
 
-    window, spans = snippet(text, query, width)
+    window, spans = snippet(terminal_text(text), query, width)
     # Same length as the window, so the spans still line up; controls become spaces.
     rich_text = Text("".join(" " if not char.isprintable() and char != "\n" else char for char in window))
     for start, end in spans:

@@ -83,6 +83,34 @@ def printable(text: object) -> str:
     return _UNPRINTABLE.sub(_escape_char, str(text))
 
 
+# Sequences a terminal acts on (clear the screen, retitle the window, OSC 8 links): CSI, the
+# OSC/DCS/SOS/PM/APC strings up to their terminator (BEL or ST), in their 7- and 8-bit forms, and
+# the short ESC sequences. Document text loses them whole on a terminal (`terminal_text`).
+_TERMINAL_SEQUENCE = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)"
+    r"|\x1b[ -/]*[0-~]"
+)
+# What `printable` escapes, less the newline and tab that lay out a document's text.
+_UNPRINTABLE_IN_TEXT = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def terminal_text(text: str) -> str:
+    """Document text safe for a terminal: escape sequences removed whole, any other control
+    character (a lone ESC, BEL, a carriage return, C1, bidi overrides) shown as an escape;
+    lines and tabs kept."""
+    text = _TERMINAL_SEQUENCE.sub("", text.replace("\r\n", "\n"))
+    return _UNPRINTABLE_IN_TEXT.sub(_escape_char, text)
+
+
+def document_text(text: str, stream: Any = None) -> str:
+    """Document text as it goes to `stream` (default stdout): neutralised on a terminal
+    (`terminal_text`), exactly as stored in a pipe or a file, where it is data."""
+    return terminal_text(text) if is_terminal(stream or sys.stdout) else text
+
+
 # -- consoles -----------------------------------------------------------------------------
 class _Console(Console):
     def on_broken_pipe(self) -> None:

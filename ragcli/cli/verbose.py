@@ -29,3 +29,11 @@ def configure_logging(verbose: int) -> None:
     # Parser libraries (pypdf) log recoverable oddities; the per-file report already says
     # what matters, so keep their warnings off the terminal unless asked for.
     logging.getLogger("pypdf").setLevel(logging.INFO if verbose >= 2 else logging.ERROR)
+    # Milvus Lite runs a gRPC server inside the process; it logs calls the client probes and the
+    # server does not implement (AllocTimestamp) as tracebacks, though nothing failed. A real
+    # failure reaches rag as an exception and becomes its one error line; -vv shows the logs.
+    for noisy in _EMBEDDED_SERVER_LOGGERS:
+        logging.getLogger(noisy).setLevel(logging.INFO if verbose >= 2 else logging.CRITICAL + 1)
+
+
+_EMBEDDED_SERVER_LOGGERS = ("grpc", "milvus_lite", "pymilvus")

@@ -30,12 +30,25 @@ from ragcli.store import Store
 from ragcli.store.backend import Backend, DocumentPiece, PieceChunk
 from ragcli.store.backends import create_backend, open_backend
 from ragcli.store.errors import storage_errors
-from ragcli.store.ownership import claim_index_dir, is_index, remove_index, require_index_or_absent
+from ragcli.store.ownership import (
+    claim_index_dir,
+    is_index,
+    remove_index,
+    require_index_or_absent,
+    require_own_files,
+)
 from ragcli.types import ChunkSettings, Document, Progress, Span
 from ragcli.ingest.remembered import META_KEY as ROOT_OPTIONS
 from ragcli.ingest.remembered import RootOptions, merged_root_options
-from ragcli.ingest.walk import FileFilter, display_path, resolve_roots, walk_files
-from ragcli.store.removal import apply_exclusions
+from ragcli.ingest.walk import (
+    FileFilter,
+    disk_path,
+    display_path,
+    refuse_index_in_roots,
+    resolve_roots,
+    walk_files,
+)
+from ragcli.store.removal import apply_exclusions, copy_exclusions
 
 if TYPE_CHECKING:
     from ragcli.embedding.base import Embedder
@@ -70,9 +83,14 @@ class IngestReport:
     reused: int = 0
     vectors: int = 0
     seconds: float = 0.0
+    # Indexed documents the walk left out (--include/--exclude) whose files still exist: kept,
+    # never pruned; the CLI says so. Not part of the JSON report.
+    left_out: list[str] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        del data["left_out"]
+        return data
 
 
 def merge_reports(reports: Sequence[IngestReport]) -> IngestReport:
@@ -261,8 +279,30 @@ def split_document(doc: Document, settings: ChunkSettings, embedder: Embedder) -
             chunk_overlap=settings.chunk_overlap,
             tokenize=tokenize,
         )
-        yield [Span(span.text, order + span.order, span.start + start, span.end + start) for span in spans]
-        order += len(spans)
+        capped = list(_capped(spans))
+        yield [
+            Span(span.text, order + i, span.start + start, span.end + start) for i, span in enumerate(capped)
+        ]
+        order += len(capped)
+
+
+# Longest chunk text, in characters. A window of words or sentences can still be one huge
+# "word" (a base64 blob, a line of CJK without spaces); cut there, every chunk and its BM25
+# terms fit a 65,535-byte text field (Milvus VARCHAR; CJK terms take ~7 bytes a character),
+# and no chunk holds more than an embedder reads (a few hundred tokens) many times over.
+MAX_CHUNK_CHARS = 8_000
+
+
+def _capped(spans: Sequence[Span]) -> Iterator[Span]:
+    """`spans`, with any longer than `MAX_CHUNK_CHARS` cut into consecutive pieces."""
+    for span in spans:
+        if len(span.text) <= MAX_CHUNK_CHARS:
+            yield span
+            continue
+        for offset in range(0, len(span.text), MAX_CHUNK_CHARS):
+            piece = span.text[offset : offset + MAX_CHUNK_CHARS]
+            begin = min(span.start + offset, span.end)
+            yield Span(piece, span.order, begin, min(begin + len(piece), span.end))
 
 
 def ingest(
@@ -314,6 +354,7 @@ def ingest(
         StorageFull: the disk filled up; what was committed before is kept.
     """
     roots = resolve_roots(paths)
+    refuse_index_in_roots(index, roots)
     lock = {"lock_timeout": lock_timeout, "on_wait": on_wait}
     if rebuild:
         _refuse_remote_rebuild(index, store)
@@ -423,7 +464,23 @@ def _ingest_file(store, batcher, path: Path, settings, group, embedder, report: 
     except ReaderError as error:
         report.failed.append(Failure(shown, display_path(str(error))))
         return "failed"
+    except Exception as error:  # noqa: BLE001 - the per-file boundary: a reader's bug, a RecursionError
+        # or a MemoryError in one file's parser costs that file, never the rest of the ingest.
+        report.failed.append(Failure(shown, unexpected_reader_error(shown, error)))
+        return "failed"
     return _queue(batcher, document, content_hash, settings, embedder, report, existing is not None)
+
+
+def unexpected_reader_error(shown: str, error: BaseException) -> str:
+    """One line for an exception a reader did not turn into a `ReaderError` itself."""
+    kinds = {
+        RecursionError: "its structure is nested too deeply to read",
+        MemoryError: "it needs more memory than is available to read",
+    }
+    reason = next((text for kind, text in kinds.items() if isinstance(error, kind)), None)
+    detail = " ".join(str(error).split())[:200]
+    reason = reason or f"its reader failed ({type(error).__name__}{': ' + detail if detail else ''})"
+    return f"{shown}: cannot read it: {reason}"
 
 
 def file_hash(path: Path) -> str:
@@ -526,9 +583,14 @@ def _all_documents(store: Backend) -> dict[str, int]:
 
 
 def _prune(store: Backend, roots: Sequence[Path], seen: set[str], report: IngestReport) -> None:
+    """Remove documents whose files are gone from disk. A document the walk did not reach but
+    whose file is still there (a narrower --include, a new --exclude) is kept and reported:
+    a mistyped glob must never empty an index; `rag rm` removes on purpose."""
     folders = [root for root in roots if root.is_dir()]
-    stale = [doc_id for path, doc_id in store.documents_under(folders).items() if path not in seen]
-    _remove(store, stale, report)
+    unseen = {path: doc_id for path, doc_id in store.documents_under(folders).items() if path not in seen}
+    report.left_out = sorted(path for path in unseen if disk_path(path).exists())
+    kept = set(report.left_out)
+    _remove(store, [doc_id for path, doc_id in unseen.items() if path not in kept], report)
 
 
 def _remove(store: Backend, doc_ids: list[int], report: IngestReport) -> None:
@@ -622,9 +684,13 @@ def _rebuild(
     require_index_or_absent(index, "the index to rebuild")
     require_index_or_absent(fresh, "left by an interrupted --rebuild")
     require_index_or_absent(old, "the previous index kept during --rebuild")
+    require_own_files(index, "the index to rebuild")
+    require_own_files(fresh, "left by an interrupted --rebuild")
+    require_own_files(old, "the previous index kept during --rebuild")
     claim_index_dir(index)
     with index_writer(index, timeout=lock_timeout, on_wait=on_wait):
         remove_index(fresh)
+        copy_exclusions(index, fresh)
         report = ingest(fresh, roots, lock_timeout=lock_timeout, on_wait=on_wait, **options)
         report.index = str(index)
         remove_index(old)

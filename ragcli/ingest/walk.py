@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from ragcli.errors import UsageError
+from ragcli.errors import RagError, UsageError
+from ragcli.store.ownership import MARKER_NAME
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,23 @@ def resolve_roots(paths: Sequence[str | Path]) -> list[Path]:
     return roots
 
 
+def refuse_index_in_roots(index: Path, roots: Sequence[Path]) -> None:
+    """An index folder must not be, or contain, a folder it ingests: its files would be read as
+    documents and `--rebuild`, which replaces the index folder, would take the user's with it.
+
+    Raises:
+        RagError: a root is the index folder or lies inside it (exit 1, as for any folder
+            rag refuses to write into).
+    """
+    folder = Path(index).expanduser().resolve()
+    for root in (Path(r).expanduser().resolve() for r in roots):
+        if root == folder or folder in root.parents:
+            raise RagError(
+                f"--index {index} is the folder being ingested ({root}) or holds it: "
+                "keep the index in a folder of its own, outside the documents (nothing was changed)"
+            )
+
+
 def display_path(path: str) -> str:
     """A path as text that is always valid UTF-8: bytes that are not (a name like `bad_\\xff.txt`,
     which Python holds as lone surrogates) are written as `\\xff` escapes.
@@ -96,6 +115,16 @@ def display_path(path: str) -> str:
         return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
+def disk_path(shown: str) -> Path:
+    """The file a stored (display) path names: `display_path` undone where the text as given
+    does not exist and holds `\\xNN` escapes (bytes of a name that is not UTF-8)."""
+    path = Path(shown)
+    if "\\x" not in shown or path.exists():
+        return path
+    raw = re.sub(rb"\\x([0-9a-f]{2})", lambda m: bytes([int(m.group(1), 16)]), shown.encode("utf-8"))
+    return Path(os.fsdecode(raw))
+
+
 def walk_files(root: Path, file_filter: FileFilter) -> Iterator[Path]:
     """Files under a root in sorted order, skipping hidden files and folders.
 
@@ -107,7 +136,10 @@ def walk_files(root: Path, file_filter: FileFilter) -> Iterator[Path]:
         yield root
         return
     for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        # An index folder inside the root holds ragcli's own files, never documents to read.
+        dirs[:] = sorted(
+            d for d in dirs if not d.startswith(".") and not (Path(folder) / d / MARKER_NAME).is_file()
+        )
         for name in sorted(files):
             if name.startswith("."):
                 continue

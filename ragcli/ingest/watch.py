@@ -119,15 +119,30 @@ def watch(
     options = dict(
         embedder=embedder, group=group, chunking=chunking, file_filter=file_filter, batch_chunks=batch_chunks
     )
+    from watchfiles._rust_notify import WatchfilesRustInternalError
+
     yield _full(index, roots, "initial", options)
-    for raw in watchfiles.watch(
-        *roots,
-        stop_event=stop,
-        step=step_ms,
-        debounce=debounce_ms,
-        raise_interrupt=False,
-        force_polling=force_polling,
-    ):
+    watching = dict(stop_event=stop, step=step_ms, debounce=debounce_ms, force_polling=force_polling)
+    while not stop.is_set():
+        try:
+            sets = watchfiles.watch(*roots, raise_interrupt=False, **watching)
+            yield from _apply_changes(sets, index, roots, options, stop)
+            break
+        except WatchfilesRustInternalError:
+            # The notifier cannot report a path whose name is not UTF-8 ("Unable to decode
+            # path") and gives up; a catch-up ingest (which walks such names fine) applies
+            # what changed, and watching starts again.
+            batch = _full(index, roots, "changes", options)
+            if batch.changes:
+                yield batch
+    yield _full(index, roots, "final", options)
+
+
+def _apply_changes(
+    sets: Iterator, index: Path, roots: list[Path], options: dict, stop: threading.Event
+) -> Iterator[WatchBatch]:
+    """Apply each set of changes the notifier reports (`ingest_changes`)."""
+    for raw in sets:
         collector = _Collector()
         report = ingest_changes(index, roots, [Path(path) for _, path in raw], progress=collector, **options)
         batch = _batch("changes", report, collector)
@@ -135,7 +150,6 @@ def watch(
             yield batch
         if stop.is_set():
             break
-    yield _full(index, roots, "final", options)
 
 
 def _full(index: Path, roots: list[Path], kind: str, options: dict) -> WatchBatch:

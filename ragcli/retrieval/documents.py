@@ -93,6 +93,8 @@ def get_chunk(index: Path, chunk_id: int) -> StoredText:
         NotIndexed: there is no index.
         NotFound: no chunk has this id (ids change when a document is re-ingested).
     """
+    if not 1 <= chunk_id < 2**63:  # SQLite's integers: a larger id cannot exist
+        raise NotFound(f"no chunk {chunk_id} in the index at {index}: chunk ids are what a query shows")
     store = open_backend(index)
     try:
         chunk = store.chunks([chunk_id]).get(chunk_id)
@@ -166,7 +168,12 @@ def get_document(
 
 
 def _find_document(store: Backend, path: str) -> dict[str, Any]:
-    candidates = [path, str(Path(path).expanduser().resolve())]
+    from ragcli.ingest.walk import display_path
+
+    # A name that is not UTF-8 arrives from argv with lone surrogates; the index stores it
+    # with `\xNN` escapes (as `rag ls` shows it), so both spellings are looked up.
+    resolved = str(Path(path).expanduser().resolve())
+    candidates = list(dict.fromkeys([display_path(path), display_path(resolved)]))
     for candidate in candidates:
         record = store.document_by_path(candidate)
         if record is not None:

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from ragcli.choices import DEFAULT_FUSION, DEFAULT_GROUP, FUSIONS, MODES, RERANKERS
 from ragcli.analysis import valid_unicode
+from ragcli.choices import DEFAULT_FUSION, DEFAULT_GROUP, FUSIONS, MAX_QUERY_CHARS, MODES, RERANKERS
 from ragcli.config import Settings
 from ragcli.errors import IndexMismatch, NotIndexed, UsageError
 from ragcli.retrieval import RETRIEVERS
@@ -81,6 +81,19 @@ class QueryOptions:
     fusion: str = DEFAULT_FUSION
     rrf_k: int = 60
     weights: tuple[float, float] = (1.0, 1.0)
+
+
+def check_query_length(text: str, what: str = "query") -> None:
+    """Refuse a query (or question) longer than `MAX_QUERY_CHARS`, so its memory is bounded.
+
+    Raises:
+        UsageError: one line with the length and the limit.
+    """
+    if len(text) > MAX_QUERY_CHARS:
+        raise UsageError(
+            f"the {what} is {len(text):,} characters long; the limit is {MAX_QUERY_CHARS:,}: "
+            "shorten it to the words that matter"
+        )
 
 
 def validate(options: QueryOptions) -> None:
@@ -271,6 +284,7 @@ class Searcher:
         Raises:
             UsageError, NotIndexed, UnknownGroup, UnknownFilter, IndexMismatch.
         """
+        check_query_length(query)
         query = valid_unicode(query)  # non-UTF-8 bytes from argv/stdin must not reach the tokenizer
         validate(options)
         group = self.resolve_group(options.group)
@@ -306,6 +320,8 @@ class Searcher:
         """
         if options.mode != "bm25" or options.rerank is not None or options.require or options.exclude:
             return [self.search(query, options) for query in queries]
+        for query in queries:
+            check_query_length(query)
         validate(options)
         group = self.resolve_group(options.group)
         log.info(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import sqlite3
 from contextlib import contextmanager
@@ -19,9 +20,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
-from ragcli.errors import IndexBusy, IndexCorrupt, NotIndexed, UnknownGroup, UsageError
+from ragcli.errors import IndexBusy, IndexCorrupt, NotIndexed, RagError, UnknownGroup, UsageError
 from ragcli.locking import exclusive
-from ragcli.store.ownership import claim_index_dir
+from ragcli.store.ownership import NotAnIndex, check_format, claim_index_dir, newer_format_message
 from ragcli.store.postings import PostingsWriter
 from ragcli.store.schema import MIGRATION_NAMES
 from ragcli.store.vectors import FaissIndex, checksum_problem, read_params, write_streamed
@@ -91,6 +92,25 @@ def read_index_meta(index: Path, key: str) -> str | None:
         store.close()
 
 
+class IndexTooNew(Exception):
+    """Internal: the database holds migrations this rag does not know."""
+
+
+def _writable(index: Path) -> bool:
+    """Whether rag can write the index folder and its database (a read-only mount, a folder
+    without write permission, a database file without it: all read as not writable)."""
+    database = index / DATABASE_NAME
+    return os.access(index, os.W_OK) and (not database.exists() or os.access(database, os.W_OK))
+
+
+def read_only_message(index: Path, detail: str) -> str:
+    return (
+        f"the index at {index} is read-only ({detail}): rag writes to the index folder even to "
+        f"answer a query (its lock and journal files); make it writable (chmod -R u+w {index}) "
+        "or copy the folder somewhere writable and pass --index there; the index itself is fine"
+    )
+
+
 def _pending_migrations(conn: sqlite3.Connection) -> bool:
     try:
         applied = {
@@ -99,6 +119,9 @@ def _pending_migrations(conn: sqlite3.Connection) -> bool:
         }
     except sqlite3.OperationalError:  # a new database: no migrations table yet
         return True
+    unknown = sorted(applied - set(MIGRATION_NAMES))
+    if unknown:  # migrated by a newer rag: its tables may mean what this one cannot know
+        raise IndexTooNew(f"schema {unknown[-1]}")
     return not set(MIGRATION_NAMES) <= applied
 
 
@@ -143,6 +166,7 @@ class Store:
 
     @classmethod
     def _connect(cls, path: Path) -> "Store":
+        check_format(path)
         # A plain sqlite3 connection: sqlite-utils (which imports pandas when present, ~0.5 s)
         # is loaded only when a migration is pending, keeping cold queries fast.
         try:
@@ -158,6 +182,9 @@ class Store:
                 with exclusive(path / MIGRATION_LOCK):
                     if _pending_migrations(conn):
                         _apply_migrations(conn)
+        except IndexTooNew as error:
+            conn.close()
+            raise NotAnIndex(newer_format_message(path, error)) from None
         except sqlite3.DatabaseError as error:
             busy = "locked" in str(error) or "busy" in str(error)
             if isinstance(error, sqlite3.OperationalError) and busy:
@@ -165,6 +192,8 @@ class Store:
                     f"{path / DATABASE_NAME} is busy (another rag process is writing to it): "
                     "try again when it is done"
                 ) from error
+            if not _writable(path):
+                raise RagError(read_only_message(path, str(error))) from error
             raise IndexCorrupt(
                 f"{path / DATABASE_NAME} cannot be opened ({error}): move it away and run `rag ingest` again"
             ) from error

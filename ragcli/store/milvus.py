@@ -59,6 +59,7 @@ _DOC_FIELDS = [
     "metadata", "ingested_at", "chunked", "chunk_counts",
 ]  # fmt: skip
 _MODEL_KEYS = ("embedding_model", "embedding_fingerprint", "embedding_dimension")
+_UNFINISHED = "milvus_unfinished"  # local meta: paths with chunks written but no document row yet
 _NONE = ""  # optional strings are stored empty (Milvus Lite has no nullable fields)
 
 
@@ -79,6 +80,8 @@ def connect(uri: str):
     for name in ("pymilvus", "pymilvus.client.iterator.query_iterator", "pymilvus.decorators", "milvus_lite"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
+    if uri.endswith(".db"):
+        check_lite_manifests(Path(uri))
     # Read here, not in ragcli.config: they must never reach settings, files or the index.
     token = os.environ.get("MILVUS_TOKEN") or ""
     if not token and os.environ.get("MILVUS_USER"):
@@ -92,6 +95,26 @@ def connect(uri: str):
                 "process at a time): try again when it is done, or use a Milvus server to share it"
             ) from error
         raise StoreUnavailable(f"cannot use the Milvus store {uri}: {_reason(error)}") from error
+
+
+def check_lite_manifests(folder: Path) -> None:
+    """Refuse a Milvus Lite file whose collection manifest is unreadable.
+
+    Milvus Lite then falls back to the previous manifest, an older state (often empty), with
+    only a log warning: the documents would seem "unchanged" while their chunks are gone.
+
+    Raises:
+        StoreUnavailable: one line naming the damaged manifest and what to do.
+    """
+    for manifest in sorted(folder.glob("collections/*/manifest.json")):
+        try:
+            json.loads(manifest.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise StoreUnavailable(
+                f"the Milvus Lite file {folder} is damaged ({manifest.relative_to(folder)} is unreadable: "
+                f"{_reason(error)}); restore it from a backup, or ingest into a new --store "
+                "(your documents are untouched)"
+            ) from error
 
 
 def _locked(folder: Path) -> bool:
@@ -231,6 +254,9 @@ class MilvusBackend(DirectorySettings):
         """Upsert the chunks, then per finished document drop its surplus old chunks and
         upsert its row (the mark that it is complete)."""
         rows = [row for piece in pieces for row in chunk_rows(piece, vectors)]
+        # Marked before the chunks land, cleared once the document's row is written: chunks a
+        # kill leaves behind are then known and swept (`drop_unused_vectors`), never ghosts.
+        self._mark_unfinished(add={piece.record["path"] for piece in pieces})
         for start in range(0, len(rows), _BATCH):
             self.client.upsert(CHUNKS, rows[start : start + _BATCH])
         finished = {key_of(piece.record["path"]): piece for piece in pieces if piece.last}
@@ -255,9 +281,22 @@ class MilvusBackend(DirectorySettings):
                 for doc_id, piece in finished.items()
             ],
         )
+        self._mark_unfinished(remove={piece.record["path"] for piece in finished.values()})
+
+    def _unfinished(self) -> set[str]:
+        """Paths whose chunks were written but whose document row was not (yet)."""
+        return set(json.loads(self.store.get_meta(_UNFINISHED, "[]") or "[]"))
+
+    def _mark_unfinished(self, add: Iterable[str] = (), remove: Iterable[str] = ()) -> None:
+        """Committed at once (autocommit) unless inside the caller's transaction."""
+        before = self._unfinished()
+        after = (before | set(add)) - set(remove)
+        if after != before:
+            self.store.set_meta(_UNFINISHED, json.dumps(sorted(after)))
 
     def delete_documents(self, doc_ids: Iterable[int]) -> int:
         ids = [int(i) for i in doc_ids]
+        self._mark_unfinished(remove={path for path in self._unfinished() if key_of(path) in set(ids)})
         count = 0
         for start in range(0, len(ids), _BATCH):
             part = ids[start : start + _BATCH]
@@ -267,10 +306,13 @@ class MilvusBackend(DirectorySettings):
         return count
 
     def documents_under(self, roots: Sequence[Path]) -> dict[str, int]:
+        """Documents under `roots`, and the half-written ones an interrupted ingest left there
+        (so pruning and `rag rm` remove their chunks too)."""
         prefixes = [str(root).rstrip("/") for root in roots]
+        known = {path: key_of(path) for path in self._unfinished()} | self.document_ids()
         return {
             path: doc_id
-            for path, doc_id in self.document_ids().items()
+            for path, doc_id in known.items()
             if any(path == p or path.startswith(p + "/") for p in prefixes)
         }
 
@@ -282,7 +324,18 @@ class MilvusBackend(DirectorySettings):
         return self.chunk_count(group)
 
     def drop_unused_vectors(self) -> None:
-        """Vectors live in their chunks' rows: none is ever left unused."""
+        """Vectors live in their chunks' rows; what is swept at the end of every run are the
+        chunks of documents an interrupted ingest began and no later run finished."""
+        unfinished = self._unfinished()
+        if not unfinished:
+            return
+        complete = {
+            row["doc_id"] for row in self.client.query(DOCUMENTS, ids=[key_of(p) for p in unfinished])
+        }
+        ghosts = [key_of(path) for path in unfinished if key_of(path) not in complete]
+        if ghosts:
+            self.client.delete(CHUNKS, filter=f"doc_id in {ghosts}")
+        self._mark_unfinished(remove=unfinished)
 
     # -- reads ------------------------------------------------------------------------
     def chunks(self, ids: Sequence[int]) -> dict[int, Chunk]:
@@ -411,11 +464,29 @@ class MilvusBackend(DirectorySettings):
                 f"ingest into a new --store, or drop the ragcli_* collections in {self.uri} and ingest again",
             ),
             (
+                "unfinished documents",
+                self._unfinished_check,
+                "run `rag ingest` to finish them (or sweep the chunks of files since deleted), "
+                "or `rag rm PATH` to drop them",
+            ),
+            (
                 "sqlite integrity",
                 lambda: _local_integrity(self.store),
                 "rebuild the index folder: rag ingest",
             ),
         ]
+
+    def _unfinished_check(self) -> str:
+        """Chunks an interrupted ingest wrote for documents no later run finished."""
+        unfinished = sorted(self._unfinished())
+        if unfinished:
+            more = f" and {len(unfinished) - 3} more" if len(unfinished) > 3 else ""
+            raise RuntimeError(
+                f"{len(unfinished)} half-written document(s) from an interrupted ingest: "
+                + ", ".join(unfinished[:3])
+                + more
+            )
+        return "every document's chunks are complete"
 
     def _ping(self) -> str:
         version = self.client.get_server_version()

@@ -17,6 +17,9 @@ from pathlib import Path
 from ragcli.errors import RagError
 
 MARKER_NAME = "ragcli-index.json"
+# The index layout this rag reads and writes; a newer rag that changes it raises the number,
+# and an older rag then refuses the index instead of reading (or writing) what it cannot know.
+FORMAT_VERSION = 1
 DATABASE_NAME = "index.db"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -62,15 +65,56 @@ _INDEX_FILES = {
     DATABASE_NAME,
     DATABASE_NAME + "-wal",
     DATABASE_NAME + "-shm",
+    DATABASE_NAME + "-journal",
+    "answers.db",
+    "answers.db-wal",
+    "answers.db-shm",
+    "answers.db-journal",
     "migrate.lock",
     "write.lock",
     "vectors",
     MARKER_NAME,
 }
+_VECTOR_SUFFIXES = (".faiss", ".json", ".tmp")
 
 
 def _only_index_files(folder: Path) -> bool:
     return all(entry.name in _INDEX_FILES for entry in folder.iterdir())
+
+
+def foreign_entries(folder: Path) -> list[str]:
+    """Names inside an index folder that ragcli did not write (a user's files), sorted.
+
+    `vectors/` counts as ragcli's only while it holds nothing but vector and params files.
+    """
+    if not folder.is_dir() or folder.is_symlink():
+        return []
+    foreign = [entry.name for entry in folder.iterdir() if entry.name not in _INDEX_FILES]
+    vectors = folder / "vectors"
+    if vectors.is_symlink() or vectors.is_file():
+        foreign.append("vectors")
+    elif vectors.is_dir():
+        foreign += [
+            f"vectors/{entry.name}"
+            for entry in vectors.iterdir()
+            if not entry.is_file() or not entry.name.endswith(_VECTOR_SUFFIXES)
+        ]
+    return sorted(foreign)
+
+
+def require_own_files(path: Path, role: str) -> None:
+    """Refuse to replace or delete an index folder that also holds files ragcli did not write.
+
+    Raises:
+        NotAnIndex: the folder holds other files; the message names a few of them.
+    """
+    foreign = foreign_entries(path)
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise NotAnIndex(
+            f"{path} ({role}) holds files rag did not write ({shown}), so it is left alone: "
+            "move them out of the index folder first (nothing was changed)"
+        )
 
 
 def claim_index_dir(path: Path) -> None:
@@ -89,6 +133,7 @@ def claim_index_dir(path: Path) -> None:
     except OSError as error:
         raise RagError(f"cannot create the index folder {path}: {error.strerror or error}") from error
     if (path / MARKER_NAME).is_file():
+        check_format(path)
         return
     if any(path.iterdir()) and not _being_created(path) and not _legacy_database(path / DATABASE_NAME):
         raise NotAnIndex(
@@ -113,7 +158,29 @@ def write_marker(path: Path) -> None:
     except FileExistsError:
         return
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump({"format": "ragcli-index", "version": 1}, handle)
+        json.dump({"format": "ragcli-index", "version": FORMAT_VERSION}, handle)
+
+
+def newer_format_message(path: Path, found: object) -> str:
+    return (
+        f"the index at {path} was written by a newer rag (index format {found}; this rag reads "
+        f"format {FORMAT_VERSION}): upgrade rag (pip install -U ragcli) to use it; nothing was changed"
+    )
+
+
+def check_format(path: Path) -> None:
+    """Refuse an index whose marker records a format newer than this rag's.
+
+    Raises:
+        NotAnIndex: the marker's version is above `FORMAT_VERSION` (or not a number).
+    """
+    try:
+        marker = json.loads((path / MARKER_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # no marker (an index from before markers) or an unreadable one: nothing to check
+    version = marker.get("version", FORMAT_VERSION) if isinstance(marker, dict) else FORMAT_VERSION
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise NotAnIndex(newer_format_message(path, version))
 
 
 def require_index_or_absent(path: Path, role: str) -> None:
@@ -134,9 +201,10 @@ def remove_index(path: Path) -> None:
     """Delete an index folder, only after proving it is one (or an empty folder).
 
     Raises:
-        NotAnIndex: `path` is not a ragcli index.
+        NotAnIndex: `path` is not a ragcli index, or it also holds files ragcli did not write.
     """
     if not path.exists() and not path.is_symlink():
         return
     require_index_or_absent(path, "to be removed")
+    require_own_files(path, "to be removed")
     shutil.rmtree(path)

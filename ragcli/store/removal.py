@@ -11,6 +11,7 @@ ingested root (or a folder above it, as `rag rm /` does) forgets the root instea
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -44,7 +45,7 @@ def plan_removal(index: Path, paths: Sequence[str]) -> RemovalPlan:
     """
     from ragcli.store.backends import open_backend
 
-    targets = tuple(Path(p).expanduser().resolve() for p in paths)
+    targets = tuple(Path(stored_form(Path(p).expanduser().resolve())) for p in paths)
     backend = open_backend(index)
     try:
         matched = tuple(sorted(backend.documents_under(list(targets))))
@@ -52,6 +53,12 @@ def plan_removal(index: Path, paths: Sequence[str]) -> RemovalPlan:
     finally:
         backend.close()
     return RemovalPlan(matched, total, targets)
+
+
+def stored_form(path: str | Path) -> str:
+    """A path as the index stores it: bytes of a name that is not UTF-8 (held by Python as lone
+    surrogates) written as `\\xNN` escapes, as `ragcli.ingest.walk.display_path` does."""
+    return os.fsencode(str(path)).decode("utf-8", "backslashreplace")
 
 
 def exclusions(store: Store | Backend) -> list[str]:
@@ -65,7 +72,7 @@ def record_exclusions(index: Path, targets: Iterable[Path]) -> None:
     a bare `rag ingest` walks again (so `rag rm /` empties the index for good); a path
     inside a root is recorded as an exclusion.
     """
-    targets = [str(t) for t in targets]
+    targets = [stored_form(t) for t in targets]
     store = Store.open(index)
     try:
         roots = json.loads(store.get_meta("roots", "[]") or "[]")
@@ -77,11 +84,30 @@ def record_exclusions(index: Path, targets: Iterable[Path]) -> None:
         store.close()
 
 
+def copy_exclusions(source: Path, target: Path) -> None:
+    """Give a rebuilt index (`target`) the exclusions of the one it replaces, so that what
+    `rag rm` removed stays removed after `rag ingest --rebuild`."""
+    if not (Path(source) / "index.db").exists():
+        return
+    store = Store.open(source)
+    try:
+        excluded = exclusions(store)
+    finally:
+        store.close()
+    if not excluded:
+        return
+    store = Store.create(target)
+    try:
+        store.set_meta(META_KEY, json.dumps(excluded))
+    finally:
+        store.close()
+
+
 def lift_exclusions(index: Path, paths: Sequence[Path]) -> None:
     """Forget exclusions that `paths` (named in `rag ingest`) are or lie inside."""
     if not (Path(index) / "index.db").exists():
         return
-    named = [str(Path(p).expanduser().resolve()) for p in paths]
+    named = [stored_form(Path(p).expanduser().resolve()) for p in paths]
     store = Store.open(index)
     try:
         excluded = exclusions(store)
@@ -101,4 +127,4 @@ def apply_exclusions(store: Store | Backend, files: list[Path]) -> list[Path]:
     excluded = exclusions(store)
     if not excluded:
         return files
-    return [f for f in files if not any(_within(str(f), e) for e in excluded)]
+    return [f for f in files if not any(_within(stored_form(f), e) for e in excluded)]

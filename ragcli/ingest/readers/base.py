@@ -89,18 +89,34 @@ def open_regular(path: Path) -> BinaryIO:
         raise
 
 
-def read_bytes(path: Path) -> bytes:
+def read_bytes(path: Path, limit: int | None = None) -> bytes:
     """Read a whole regular file, turning OS errors into a ReaderError.
 
+    Args:
+        path: the file.
+        limit: most bytes accepted; a larger file is refused before it is read.
+
     Raises:
-        ReaderError: The file is missing, unreadable, a directory or not a regular file.
+        ReaderError: The file is missing, unreadable, a directory or not a regular file, or
+            larger than `limit` (the message names the size and the limit).
     """
     with open_regular(path) as handle:
         try:
-            return handle.read()
+            if limit is None:
+                return handle.read()
+            size = os.fstat(handle.fileno()).st_size
+            data = handle.read(limit + 1) if size <= limit else b""
+            if size > limit or len(data) > limit:  # the second: a file that grew while read
+                raise reader_error(path, too_large(max(size, len(data)), limit))
+            return data
         except OSError as exc:
             reason = f"cannot read file ({exc.strerror or exc}); check it exists and is readable"
             raise reader_error(path, reason) from exc
+
+
+def too_large(size: int, limit: int) -> str:
+    mib = 1024 * 1024
+    return f"too large to read ({size / mib:,.0f} MB; the limit for this format is {limit / mib:,.0f} MB)"
 
 
 def normalise_text(text: str) -> str:

@@ -7,14 +7,13 @@ start-up.
 
 from __future__ import annotations
 
-import io
 
 import struct
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from ragcli.ingest.readers.base import read_bytes, build_document, reader_error
+from ragcli.ingest.readers.base import build_document, open_regular, reader_error
 from ragcli.types import Document
 
 PAGE_SEPARATOR = "\f"
@@ -34,11 +33,14 @@ _PARSER_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
-def _open(path: Path) -> Any:
-    """Open a PDF and make sure its pages can be read (decrypting an empty password)."""
+def _open(path: Path, handle: BinaryIO) -> Any:
+    """Open a PDF and make sure its pages can be read (decrypting an empty password).
+
+    pypdf reads from the open file as it needs (seeking), so a PDF of large images is never
+    held in memory whole; `open_regular` accepts regular files only and never blocks."""
     from pypdf import PasswordType, PdfReader
 
-    pdf = PdfReader(io.BytesIO(read_bytes(path)))  # read_bytes: regular files only, never blocks
+    pdf = PdfReader(handle)
     # pypdf already tries the empty user password; a PDF that only restricts printing or
     # copying opens with it, one that needs a real password does not.
     if pdf.is_encrypted and pdf.decrypt("") == PasswordType.NOT_DECRYPTED:
@@ -78,9 +80,10 @@ class PdfReader:
         from pypdf.errors import DependencyError, PyPdfError
 
         try:
-            pdf = _open(path)
-            pages = _page_texts(pdf)
-            title = _title(pdf)
+            with open_regular(path) as handle:
+                pdf = _open(path, handle)
+                pages = _page_texts(pdf)
+                title = _title(pdf)
         except OSError as exc:
             raise reader_error(path, f"cannot read file ({exc.strerror or exc})") from exc
         except DependencyError as exc:

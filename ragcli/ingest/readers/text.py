@@ -93,13 +93,19 @@ def decode_text(data: bytes, path: Path) -> str:
         raise reader_error(path, reason) from exc
 
 
+# Largest text file (txt, md, html) read: reading holds the bytes and the decoded text (up to
+# 4 bytes a character), and splitting copies the text into chunks, so a 64 MB file peaks at a
+# few hundred MB; a larger one is refused with one line rather than risk the machine's memory.
+MAX_TEXT_FILE_BYTES = 64 * 1024 * 1024
+
+
 def read_text_file(path: Path) -> str:
     """Read and decode a text file (see `decode_text`).
 
     Raises:
-        ReaderError: The file cannot be read or decoded.
+        ReaderError: The file cannot be read or decoded, or is over `MAX_TEXT_FILE_BYTES`.
     """
-    return decode_text(read_bytes(path), path)
+    return decode_text(read_bytes(path, MAX_TEXT_FILE_BYTES), path)
 
 
 class TextReader:
