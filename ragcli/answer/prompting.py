@@ -14,6 +14,9 @@ from ragcli.answer.context import Source
 from ragcli.llm import Message
 
 NOT_FOUND = "I could not find this in your documents."
+# Raised whenever a prompt or how a reply is read back changes: cached answers of the old one
+# are not served again.
+PROMPT_VERSION = 2
 
 PromptShape = Callable[[str, Sequence[Source]], list[Message]]
 
