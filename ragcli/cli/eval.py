@@ -311,7 +311,7 @@ def answers(
         str,
         typer.Option(
             "--answer-style",
-            help="auto, evidence, extractive, sentence, choice or generative (as in `rag ask`).",
+            help="auto, evidence or generative (as in `rag ask`).",
         ),
     ] = "auto",
     max_tokens: Annotated[int, typer.Option(min=1, help="Answer length limit in tokens.")] = 256,
@@ -329,6 +329,14 @@ def answers(
         bool,
         typer.Option(help="Reuse cached answers (off: every question is generated, so timings are real)."),
     ] = False,
+    reader: Annotated[
+        Optional[str],
+        typer.Option(
+            "--reader",
+            help="The short line's reader, as in `rag ask`: builtin, none or a QA model folder.",
+            show_default=False,
+        ),
+    ] = None,
     index: IndexOption = None,
     embed_model: EmbedModelOption = None,
     details: Annotated[
@@ -351,7 +359,7 @@ def answers(
 
     Example: rag eval answers ./docs-qa/qa-report.jsonl
     """
-    from ragcli.choices import ANSWER_STYLES, MODES, RERANKERS
+    from ragcli.choices import ANSWER_STYLES, MODES, RERANKERS, STYLE_ALIASES
     from ragcli.evaluation.answer_eval import ANSWER_METRICS, answer_configurations
     from ragcli.evaluation.metrics import floor_failures
     from ragcli.index import open_index
@@ -365,7 +373,8 @@ def answers(
         n_ctx=n_ctx or ctx,
         threads=threads,
         use_cache=cache,
-        answer_style=split_list(answer_style, ANSWER_STYLES, "--answer-style")[0],
+        answer_style=split_list(answer_style, (*ANSWER_STYLES, *STYLE_ALIASES), "--answer-style")[0],
+        reader=reader,
     )
     chosen = answer_configurations(
         split_list(modes, MODES, "--modes"), split_list(rerank, ("none", *RERANKERS), "--rerank"), base=base
