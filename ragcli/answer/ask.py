@@ -67,8 +67,9 @@ from ragcli.choices import ANSWER_STYLES, STYLE_ALIASES
 from ragcli.config import Settings
 from ragcli.errors import UsageError
 from ragcli.answer.context import Source, build_context, context_budget
-from ragcli.answer.evidence import EVIDENCE_CHARS, Evidence, answer_with_evidence, excerpts, quote
+from ragcli.answer.evidence import EVIDENCE_CHARS, Evidence, answer_with_evidence, excerpts
 from ragcli.answer.evidence import is_answerable, page_of, rank_source_sentences, supporting_sentence
+from ragcli.answer.evidence import render, select_evidence
 from ragcli.answer.readers import Reader, reader_for
 from ragcli.answer.summary import asks_about_document, extractive_summary
 from ragcli.llm import Generator, Message, check_gguf, load_generator
@@ -586,7 +587,10 @@ class Asker:
         if evidence is not None and (
             short is None or (len(short.split()) <= SHORT_WORDS and not short.endswith((".", "!", "?")))
         ):
-            quoted = "\n" + quote(evidence)
+            # The passage that supports it, completed as an evidence answer is (its section, list).
+            ranked = [evidence] + [s for s in ranked if s is not evidence]
+            chosen = select_evidence(run.question, sources, ranked, options.evidence_chars)
+            quoted = "\n" + "\n".join(render(chosen))
             yield quoted
             text += quoted
             page = page_of(sources[evidence.passage], evidence)
