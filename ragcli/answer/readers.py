@@ -6,8 +6,9 @@ verbatim in that sentence: `checked` drops anything else, so a short line can ne
 what the evidence under it does not.
 
 - `TypedReader` (the built-in one, no model): only where the surface form decides. The
-  question's wh-word alone names the type: who/whom/whose -> a capitalised name, when -> a
-  date or year, how many/much/long/... -> a number with its unit. What/which and open
+  question's wh-word alone names the type: who/whom/whose -> a name of two or more capitalised
+  words, when -> a
+  date or year, how many/much/long/... -> a number with its unit (not a year). What/which and open
   questions get no short line. Among the spans of that type in the best sentence that the
   question does not already hold, the one nearest the question's own terms is chosen; a tie
   gives no short line.
@@ -52,6 +53,7 @@ _DATE = re.compile(
     rf"(?:{_MONTHS})\s+\d{{4}}|\d{{4}}-\d{{2}}-\d{{2}})\b|{_YEAR}"
 )
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:\s*(?:%|°\s?[CF]\b|[^\W\d_]+\b))?")
+_YEAR_ONLY = re.compile(r"1[0-9]{3}|20[0-9]{2}")
 _NAME = re.compile(r"\b[A-Z][\w'’-]*(?:\s+(?:(?:of|de|da|van|von|la|le|del|al)\s+)?[A-Z][\w'’-]*)*")
 
 
@@ -70,8 +72,8 @@ def spans_of(kind: str, text: str) -> list[tuple[int, int]]:
     """Character spans of the `kind` ("name", "date", "number") in `text`."""
     if kind == "date":
         return [m.span() for m in _DATE.finditer(text)]
-    if kind == "number":
-        return [_with_unit(text, m) for m in _NUMBER.finditer(text)]
+    if kind == "number":  # a count is not a year ("in 2014")
+        return [_with_unit(text, m) for m in _NUMBER.finditer(text) if not _YEAR_ONLY.fullmatch(m.group())]
     return [m.span() for m in _NAME.finditer(text) if _is_name(text, m)]
 
 
@@ -85,9 +87,9 @@ def _with_unit(text: str, match: re.Match) -> tuple[int, int]:
 
 
 def _is_name(text: str, match: re.Match) -> bool:
-    """Two or more capitalised words, or one that does not open the sentence (where any word is)."""
-    words = match.group().split()
-    return len(words) > 1 or text[: match.start()].strip() != ""
+    """Two or more capitalised words: a lone capitalised word is as often an adjective, a
+    demonym or half a name ("Mongolian", "Simon" of "William E. Simon") as a whole name."""
+    return len(match.group().split()) > 1
 
 
 def _term_positions(sentence: str, terms: set[str]) -> list[tuple[int, int]]:
