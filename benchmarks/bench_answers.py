@@ -42,7 +42,7 @@ from ragcli.answer.ask import Asker, AskOptions, Pipeline  # noqa: E402
 from ragcli.config import load_settings  # noqa: E402
 from ragcli.evaluation.answer_eval import score_answer, summarize  # noqa: E402
 from ragcli.evaluation.datasets import QACase, load_qa_set  # noqa: E402
-from ragcli.answer.extractive import answer_extractively  # noqa: E402
+from ragcli.answer.evidence import answer_with_evidence  # noqa: E402
 from ragcli.retrieval.search import QueryOptions  # noqa: E402
 
 HOLDOUT = (
@@ -58,13 +58,13 @@ HOLDOUT = (
     "Harvard University",
 )
 BASE = AskOptions(
-    query=QueryOptions(mode="hybrid", top_k=5), use_cache=False, threads=2, answer_style="extractive"
+    query=QueryOptions(mode="hybrid", top_k=5), use_cache=False, threads=2, answer_style="evidence"
 )
 
 
-def lexical_extract(question, hits, *, embedder=None, **kwargs):
-    """The extractive stage without embeddings (sentences scored by word overlap only)."""
-    return answer_extractively(question, hits, embedder=None, **kwargs)
+def lexical_evidence(question, hits, *, embedder=None, **kwargs):
+    """The evidence stage without embeddings (sentences scored by word overlap only)."""
+    return answer_with_evidence(question, hits, embedder=None, **kwargs)
 
 
 def variants(gemma: str | None) -> dict[str, tuple[AskOptions, Pipeline]]:
@@ -72,10 +72,9 @@ def variants(gemma: str | None) -> dict[str, tuple[AskOptions, Pipeline]]:
     table = {
         "auto": (replace(BASE, answer_style="auto"), plain),
         "qwen": (replace(BASE, answer_style="auto", model="qwen2.5-coder-0.5b"), plain),
-        "extractive": (BASE, plain),
-        "sentence": (replace(BASE, answer_style="sentence"), plain),
-        "choice": (replace(BASE, answer_style="choice", n_ctx=1024), plain),
-        "lexical": (BASE, replace(plain, extract=lexical_extract)),
+        "evidence": (BASE, plain),
+        "no-reader": (replace(BASE, reader="none"), plain),
+        "lexical": (BASE, replace(plain, evidence=lexical_evidence)),
         "passages1": (replace(BASE, passages=1), plain),
         "passages5": (replace(BASE, passages=5), plain),
         "generative": (replace(BASE, answer_style="generative", max_tokens=64, n_ctx=1024), plain),
