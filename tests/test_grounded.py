@@ -137,3 +137,12 @@ def test_qwen_answers_with_the_words_of_the_source(bowl_index, model_cache_dir):
         answer = asker.ask(QUESTION, options)
     assert "Pittsburgh Steelers" in answer.short and len(answer.short.split()) <= 3
     assert answer.citations == (1,) and '"The Broncos defeated the Pittsburgh Steelers' in answer.text
+
+
+@pytest.mark.parametrize("reply", ["[6]", "[6].", "[ 6 ]"])
+def test_a_removed_invented_citation_leaves_no_digit_as_the_short_answer(bowl_index, reply):
+    with Asker(bowl_index, settings=load_settings(), generator=capable(reply)) as asker:
+        answer = asker.ask(QUESTION, AUTO)
+    assert answer.short is None and answer.to_dict()["short_answer"] is None
+    assert "Pittsburgh Steelers in the divisional round" in answer.text
+    assert not answer.text.startswith((".", "6", "["))

@@ -575,7 +575,8 @@ class Asker:
         if text and says_not_found(text):
             return run.finish(text, sources, generator, stages.annotate)
         cited, _ = parse_citations(text, len(sources))
-        short = short_answer(text)  # None for only a citation: the cited source's best sentence answers
+        # None for only a citation (an invented "[6]" too): the cited source's best sentence answers.
+        short = short_answer(strip_invalid_citations(text, len(sources)))
         evidence = supporting_sentence(short or "", ranked, cited)
         if short and not cited and evidence is not None and evidence.text.lower().find(short.lower()) >= 0:
             # A short answer copied from a source (the factoid prompt asks for the words only):
