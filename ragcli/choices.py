@@ -28,9 +28,12 @@ ASK_TOP_K = 5
 FUSIONS = ("adaptive", "rrf", "score")
 DEFAULT_FUSION = "adaptive"
 
-# How `rag ask` answers (`ragcli.answer.ask.Asker`): auto picks evidence-first or generative
-# by the model's size; the others force one way.
-ANSWER_STYLES = ("auto", "evidence", "extractive", "sentence", "choice", "generative")
+# How `rag ask` answers (`ragcli.answer.ask.Asker`): auto picks evidence or generative by the
+# model's size; the others force one way.
+ANSWER_STYLES = ("auto", "evidence", "generative")
+DEFAULT_ANSWER_STYLE = "auto"
+# Old style names, still accepted (not listed): each means the nearest kept style.
+STYLE_ALIASES = {"extractive": "evidence", "sentence": "evidence", "choice": "evidence"}
 
 # Query rewriting before retrieval (`ragcli.retrieval.rewrite`): several phrasings, or a
 # hypothetical answer passage searched densely.

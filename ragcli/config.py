@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ragcli.choices import ASK_TOP_K, COLORS, DEFAULT_MODE, MODES, QUERY_TOP_K
+from ragcli.choices import ANSWER_STYLES, ASK_TOP_K, COLORS, DEFAULT_ANSWER_STYLE, DEFAULT_MODE, MODES
+from ragcli.choices import QUERY_TOP_K, STYLE_ALIASES
 from ragcli.errors import ModelNotFound, UsageError
 
 APP_NAME = "ragcli"
@@ -82,6 +83,13 @@ def _positive_int(value: Any) -> int:
     return number
 
 
+def _style(value: Any) -> str:
+    """An answer style; an old style name is still taken (`STYLE_ALIASES`)."""
+    if str(value) not in ANSWER_STYLES and str(value) not in STYLE_ALIASES:
+        raise ValueError(f"must be one of {', '.join(ANSWER_STYLES)}")
+    return str(value)
+
+
 def _choice(*choices: str) -> Callable[[Any], str]:
     def parse(value: Any) -> str:
         if str(value) not in choices:
@@ -117,6 +125,8 @@ KEYS: dict[str, Key] = {
         Key("model", _text, "GGUF model file for answers and LLM retrieval"),
         Key("group", _text, "chunk group used when --group is not given"),
         Key("mode", _choice(*MODES), "retrieval mode"),
+        Key("answer_style", _style, "how rag ask answers: auto, evidence or generative"),
+        Key("reader", _text, "short-line reader: builtin, none, or a QA model folder"),
         Key(
             "top_k",
             _positive_int,
@@ -139,6 +149,8 @@ def _defaults() -> dict[str, Any]:
         "model": None,
         "group": None,
         "mode": DEFAULT_MODE,
+        "answer_style": DEFAULT_ANSWER_STYLE,
+        "reader": None,
         "top_k": QUERY_TOP_K,
         "ctx": 2048,
         "max_tokens": 256,

@@ -58,7 +58,13 @@ _ONE_BATCH = (
 # Settings an `open_index` keyword may name; `gguf_model` is the CLI's name for `model`.
 SETTING_NAMES = frozenset(KEYS) | {"gguf_model"}
 # Option names that are settings too, so the settings layers apply to them (see `Index.ask_options`).
-_ASK_SETTINGS = {"n_ctx": "ctx", "max_tokens": "max_tokens", "threads": "threads"}
+_ASK_SETTINGS = {
+    "n_ctx": "ctx",
+    "max_tokens": "max_tokens",
+    "threads": "threads",
+    "answer_style": "answer_style",
+    "reader": "reader",
+}
 
 
 def open_index(
@@ -170,6 +176,7 @@ class Index:
         from ragcli.retrieval.search import QueryOptions
 
         query_fields = {f.name for f in fields(QueryOptions)}
+        doc = given.pop("doc", None)
         if query is None:
             retrieval = {name: value for name, value in given.items() if name in query_fields}
             if retrieval.get("top_k") is None and self.settings.sources.get("top_k") == "default":
@@ -187,7 +194,21 @@ class Index:
                 if name not in query_fields and value is not None
             }
         )
+        if doc is not None:
+            query = self.only_document(query, doc)
         return AskOptions(query=query, **values)
+
+    def only_document(self, query: "QueryOptions", doc: str) -> "QueryOptions":
+        """`query` restricted to one indexed document (``--doc``).
+
+        Raises:
+            NotFound: the document is not in the index (the message names it).
+        """
+        import glob
+        from dataclasses import replace
+
+        path = self.get(doc).path
+        return replace(query, filters={**query.filters, "path": (glob.escape(path),)})
 
     # -- models ---------------------------------------------------------------------------
     def embedder(self, *, fresh: bool = False, notify: Callable[[str], None] | None = None) -> "Embedder":

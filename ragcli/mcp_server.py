@@ -29,6 +29,7 @@ from pydantic import Field, ValidationError
 from ragcli import __version__
 from ragcli.agent_tools import IndexTools
 from ragcli.agent_worker import WorkerTools
+from ragcli.choices import ANSWER_STYLES, MODES
 from ragcli.errors import RagError
 
 INSTRUCTIONS = (
@@ -38,7 +39,9 @@ INSTRUCTIONS = (
     "what is indexed. Cite hits by path and page."
 )
 
-Mode = Literal["bm25", "dense", "hybrid", "llm"]
+# Built from the one choice list each (a tuple subscript means every member, as `Literal[a, b]`).
+Mode = Literal[MODES]  # type: ignore[valid-type]
+AnswerStyle = Literal[ANSWER_STYLES]  # type: ignore[valid-type]
 Filters = Optional[dict[str, Union[str, list[str]]]]
 FILTERS_HELP = (
     "Metadata filters, key -> value or list of values (values of one key OR-ed, keys AND-ed). Keys: "
@@ -151,24 +154,26 @@ def build_server(tools: Union[IndexTools, WorkerTools]) -> MCPServer:
     async def ask(
         ctx: Context,
         question: Annotated[str, Field(min_length=1, description="A question the documents can answer.")],
-        mode: Annotated[Mode, Field(description="Retrieval mode, as for `search`.")] = "hybrid",
-        top_k: Annotated[int, Field(ge=1, le=50, description="Passages read for the answer.")] = 5,
+        mode: Annotated[
+            Optional[Mode],
+            Field(description="Retrieval mode, as for `search` (default: the settings, as `rag ask`)."),
+        ] = None,
+        top_k: Annotated[
+            Optional[int],
+            Field(ge=1, le=50, description="Passages read for the answer (default: as `rag ask`, 5)."),
+        ] = None,
         filters: Annotated[Filters, Field(description=FILTERS_HELP)] = None,
         answer_style: Annotated[
-            Literal["extractive", "sentence", "choice", "generative"],
+            Optional[AnswerStyle],
             Field(
-                description="extractive (default): the few words of a retrieved sentence that answer, no "
-                "language model; sentence: that whole sentence; choice: a small local model picks among the "
-                "best short answers; generative: the local model writes the answer (slow, may be wrong).",
+                description="auto (the default, as `rag ask`): generative with a capable local model, "
+                "else evidence; evidence: the retrieved passage that answers, quoted and cited, no "
+                "language model; generative: the local model writes the answer (slower).",
             ),
-        ] = "extractive",
+        ] = None,
         max_tokens: Annotated[
             Optional[int],
-            Field(
-                ge=1,
-                le=4096,
-                description="Longest generated answer, in tokens (generative and choice styles).",
-            ),
+            Field(ge=1, le=4096, description="Longest generated answer, in tokens (generative style)."),
         ] = None,
     ) -> CallToolResult:
         """Answer a question from the indexed documents, with numbered citations.

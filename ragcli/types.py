@@ -68,6 +68,20 @@ class Hit:
     rank: int = 0
     sources: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The hit as JSON-ready data: the shape of `rag query --json` and of the agents' search."""
+        chunk = self.chunk
+        return {
+            "rank": self.rank,
+            "score": self.score,
+            "path": chunk.path,
+            "page": chunk.page,
+            "chunk_id": chunk.id,
+            "group": chunk.group,
+            "text": chunk.text,
+            "sources": {name: dict(part) for name, part in self.sources.items()},
+        }
+
 
 class Progress(Protocol):
     """Receives progress of a long run; the CLI draws it, the library never prints."""

@@ -222,3 +222,15 @@ def test_terminal_view_colours_support_by_label(capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "[1] a.pdf:2" in out
     assert "\x1b[32mA [1].\x1b[0m" in out and "\x1b[33mB.\x1b[0m" in out and "\x1b[31mC.\x1b[0m" in out
+
+
+def test_verbatim_quotes_are_not_relabelled_on_the_terminal():
+    from ragcli.answer.ask import Answer
+    from ragcli.answer.context import Source
+    from ragcli.cli.ask import _is_quote
+
+    source = Source(1, "a.md", None, 1.0, "The blood is blue because\nof hemocyanin.", (1,))
+    answer = Answer("q", "x", False, (source,))
+    assert _is_quote('"The blood is blue because of hemocyanin." [1]', answer)
+    assert not _is_quote('"The blood is red." [1]', answer)
+    assert not _is_quote("The blood is blue because of hemocyanin [1].", answer)

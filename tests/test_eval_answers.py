@@ -185,3 +185,66 @@ def test_evaluate_answers_on_a_dataset_folder(tmp_path, fixtures_dir, monkeypatc
     # The echo model answers with the top source's first sentence: the gold answer is often in it.
     assert metrics["context_recall"] > 0.5 and metrics["citation_validity"] == 1.0
     assert 0.0 <= metrics["f1"] <= 1.0
+
+
+HOWTO = QACase(
+    id="h",
+    question="how do I notice a mould?",
+    answers=("Look at the dish.",),
+    relevant=("d06",),
+    kind="procedure",
+    must_contain=("Alexander  FLEMING", "mould"),
+)
+ABSENT = QACase(id="x", question="how do I use Docker?", kind="absent")
+
+
+def test_must_contain_questions_score_answered_recall_gold_page_and_kinds():
+    from ragcli.evaluation.answer_eval import AnswerConfigurationResult
+
+    right = score_answer(HOWTO, answer('"In 1928 Alexander\nFleming noticed a mould." [1]'), 0.1)
+    half = score_answer(HOWTO, answer("Fleming saw a mould [2].", citations=(2,)), 0.1)
+    assert right.answered == 1.0 and right.must_contain_recall == 1.0 and right.gold_page_cited == 1.0
+    assert half.answered == 0.0 and half.must_contain_recall == 0.5 and half.gold_page_cited == 0.0
+    absent = score_answer(ABSENT, answer("I could not find this.", abstained=True, citations=()), 0.1)
+    assert absent.answered is None and not absent.answerable
+    result = AnswerConfigurationResult("hybrid", AskOptions(), [right, half, absent])
+    assert result.metrics["answered"] == 0.5 and result.metrics["must_contain_recall"] == 0.75
+    assert result.metrics["abstained_unanswerable"] == 1.0
+    kinds = result.to_dict()["kinds"]
+    assert kinds["procedure"]["answered"] == 0.5 and kinds["procedure"]["questions"] == 2
+    assert kinds["absent"]["abstained"] == 1.0
+
+
+def test_short_line_precision_counts_only_shown_short_lines():
+    from dataclasses import replace as change
+
+    shown_right = score_answer(FLEMING, change(answer("Fleming [1]"), short="Alexander Fleming"), 0.1)
+    shown_wrong = score_answer(FLEMING, change(answer("Paris [1]"), short="Paris"), 0.1)
+    none = score_answer(FLEMING, answer('"Alexander Fleming noticed it." [1]'), 0.1)
+    metrics = summarize([shown_right, shown_wrong, none])
+    assert metrics["short_precision"] == 0.5 and abs(metrics["short_shown"] - 2 / 3) < 1e-9
+
+
+def test_supported_agreement_compares_full_support_with_correctness():
+    good = (SentenceSupport("Alexander Fleming.", "supported", 0.9, 1),)
+    right = score_answer(FLEMING, answer("Alexander Fleming [1].", support=good), 0.1)
+    wrong_but_supported = score_answer(FLEMING, answer("Ada Lovelace [2].", support=good), 0.1)
+    assert summarize([right, wrong_but_supported])["supported_agreement"] == 0.5
+
+
+def test_a_qa_file_beside_a_documents_folder_is_answered_over_it(tmp_path):
+    from ragcli.evaluation.datasets import load_qa_set
+
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "a.md").write_text("Alexander Fleming noticed a mould.\n")
+    qa = tmp_path / "qa-tune.jsonl"
+    qa.write_text(
+        '{"_id": "1", "question": "who?", "kind": "factoid", "must_contain": ["Fleming"], '
+        '"answer": "Fleming did.", "relevant": ["a.md"]}\n'
+        '{"_id": "2", "question": "docker?", "kind": "absent", "must_contain": [], "answer": "", '
+        '"relevant": []}\n'
+    )
+    dataset = load_qa_set(qa)
+    assert dataset.corpus == tmp_path / "corpus" and dataset.source == tmp_path
+    assert [case.answerable for case in dataset.cases] == [True, False]
+    assert dataset.cases[0].must_contain == ("Fleming",) and dataset.cases[1].kind == "absent"

@@ -91,9 +91,8 @@ def test_generated_short_answer_is_cited_to_its_source_and_its_sentence_quoted(b
     answer = pieces[-1]
     assert "".join(pieces[:-1]) == answer.text
     assert answer.short == "Pittsburgh Steelers" and answer.citations == (1,)
-    assert answer.text.endswith(
-        '[1]\n"The Broncos defeated the Pittsburgh Steelers in the divisional round." [1]'
-    )
+    # The supporting sentence is quoted first, with what completes it in its section.
+    assert '[1]\n"The Broncos defeated the Pittsburgh Steelers in the divisional round." [1]' in answer.text
     assert answer.to_dict()["short_answer"] == "Pittsburgh Steelers"
     messages = model.calls[0][0]
     assert messages[-1]["content"].endswith(f"Question: {QUESTION}") and "Steelers" in messages[-1]["content"]
@@ -104,7 +103,9 @@ def test_a_reply_repeating_the_example_is_replaced_by_the_quoted_best_sentence(b
     with Asker(bowl_index, settings=load_settings(), generator=capable(leaked)) as asker:
         answer = asker.ask(QUESTION, AUTO)
     assert not answer.abstained and answer.short is None and leaked not in answer.text
-    assert answer.text == '"The Broncos defeated the Pittsburgh Steelers in the divisional round." [1]'
+    assert answer.text.startswith(
+        '"The Broncos defeated the Pittsburgh Steelers in the divisional round." [1]'
+    )
 
 
 def test_a_sentence_reply_is_the_answer_without_a_quote(bowl_index):
@@ -136,3 +137,12 @@ def test_qwen_answers_with_the_words_of_the_source(bowl_index, model_cache_dir):
         answer = asker.ask(QUESTION, options)
     assert "Pittsburgh Steelers" in answer.short and len(answer.short.split()) <= 3
     assert answer.citations == (1,) and '"The Broncos defeated the Pittsburgh Steelers' in answer.text
+
+
+@pytest.mark.parametrize("reply", ["[6]", "[6].", "[ 6 ]"])
+def test_a_removed_invented_citation_leaves_no_digit_as_the_short_answer(bowl_index, reply):
+    with Asker(bowl_index, settings=load_settings(), generator=capable(reply)) as asker:
+        answer = asker.ask(QUESTION, AUTO)
+    assert answer.short is None and answer.to_dict()["short_answer"] is None
+    assert "Pittsburgh Steelers in the divisional round" in answer.text
+    assert not answer.text.startswith((".", "6", "["))

@@ -240,3 +240,34 @@ def test_a_running_server_sees_what_another_process_ingests(tmp_path, env):
     assert not first.is_error and not first.structured_content["hits"]
     assert second.structured_content["hits"][0]["path"].endswith("lighthouses.pdf")
     assert status.structured_content["documents"] == 2
+
+
+def test_tool_defaults_come_from_the_settings_as_for_rag_ask(index, env, tmp_path):
+    """RAG_MODE and the config file's answer_style and top_k reach the agent's search and ask,
+    and the agent's answer is `rag ask --json`'s."""
+    config = tmp_path / "config.toml"
+    config.write_text('answer_style = "generative"\ntop_k = 2\nmax_tokens = 4\n')
+    settings_env = {**env, "RAG_MODE": "bm25", "RAG_CONFIG": str(config)}
+    question = "When was the Eddystone Lighthouse first lit?"
+
+    async def body(session):
+        search = await session.call_tool("search", {"query": "Eddystone lighthouse"})
+        ask = await session.call_tool("ask", {"question": question})
+        return search, ask
+
+    search, ask = session_run(index, settings_env, body)
+    assert not search.is_error and not ask.is_error
+    assert search.structured_content["mode"] == "bm25" and len(search.structured_content["hits"]) <= 2
+    answer = ask.structured_content
+    assert answer["model"] not in ("evidence", "extractive")  # the configured style: generative
+    cli = subprocess.run(
+        [RAG, "ask", question, "--index", str(index), "--json", "--no-cache"],
+        env=settings_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert cli.returncode == 0, cli.stderr
+    record = json.loads(cli.stdout)
+    assert (record["model"], record["answer"]) == (answer["model"], answer["answer"])
+    assert len(record["sources"]) <= 2

@@ -65,3 +65,17 @@ def test_embedder_blends_in_similarity():
 def test_empty_answer_and_no_sources():
     assert annotate_support("", SOURCES) == ()
     assert annotate_support("Anything at all.", [])[0].label == "unsupported"
+
+
+def test_a_wrong_number_or_name_is_not_supported_and_no_content_gets_no_label():
+    from ragcli.answer.context import Source as Passage
+
+    text = "The Eddystone Lighthouse was first lit in 1698 by Henry Winstanley."
+    source = Passage(1, "a.pdf", None, 1.0, text, (1,))
+    wrong_year, wrong_name, right, bare = annotate_support(
+        "The Eddystone Lighthouse was first lit in 1823 [1]. It was first lit by Henry Ford [1]. "
+        "The Eddystone Lighthouse was first lit in 1698 [1].\n6",
+        [source],
+    ) + (None,)
+    assert wrong_year.label == "unsupported" and wrong_name.label != "supported"
+    assert right.label == "supported" and bare is None  # "6" alone: no label at all

@@ -14,23 +14,16 @@ with the same signature; the ones marked *optional* are skipped when set to None
    generator_factory) -> [Hit]`` (`ragcli.retrieval.rerank.rerank`); hits are then cut to ``top_k``.
 Which of the answering steps below run is the answer style: ``auto`` (the default) is
 ``generative`` for a capable model (`Asker.style`: 0.4B+ parameters in its GGUF header) and
-``evidence`` otherwise.
+``evidence`` otherwise (the old names extractive, sentence and choice mean evidence).
 
 5. **Gate** (optional): ``gate(queries, hits) -> [Hit]`` keeps the relevant hits
    (`relevant_hits`). When none is left the answer is "I could not find this in your
    documents." with ``abstained=True`` and the model is never called.
-6. **Evidence** (``answer_style="evidence"``): ``evidence(question, hits, embedder=, passages=)
-   -> Evidence``: the short answer when a typed span is confident, then the best sentences
-   quoted and cited (`ragcli.answer.evidence.answer_with_evidence`); then steps 9-10.
-6. **Extract** (``answer_style="extractive"``, ``"sentence"`` or ``"choice"``): ``extract(question,
-   hits, embedder=, passages=, style=) -> Extraction`` numbers the best passages as sources,
-   finds their sentence most relevant to the question, abstains when it is weak evidence,
-   else answers with the span of it that answers (or the whole sentence) and its citation
-   (`ragcli.answer.extractive.answer_extractively`); then steps 9-10. No language model is loaded,
-   except with ``answer_style="choice"``: ``choose(question, extraction, generator)`` lets
-   the model pick among the best spans with a one-letter grammar (`choose_with_model`).
-   With ``answer_style="generative"`` steps 6-8 below run instead (see docs/answer-quality.md
-   for what each style scores).
+6. **Evidence** (``answer_style="evidence"``): ``evidence(question, hits, embedder=, passages=,
+   budget=, reader=) -> Evidence``: the passage that answers, quoted and cited, under the
+   reader's short line when it has one (`ragcli.answer.evidence.answer_with_evidence`); then
+   steps 9-10. No language model is loaded.
+   With ``answer_style="generative"`` steps 6-8 below run instead.
 6. **Build context**: ``build_context(hits, budget=, count_tokens=) -> [Source]`` dedupes,
    merges adjacent chunks, fits ``n_ctx - max_tokens - prompt`` tokens and numbers the
    sources (`ragcli.answer.context.build_context`). Their sentences are scored; when the best is
@@ -69,17 +62,20 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from ragcli.answer.cache import AnswerCache, cache_key, index_state
-from ragcli.choices import ANSWER_STYLES
+from ragcli.answer.cache import AnswerCache, cache_key, file_identity, index_state
+from ragcli.choices import ANSWER_STYLES, STYLE_ALIASES
 from ragcli.config import Settings
 from ragcli.errors import UsageError
 from ragcli.answer.context import Source, build_context, context_budget
-from ragcli.answer.evidence import Evidence, answer_with_evidence, excerpts, quote, rank_source_sentences
-from ragcli.answer.evidence import page_of, supporting_sentence
-from ragcli.answer.extractive import Extraction, answer_extractively, choose_with_model, is_answerable
+from ragcli.answer.evidence import EVIDENCE_CHARS, Evidence, answer_with_evidence, excerpts
+from ragcli.answer.evidence import is_answerable, page_of, rank_source_sentences, supporting_sentence
+from ragcli.answer.evidence import render, select_evidence
+from ragcli.answer.readers import Reader, reader_for
+from ragcli.answer.summary import asks_about_document, extractive_summary
 from ragcli.llm import Generator, Message, check_gguf, load_generator
 from ragcli.answer.prompting import (
     NOT_FOUND,
+    PROMPT_VERSION,
     grounded_prompt,
     parse_citations,
     prompt_overhead,
@@ -125,13 +121,16 @@ class AskOptions:
         rewrite: None, "multi" or "hyde".
         use_cache: look up and store answers in the index's answer cache.
         answer_style: "auto" (generative with a capable model, `ragcli.model_catalog.is_capable`,
-            else evidence), "evidence" (short answer when confident, then the quoted best
-            sentences, `ragcli.answer.evidence`), "extractive" (only the short span of a retrieved
-            sentence), "sentence" (that whole sentence), "choice" (the model picks among the
-            best spans) or "generative" (the model writes the answer from the best sentences).
-        passages: how many of the best hits the extractive styles read.
+            else evidence), "evidence" (the passage that answers, quoted and cited, under a short
+            line where the reader gives one: `ragcli.answer.evidence`) or "generative" (the model
+            writes the answer from the best sentences). The old names extractive, sentence and
+            choice are taken as evidence.
+        passages: how many of the best hits the evidence style reads.
         prompt_tokens: most tokens of source text in a generative prompt (its best sentences),
             so a question costs seconds on a CPU.
+        evidence_chars: most characters of quoted evidence in an evidence answer.
+        reader: the short line's reader: None or "builtin" (typed spans), "none", or the folder
+            of a local extractive QA model (`ragcli.answer.readers.reader_for`).
     """
 
     query: QueryOptions = field(default_factory=QueryOptions)
@@ -146,6 +145,8 @@ class AskOptions:
     answer_style: str = "auto"
     passages: int = 3
     prompt_tokens: int = 160
+    evidence_chars: int = EVIDENCE_CHARS
+    reader: str | None = None
 
 
 # A generated short answer (this many words at most, not a sentence) gets its supporting
@@ -253,6 +254,18 @@ class Answer:
         )
 
 
+def resolve_style(name: str) -> str:
+    """A kept answer style for `name` (an old name maps to the nearest kept one).
+
+    Raises:
+        UsageError: an unknown style.
+    """
+    style = STYLE_ALIASES.get(name, name)
+    if style not in ANSWER_STYLES:
+        raise UsageError(f"unknown answer style {name!r}: choose one of {', '.join(ANSWER_STYLES)}")
+    return style
+
+
 def relevant_hits(queries: Sequence[str], hits: Sequence[Hit]) -> list[Hit]:
     """The hits sharing a content word with a query, or with a dense cosine >= `DENSE_RELEVANCE`."""
     ignored = set(analyze(QUESTION_WORDS))
@@ -270,7 +283,7 @@ def needs_model(options: AskOptions) -> bool:
     """Whether answering with these options runs the GGUF model at all (extractive answers
     with keyword retrieval and no rewriting or LLM reranking do not)."""
     return (
-        options.answer_style in ("generative", "choice")
+        options.answer_style == "generative"
         or bool(options.rewrite)
         or options.query.rerank == "llm"
         or options.query.mode == "llm"
@@ -329,10 +342,8 @@ class Pipeline:
     retrieve: Callable[..., list[Hit]] = retrieve_all
     rerank: Callable[..., list[Hit]] | None = rerank_hits
     gate: Callable[[Sequence[str], Sequence[Hit]], list[Hit]] | None = relevant_hits
-    extract: Callable[..., Extraction] = answer_extractively
     evidence: Callable[..., Evidence] = answer_with_evidence
     evidence_gate: Callable[..., bool] | None = is_answerable
-    choose: Callable[..., Extraction] = choose_with_model
     build_context: Callable[..., list[Source]] = build_context
     prompt: Callable[[str, Sequence[Source]], list[Message]] = grounded_prompt
     generate: Callable[[Generator, Sequence[Message], AskOptions], Iterator[str]] = stream_answer
@@ -399,6 +410,7 @@ class Asker:
         self._cache: AnswerCache | None = None
         self._state: dict[str, Any] = {}
         self._capable: tuple[tuple, bool] | None = None
+        self._readers: dict[str | None, Reader | None] = {}
 
     def __enter__(self) -> "Asker":
         return self
@@ -453,8 +465,9 @@ class Asker:
         Capable is decided from the GGUF header (`ragcli.model_catalog.is_capable`), never by
         loading the model; an injected generator says so with a true ``capable`` attribute.
         """
-        if options.answer_style != "auto":
-            return options.answer_style
+        style = resolve_style(options.answer_style)
+        if style != "auto":
+            return style
         if self._injected is not None:
             return "generative" if getattr(self._injected, "capable", False) else "evidence"
         from ragcli.model_catalog import is_capable, model_info
@@ -486,28 +499,26 @@ class Asker:
         question = valid_unicode(question)  # non-UTF-8 bytes from argv/stdin
         started = time.perf_counter()
         self._active = options
-        # A missing model fails before any retrieval, but only when this answer needs one.
-        model = self.model_fingerprint(options) if needs_model(options) else "no-model"
-        key = self._cache_key(question, options, model) if options.use_cache else None
+        style = self.style(options)
+        # A missing model or reader fails before any retrieval: always when named explicitly.
+        named = needs_model(options) or style == "generative" or options.model is not None
+        model = self.model_fingerprint(options) if named else "no-model"
+        reader = self.reader(options) if style == "evidence" else None
+        key = self._cache_key(question, options, model, style) if options.use_cache else None
         cached = self._cache_get(key, started)
         if cached is not None:
             yield cached.text
             yield cached
             return
-        style = self.style(options)
-        if style not in ANSWER_STYLES:
-            raise UsageError(
-                f"unknown answer style {options.answer_style!r}: choose one of {', '.join(ANSWER_STYLES)}"
-            )
         run = _Run(question, options, started)
         hits = self._retrieve(run)
         if not hits:
             answer = run.abstain()
-        elif style == "evidence":
-            answer = self._evidence(run, hits)
+        elif asks_about_document(question):
+            answer = self._summary(run, hits)
             yield answer.text
-        elif style != "generative":
-            answer = self._extract(run, hits)
+        elif style == "evidence":
+            answer = self._evidence(run, hits, reader)
             yield answer.text
         else:
             answer = yield from self._generate(run, hits)
@@ -566,7 +577,8 @@ class Asker:
         if text and says_not_found(text):
             return run.finish(text, sources, generator, stages.annotate)
         cited, _ = parse_citations(text, len(sources))
-        short = short_answer(text)  # None for only a citation: the cited source's best sentence answers
+        # None for only a citation (an invented "[6]" too): the cited source's best sentence answers.
+        short = short_answer(strip_invalid_citations(text, len(sources)))
         evidence = supporting_sentence(short or "", ranked, cited)
         if short and not cited and evidence is not None and evidence.text.lower().find(short.lower()) >= 0:
             # A short answer copied from a source (the factoid prompt asks for the words only):
@@ -578,7 +590,10 @@ class Asker:
         if evidence is not None and (
             short is None or (len(short.split()) <= SHORT_WORDS and not short.endswith((".", "!", "?")))
         ):
-            quoted = "\n" + quote(evidence)
+            # The passage that supports it, completed as an evidence answer is (its section, list).
+            ranked = [evidence] + [s for s in ranked if s is not evidence]
+            chosen = select_evidence(run.question, sources, ranked, options.evidence_chars)
+            quoted = "\n" + "\n".join(render(chosen))
             yield quoted
             text += quoted
             page = page_of(sources[evidence.passage], evidence)
@@ -586,11 +601,16 @@ class Asker:
         answer = run.finish(text, sources, generator, stages.annotate)
         return answer if answer.abstained else replace(answer, short=short, pages=pages)
 
-    def _evidence(self, run: "_Run", hits: list[Hit]) -> Answer:
-        """The evidence-first answer (`ragcli.answer.evidence`): no model runs."""
+    def _evidence(self, run: "_Run", hits: list[Hit], reader: Reader | None) -> Answer:
+        """The evidence answer (`ragcli.answer.evidence`): no model runs."""
         options = run.options
         found = self.pipeline.evidence(
-            run.question, hits, embedder=self.searcher.embedder(), passages=options.passages
+            run.question,
+            hits,
+            embedder=self.searcher.embedder(),
+            passages=options.passages,
+            budget=options.evidence_chars,
+            reader=reader,
         )
         run.lap("prompt")
         if found.abstained:
@@ -598,24 +618,31 @@ class Asker:
         answer = run.finish(found.text, found.sources, None, self.pipeline.annotate)
         return replace(answer, short=found.short, pages=dict(found.pages), model="evidence")
 
-    def _extract(self, run: "_Run", hits: list[Hit]) -> Answer:
-        """Steps 6 (extractive), 9 and 10: the answer taken from the retrieved text."""
-        options = run.options
-        if options.answer_style not in ANSWER_STYLES:
-            raise UsageError(
-                f"unknown answer style {options.answer_style!r}: choose one of {', '.join(ANSWER_STYLES)}"
-            )
-        style = "sentence" if options.answer_style == "sentence" else "span"
-        found = self.pipeline.extract(
-            run.question, hits, embedder=self.searcher.embedder(), passages=options.passages, style=style
-        )
+    def _summary(self, run: "_Run", hits: list[Hit]) -> Answer:
+        """A question about a whole document: the top hit's document, summarised extractively."""
+        first = hits[0].chunk
+        store = self.searcher.store
+        ids = [row[0] for row in store.document_chunks(first.doc_id, first.group)]
+        chunks = store.chunks(ids)
+        whole = [Hit(chunk=chunks[i], score=hits[0].score) for i in ids if i in chunks]
+        sources = tuple(build_context(whole, budget=10**9, count_tokens=lambda text: 0, max_sources=1))
+        embedder = self.searcher.embedder() if run.options.query.mode != "bm25" else None
+        text, _ = extractive_summary(sources[0], embedder, run.options.evidence_chars)
         run.lap("prompt")
-        if options.answer_style == "choice":
-            found = self.pipeline.choose(run.question, found, self.generator(options))
-            run.lap("generate")
-        if found.abstained:
-            return run.abstain(found.sources, model="extractive")
-        return run.finish(found.text, found.sources, None, self.pipeline.annotate)
+        if not text:
+            return run.abstain(sources, model="evidence")
+        answer = run.finish(text, sources, None, self.pipeline.annotate)
+        return replace(answer, citations=(1,), citations_inferred=False, model="evidence")
+
+    def reader(self, options: AskOptions) -> Reader | None:
+        """The short line's reader the options name, loaded once.
+
+        Raises:
+            ModelNotFound: a reader folder that does not exist or holds no QA model.
+        """
+        if options.reader not in self._readers:
+            self._readers[options.reader] = reader_for(options.reader)
+        return self._readers[options.reader]
 
     # -- cache ----------------------------------------------------------------------------
     def _answer_cache(self) -> AnswerCache:
@@ -623,10 +650,16 @@ class Asker:
             self._cache = AnswerCache(self.searcher.store.path)
         return self._cache
 
-    def _cache_key(self, question: str, options: AskOptions, model: str) -> str:
+    def _cache_key(self, question: str, options: AskOptions, model: str, style: str) -> str:
+        """Everything that changes an answer: question, options (retrieval settings included),
+        the style it resolves to, the model and reader files' identity, the prompt version,
+        the pipeline's stages and the index state."""
         self._state = index_state(self.searcher.store)
         normalised = asdict(replace(options, use_cache=True, threads=None, model=None))
         normalised["pipeline"] = self.pipeline.fingerprint()
+        normalised["style"] = style
+        normalised["prompt_version"] = PROMPT_VERSION
+        normalised["reader_file"] = file_identity(options.reader)
         return cache_key(question, normalised, model, self._state)
 
     def _cache_get(self, key: str | None, started: float) -> Answer | None:
@@ -701,7 +734,7 @@ class _Run:
         `generator` is None for an extractive answer (no model wrote it).
         """
         tokens = _usage(generator, text) if generator is not None else {"prompt": 0, "completion": 0}
-        model_id = generator.model_id if generator is not None else "extractive"
+        model_id = generator.model_id if generator is not None else "evidence"
         if generator is not None and says_not_found(text):
             return self.abstain(sources, text.strip() or NOT_FOUND, tokens, model_id)
         citations, invalid = parse_citations(text, len(sources))

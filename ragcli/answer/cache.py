@@ -30,6 +30,21 @@ def index_state(store: "Store") -> dict[str, Any]:
     return store.content_state()
 
 
+def file_identity(path: str | None) -> str | None:
+    """A file or folder's identity for the key: resolved path, size and mtime (None: no such path)."""
+    from pathlib import Path
+
+    if not path:
+        return None
+    target = Path(path).expanduser()
+    try:
+        stat = target.stat()
+    except OSError:
+        return None
+    newest = max((p.stat().st_mtime_ns for p in target.iterdir()), default=0) if target.is_dir() else 0
+    return f"{target.resolve()}:{stat.st_size}:{stat.st_mtime_ns}:{newest}"
+
+
 def cache_key(
     question: str, options: Mapping[str, Any], model_fingerprint: str, state: Mapping[str, Any]
 ) -> str:

@@ -1,86 +1,76 @@
-"""Evidence-first answers: the short answer when one is certain, always the quoted evidence.
+"""Evidence that answers: the passage of the retrieved text that answers the question, quoted.
 
-The default answer without a capable model. A 135M model cannot write answers, but the
-retrieved text holds them (the best sentence contains the gold answer ~84% of the time on
-xquad-en), so the answer a user sees is built from that text:
+The default answer without a capable model. A small model cannot write answers, but the
+retrieved text holds them, so the answer a user sees is that text, chosen by its structure:
 
-- a **factoid** question (who/when/where/how many/what year/which ... : `is_factoid`) gets
-  the short answer first when a typed span is confident (`confident_span`), then the
-  sentence it came from, quoted, with its citation::
+1. The best passages are numbered as sources and every sentence of them is scored against
+   the question (`ragcli.answer.sentences`: the question's terms it covers and embedding
+   similarity). When the best sentence is weak evidence, the answer abstains (`is_answerable`).
+2. The best sentence is completed from its own document (`complete`): a sentence that
+   introduces a list (it ends with ":" or is a list item) brings the list (the items' own
+   lines first: bullets, numbers, a definition list's terms); any other brings the sentences
+   after it in its section (up to the next heading or term: the explaining sentence after a
+   statement, a definition's next sentence, an option's description) and the one before it.
+3. Question terms still uncovered (the other side of a comparison) bring the best sentence
+   that covers them, then sentences scoring nearly as well as the best fill what is left.
+4. All of it stays within a budget of characters (`AskOptions.evidence_chars`) and is quoted
+   in document order, each line cited; a list cut short says so on a line of its own.
 
-      Denver Broncos [1]
-      "The American Football Conference (AFC) champion Denver Broncos defeated ..." [1]
-
-- any other question (why/how/explain...), or a factoid without a confident span, gets the
-  one to three best sentences, each quoted and cited.
-
-It abstains with the extractive evidence gate (`ragcli.answer.extractive.is_answerable`). Each
-citation's page is the page the quoted sentence is on (PDF pages are ``\\f``-separated in
-the text), not the page its chunk starts on.
+A short line (a number, date or name the question's wh-word asks for) may come first: the
+reader decides it (`ragcli.answer.readers`), and only from the quoted evidence. Each citation's
+page is the page the quoted sentence is on (PDF pages are ``\\f``-separated in the text).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
-from ragcli.answer.context import Source
-from ragcli.answer.extractive import is_answerable, numbered_sources
-from ragcli.answer.questions import question_type
-from ragcli.answer.spans import Candidate, extract_answer, fits
+from ragcli.analysis import analyze
+from ragcli.answer.context import Source, build_context
+from ragcli.answer.sentences import Sentence, question_terms, score_sentences, sentences_of
 from ragcli.embedding.base import Embedder
-from ragcli.answer.sentences import Sentence, score_sentences, sentences_of
 from ragcli.types import Hit
 
-# Chosen on xquad-en's tune half (qa-tune.jsonl) with benchmarks/bench_answers.py:
-# a span is shown when its score beats the runner-up by SPAN_MARGIN and its kind fits the question.
-SPAN_MARGIN = 0.0
-# "What proclamation/ruler/colony ...": a capitalised name gets this bonus (+0.024 f1 on qa-tune).
-NAME_BONUS = 0.2
-_AUXILIARIES = frozenset(
-    "is are was were does do did has have had can could will would should may might".split()
-)
-# Extra sentences are quoted when they score at least this share of the best one's score.
+if TYPE_CHECKING:
+    from ragcli.answer.readers import Reader
+
+# Abstention (calibrated on xquad-en's tune half with a held-out-articles index): answer when the
+# best sentence covers this share of the question's content terms, or when its embedding cosine
+# with the question reaches DENSE_EVIDENCE.
+LEXICAL_EVIDENCE = 0.4
+DENSE_EVIDENCE = 0.5
+# Or when the best SPREAD sentences together hold this share of the question's terms.
+SPREAD = 3
+SPREAD_EVIDENCE = 0.6
+# Characters of quoted evidence by default (a setting: `AskOptions.evidence_chars`; 700 -> 1000
+# on docs-qa's tune half: 0.37 -> 0.42 answered).
+EVIDENCE_CHARS = 1000
+# A sentence from elsewhere joins when it scores this share of the best one's score.
 SECOND_SENTENCE = 0.8
-MAX_SENTENCES = 3
-# Under a short answer: its sentence, and the next best one when it scores as close (the gold
-# answer is in the best sentence 83% of the time, in one of the best two 91%, on qa-tune).
-FACTOID_SENTENCES = 2
-# Words a complete phrase neither starts nor ends with (prepositions, conjunctions, articles).
-DANGLING = frozenset(
-    "a an the of in on at to for from by with as and or but nor than that which who whom whose "
-    "while when where if because since although into onto upon about over under between".split()
-)
-# Scripts written without spaces between words (Chinese, Japanese, Thai): no phrase rules apply.
-_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\u0e00-\u0e7f]")
-_OPEN_CLOSE = (("(", ")"), ("[", "]"), ("\u201c", "\u201d"))
-# Questions asking for an explanation rather than a fact.
-_NON_FACTOID = re.compile(
-    r"^(why|how (?!many|much|long|old|large|big|far|high|tall|often|fast|heavy|deep|wide)\w+|"
-    r"explain|describe|"
-    r"summari[sz]e|what (is|are|was|were) the (reason|purpose|role|difference|effect|impact|process)|"
-    r"what (does|do|did) .+ (mean|do|involve|refer to)|what happen(s|ed)?)\b"
-)
-# A lone ordinal says nothing on its own ("second" from "the second most populous city").
-ORDINALS = frozenset("first second third fourth fifth sixth seventh eighth ninth tenth last next".split())
-# "What is the capital ...?" asks about now; "Melbourne was the capital ... until 1927" answers
-# about then: the sentence is quoted, but its span is not shown as the short answer.
-_ASKS_PRESENT = re.compile(r"^\W*(what|which|who|where)\s+(is|are)\b", re.I)
-_BOUNDED_PAST = re.compile(r"\b(was|were)\b.*\b(until|till)\b", re.I)
+# A sentence covering question terms the chosen ones lack joins when it scores this share.
+COVERAGE_SHARE = 0.5
+# The sentences after (and before) the best one in its section that complete it; with the
+# budget and three passages read, chosen on docs-qa's tune half (answered 0.29 -> 0.42).
+FOLLOWING = 2
+PRECEDING = 1
+# At most this many lines after a sentence introducing a list are read as that list.
+LIST_LINES = 40
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)]|\(\d{1,3}\)|[a-z][.)])\s")
 
 
 @dataclass(frozen=True)
 class Evidence:
-    """What the evidence-first stage found.
+    """What the evidence stage found.
 
     Attributes:
         text: the answer a user sees (short answer line, then quoted sentences with citations).
         short: the short answer without its citation, or None when none is shown.
         sources: the numbered passages read.
         abstained: the evidence was too weak.
-        sentences: the quoted sentences, best first.
-        pages: citation number -> page of the quoted sentence (only where pages are known).
+        sentences: the quoted sentences, in the order shown.
+        pages: citation number -> page of the first quoted sentence (only where pages are known).
     """
 
     text: str
@@ -91,97 +81,27 @@ class Evidence:
     pages: Mapping[int, int] = field(default_factory=dict)
 
 
-def is_factoid(question: str) -> bool:
-    """Whether the question asks for a fact (a name, date, number, thing), not an explanation."""
-    text = " ".join(question.lower().split())
-    match = re.search(r"\b(when|where|who|whom|whose|what|which|how|why|explain|describe)\b.*", text)
-    return not _NON_FACTOID.search(match.group(0) if match else text)
+def is_answerable(
+    sentence: Sentence | None, *, lexical: float | None = None, dense: float | None = None
+) -> bool:
+    """Whether the best sentence is evidence enough to answer (see the thresholds above)."""
+    lexical = LEXICAL_EVIDENCE if lexical is None else lexical
+    dense = DENSE_EVIDENCE if dense is None else dense
+    return sentence is not None and (sentence.lexical >= lexical or sentence.dense >= dense)
 
 
-def is_complete_phrase(text: str) -> bool:
-    """No dangling function word at either end, balanced brackets and quotes, no clause break."""
-    words = text.split()
-    if not words:
-        return False
-    edges = (words[0].lower().strip("\"'(“”"), words[-1].lower().strip("\"')“”.,;:"))
-    if edges[0] in DANGLING or edges[1] in DANGLING:
-        return False
-    if text.rstrip()[-1:] in ",;:" or any(text.count(a) != text.count(b) for a, b in _OPEN_CLOSE):
-        return False
-    return text.count('"') % 2 == 0 and ";" not in text
+def covers_question(question: str, sentences: Sequence[Sentence]) -> bool:
+    """Whether the best few sentences together hold `SPREAD_EVIDENCE` of the question's terms
+    (both sides of a comparison are rarely in one sentence)."""
+    terms = question_terms(question)
+    return bool(terms) and len(terms - _uncovered(question, sentences)) >= SPREAD_EVIDENCE * len(terms)
 
 
-# The span kinds that answer each question type ("1519" is found as a number, and is a date).
-_TYPED = {
-    "number": ("number",),
-    "date": ("date", "number"),
-    "person": ("name",),
-    "place": ("name", "phrase"),
-    "thing": ("name", "phrase", "number", "date"),
-}
-
-
-def is_plausible(candidate: Candidate) -> bool:
-    """A complete phrase on one line, and not a lone letter, a possessive without its noun, a
-    lone sentence opener ("Many", "However") or a lone verb or adverb form ("launched")."""
-    text = candidate.text
-    words = text.split()
-    if not is_complete_phrase(text) or "\n" in text or len(text) <= 1:
-        return False
-    if text.endswith(("'s", "’s")):  # a possessive without its noun: "Melbourne's"
-        return False
-    if len(words) == 1 and candidate.kind in ("name", "phrase") and candidate.first == 0:
-        return False
-    if len(words) == 1 and words[0].lower() in ORDINALS:
-        return False
-    lone_verb = (
-        len(words) == 1 and candidate.kind == "phrase" and words[0].lower().endswith(("ed", "ly", "ing"))
+def numbered_sources(hits: Sequence[Hit], passages: int) -> list[Source]:
+    """The best `passages` hits as numbered sources (deduplicated, adjacent chunks merged)."""
+    return build_context(
+        list(hits)[:passages], budget=10**9, count_tokens=lambda text: 0, max_sources=passages
     )
-    return not lone_verb
-
-
-def _names_a_thing(question: str) -> bool:
-    """ "What proclamation ...", "Which ruler ...": a "what/which <noun>" question (not "what is")."""
-    match = re.search(r"\b(what|which)\s+(\w+)", question.lower())
-    return bool(match) and match.group(2) not in _AUXILIARIES and question_type(question) == "thing"
-
-
-def abbreviates_question(text: str, question: str) -> bool:
-    """An acronym of the question's own words ("ENR" for "Engineering News-Record"): no answer."""
-    if not re.fullmatch(r"[A-Z]{2,6}", text):
-        return False
-    initials = "".join(word[0] for word in re.findall(r"[A-Z][\w']*", question))
-    return text in initials
-
-
-def confident_span(question: str, sentence: Sentence) -> Candidate | None:
-    """The best span of `sentence` if it is typed right, a complete phrase and clearly ahead.
-    Spans are found by English rules: a question or sentence in another script gets none."""
-    if not re.search(r"[A-Za-z]", question) or _UNSPACED.search(sentence.text):
-        return None
-    found = [
-        c
-        for c in extract_answer(question, [sentence], limit=10)
-        if is_plausible(c) and not abbreviates_question(c.text, question)
-    ]
-    if _names_a_thing(question):
-        found = sorted(
-            (replace(c, score=c.score + NAME_BONUS) if c.kind == "name" else c for c in found),
-            key=lambda c: -c.score,
-        )
-    if not found:
-        return None
-    best, qtype = found[0], question_type(question)
-    if best.kind not in _TYPED[qtype] or (qtype in ("date", "number") and not fits(question, best)):
-        return None  # "Seven Years" is no date, "43.8%" no count
-    runner_up = found[1].score if len(found) > 1 else float("-inf")
-    return best if best.score - runner_up >= SPAN_MARGIN else None
-
-
-def is_outdated(question: str, sentence: Sentence) -> bool:
-    """A present-tense question ("What is the capital ...?") and a sentence saying what held
-    until some time ("Melbourne was the capital ... until 1927"): no short answer from it."""
-    return bool(_ASKS_PRESENT.search(question)) and bool(_BOUNDED_PAST.search(sentence.text))
 
 
 def page_of(source: Source, sentence: Sentence) -> int | None:
@@ -194,34 +114,28 @@ def page_of(source: Source, sentence: Sentence) -> int | None:
 def is_title(text: str) -> bool:
     """A heading or a title line ("Victoria (Australia)"): short, no full stop; no evidence."""
     text = text.strip()
+    if is_list_item(text):
+        return False
     short = len(text.split()) < 5 and len(text) < 40  # (CJK text has no spaces: count characters too)
-    return text.startswith("#") or (short and not text.endswith((".", "!", "?", "。", "！", "？")))
+    return text.startswith("#") or (short and not text.endswith((".", "!", "?", ":", "。", "！", "？")))
 
 
-def is_prose(text: str) -> bool:
-    """A sentence worth quoting beside the best one: not a heading or table row, 5+ words."""
-    return not text.lstrip().startswith(("#", "|")) and len(text.split()) >= 5
+def is_list_item(text: str) -> bool:
+    """A bulleted or numbered line ("- 500 g flour", "2. Add the salt")."""
+    return bool(_LIST_ITEM.match(text))
 
 
 def quote(sentence: Sentence) -> str:
     return f'"{" ".join(sentence.text.split())}" [{sentence.passage + 1}]'
 
 
-def best_sentences(ranked: Sequence[Sentence], limit: int = MAX_SENTENCES) -> list[Sentence]:
-    """The best sentence and the next ones scoring close to it (at most `limit`)."""
-    best = ranked[0]
-    chosen = [best]
-    for sentence in ranked[1:]:
-        if len(chosen) >= limit:
-            break
-        if (
-            sentence.score >= SECOND_SENTENCE * best.score
-            and sentence.lexical > 0
-            and sentence.text != best.text
-            and is_prose(sentence.text)
-        ):
-            chosen.append(sentence)
-    return chosen
+def rank_source_sentences(
+    question: str, sources: Sequence[Source], *, embedder: Embedder | None = None
+) -> list[Sentence]:
+    """Every sentence of the sources (headings left out) scored against the question, best first;
+    ``Sentence.passage`` is the index of its source."""
+    sentences = [s for s in sentences_of([s.text for s in sources]) if not is_title(s.text)]
+    return score_sentences(question, sentences, embedder=embedder)
 
 
 def rank_sentences(
@@ -232,13 +146,188 @@ def rank_sentences(
     return sources, rank_source_sentences(question, sources, embedder=embedder)
 
 
-def rank_source_sentences(
-    question: str, sources: Sequence[Source], *, embedder: Embedder | None = None
-) -> list[Sentence]:
-    """Every sentence of the sources (headings left out) scored against the question, best first;
-    ``Sentence.passage`` is the index of its source."""
-    sentences = [s for s in sentences_of([s.text for s in sources]) if not is_title(s.text)]
-    return score_sentences(question, sentences, embedder=embedder)
+class _Selection:
+    """The sentences chosen so far, within a character budget."""
+
+    def __init__(self, budget: int) -> None:
+        self.left = budget
+        self.chosen: list[Sentence] = []
+        self.cut: set[int] = set()  # sources whose list was cut short
+
+    def has(self, sentence: Sentence) -> bool:
+        return any(s.passage == sentence.passage and s.start == sentence.start for s in self.chosen)
+
+    def add(self, sentence: Sentence) -> bool:
+        """Add `sentence` when it fits (the first one always does); False when it does not."""
+        if self.has(sentence):
+            return True
+        cost = len(sentence.text) + 6
+        if self.chosen and cost > self.left:
+            return False
+        self.chosen.append(sentence)
+        self.left -= cost
+        return True
+
+
+def _list_run(in_order: Sequence[Sentence], at: int) -> list[Sentence]:
+    """The list items that follow position `at` (the sentence introducing them, or an item)."""
+    run = []
+    for sentence in in_order[at + 1 :]:
+        if not is_list_item(sentence.text):
+            break
+        run.append(sentence)
+    return run
+
+
+def _list_block(block: Sequence[Sentence], chosen: _Selection, passage: int) -> None:
+    """A list after its introduction: the items' own lines (bullets, numbers, a definition
+    list's terms) first, then what explains them, all in document order; cut when the budget
+    ends, which the answer then says."""
+    heads = [s for s in block if is_list_item(s.text) or is_title(s.text)]
+    for sentence in heads + [s for s in block if s not in heads]:
+        if not chosen.add(sentence):
+            chosen.cut.add(passage)
+            return
+
+
+def complete(
+    best: Sentence,
+    in_order: Sequence[Sentence],
+    text: str,
+    chosen: _Selection,
+    every: Sequence[Sentence] = (),
+) -> None:
+    """Add what completes the best sentence in its own document (see the module docstring).
+
+    `every` is all the source's sentences in document order, headings and terms included."""
+    at = next(i for i, s in enumerate(in_order) if s.start == best.start)
+    if best.text.rstrip().endswith(":"):
+        following = [s for s in every if s.start > best.start]
+        if following and is_list_item(following[0].text):  # a marked list: its items only
+            following = _list_run(following, -1)
+        _list_block(following[:LIST_LINES], chosen, best.passage)
+        return
+    if is_list_item(best.text):  # back to the list's first item and its introduction
+        while at > 0 and is_list_item(in_order[at - 1].text):
+            at -= 1
+        if at > 0 and in_order[at - 1].text.rstrip().endswith(":"):
+            at -= 1
+        chosen.add(in_order[at])
+        _list_block(_list_run(in_order, at), chosen, best.passage)
+        return
+    section = _section(best, every)
+    following = [s for s in section if s.start > best.start]
+    before = [s for s in section if s.start < best.start]
+    for sentence in following[:FOLLOWING]:
+        if not chosen.add(_ranked(sentence, in_order)):
+            return
+    for sentence in reversed(before[-PRECEDING:] if PRECEDING else []):
+        if not chosen.add(_ranked(sentence, in_order)):
+            return
+
+
+def _section(best: Sentence, every: Sequence[Sentence]) -> list[Sentence]:
+    """The sentences between the headings around the best sentence (a heading, or a term of a
+    definition list, starts a section)."""
+    start = max((i for i, s in enumerate(every) if s.start <= best.start and is_title(s.text)), default=-1)
+    end = next((i for i, s in enumerate(every) if s.start > best.start and is_title(s.text)), len(every))
+    return [s for s in every[start + 1 : end] if not is_title(s.text)]
+
+
+def _ranked(sentence: Sentence, in_order: Sequence[Sentence]) -> Sentence:
+    """The scored copy of a sentence, when it was scored."""
+    return next((s for s in in_order if s.start == sentence.start), sentence)
+
+
+def _uncovered(question: str, chosen: Sequence[Sentence]) -> set[str]:
+    covered = {term for sentence in chosen for term in analyze(sentence.text)}
+    return question_terms(question) - covered
+
+
+def select_evidence(
+    question: str, sources: Sequence[Source], ranked: Sequence[Sentence], budget: int
+) -> _Selection:
+    """The best sentence, what completes it, what covers the rest of the question, then close runners-up."""
+    best = ranked[0]
+    chosen = _Selection(budget)
+    chosen.add(best)
+    by_source: dict[int, list[Sentence]] = {}
+    for sentence in ranked:
+        by_source.setdefault(sentence.passage, []).append(sentence)
+    in_order = sorted(by_source[best.passage], key=lambda s: s.start)
+    every = [s for s in sentences_of([sources[best.passage].text])]
+    every = [replace(s, passage=best.passage) for s in every]
+    complete(best, in_order, sources[best.passage].text, chosen, every)
+    missing = _uncovered(question, chosen.chosen)
+    for sentence in ranked[1:]:
+        if not missing or sentence.score < COVERAGE_SHARE * best.score:
+            break
+        if missing & set(analyze(sentence.text)) and chosen.add(sentence):
+            missing = _uncovered(question, chosen.chosen)
+    for sentence in ranked[1:]:
+        if sentence.score < SECOND_SENTENCE * best.score:
+            break
+        if sentence.lexical > 0 and sentence.text != best.text:
+            chosen.add(sentence)
+    return chosen
+
+
+def render(chosen: _Selection) -> list[str]:
+    """The quoted lines: sources in the order first chosen, each one's sentences in document order."""
+    order: list[int] = []
+    for sentence in chosen.chosen:
+        if sentence.passage not in order:
+            order.append(sentence.passage)
+    lines = []
+    for passage in order:
+        mine = sorted((s for s in chosen.chosen if s.passage == passage), key=lambda s: s.start)
+        lines += [quote(sentence) for sentence in mine]
+        if passage in chosen.cut:
+            lines.append(f"(the list continues in [{passage + 1}])")
+    return lines
+
+
+def answer_with_evidence(
+    question: str,
+    hits: Sequence[Hit],
+    *,
+    embedder: Embedder | None = None,
+    passages: int = 3,
+    budget: int = EVIDENCE_CHARS,
+    reader: Reader | None = None,
+) -> Evidence:
+    """The `rag ask` evidence stage (see the module docstring).
+
+    Args:
+        question: the question.
+        hits: retrieved hits, best first.
+        embedder: scores sentences by cosine too (None: lexical only).
+        passages: how many of the best hits to read.
+        budget: characters of quoted evidence.
+        reader: gives the short line from the quoted evidence (None: no short line).
+    """
+    sources, ranked = rank_sentences(question, hits, embedder=embedder, passages=passages)
+    best = ranked[0] if ranked else None
+    if best is None or not (is_answerable(best) or covers_question(question, ranked[:SPREAD])):
+        return Evidence("", None, sources, True, (best,) if best else ())
+    chosen = select_evidence(question, sources, ranked, budget)
+    short = reader.read(question, chosen.chosen) if reader is not None else None
+    lines = render(chosen)
+    if short is not None:
+        lines.insert(0, f"{short.text} [{short.sentence.passage + 1}]")
+    pages: dict[int, int] = {}
+    for sentence in chosen.chosen:
+        page = page_of(sources[sentence.passage], sentence)
+        if page is not None:
+            pages.setdefault(sentence.passage + 1, page)
+    return Evidence(
+        "\n".join(lines),
+        short.text if short is not None else None,
+        sources,
+        False,
+        tuple(chosen.chosen),
+        pages,
+    )
 
 
 def excerpts(
@@ -274,31 +363,3 @@ def supporting_sentence(answer: str, ranked: Sequence[Sentence], cited: Sequence
         if words and words <= set(re.findall(r"\w+", sentence.text.lower())):
             return sentence
     return pool[0] if pool else None
-
-
-def answer_with_evidence(
-    question: str, hits: Sequence[Hit], *, embedder: Embedder | None = None, passages: int = 3
-) -> Evidence:
-    """The `rag ask` evidence-first stage (see the module docstring).
-
-    Args:
-        question: the question.
-        hits: retrieved hits, best first.
-        embedder: scores sentences by cosine too (None: lexical only).
-        passages: how many of the best hits to read.
-    """
-    sources, ranked = rank_sentences(question, hits, embedder=embedder, passages=passages)
-    best = ranked[0] if ranked else None
-    if best is None or not is_answerable(best):
-        return Evidence("", None, sources, True, (best,) if best else ())
-    factual = is_factoid(question) and not is_outdated(question, best)
-    span = confident_span(question, best) if factual else None
-    quoted = best_sentences(ranked, FACTOID_SENTENCES if span is not None else MAX_SENTENCES)
-    lines = [f"{span.text} [{best.passage + 1}]"] if span is not None else []
-    lines += [quote(sentence) for sentence in quoted]
-    pages = {}
-    for sentence in quoted:
-        page = page_of(sources[sentence.passage], sentence)
-        if page is not None:
-            pages.setdefault(sentence.passage + 1, page)
-    return Evidence("\n".join(lines), span.text if span else None, sources, False, tuple(quoted), pages)

@@ -14,6 +14,9 @@ from ragcli.answer.context import Source
 from ragcli.llm import Message
 
 NOT_FOUND = "I could not find this in your documents."
+# Raised whenever a prompt or how a reply is read back changes: cached answers of the old one
+# are not served again.
+PROMPT_VERSION = 2
 
 PromptShape = Callable[[str, Sequence[Source]], list[Message]]
 
@@ -24,7 +27,7 @@ CITED_SYSTEM = (
     f"{NOT_FOUND}"
 )
 
-_CITATION = re.compile(r"\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]")
+_CITATION = re.compile(r"\[\s*(\d{1,3}(?:\s*,\s*\d{1,3})*)\s*\]")
 # Ways a model says the sources do not hold the answer (the exact phrase, and paraphrases
 # small models produce instead of it).
 _NOT_FOUND = re.compile(
@@ -115,6 +118,8 @@ def short_answer(text: str) -> str | None:
     """
     line = next((line for line in text.strip().splitlines() if line.strip()), "")
     short = _PREAMBLE.sub("", without_citations(line), count=1).strip()
+    if not re.search(r"[^\W\d_]", short) and not re.fullmatch(r"\d[\d,.]*\d|\d", short.rstrip(".")):
+        return None  # no word and no whole number: a citation's remains ("6]", "[ 6 ]")
     if len(short) > 1 and short[0] in "\"“'" and short[-1] in "\"”'":
         short = short[1:-1].strip()
     if short.endswith(".") and short.count(".") == 1 and len(short.split()) <= 6:
@@ -163,7 +168,9 @@ def strip_invalid_citations(text: str, n_sources: int) -> str:
         numbers = [p.strip() for p in match.group(1).split(",") if 1 <= int(p) <= n_sources]
         return f"[{', '.join(numbers)}]" if numbers else ""
 
-    return _CITATION.sub(keep, text)
+    kept = _CITATION.sub(keep, text)
+    # A line left with only punctuation (a removed "[6]." reply) is dropped too.
+    return "\n".join(line for line in kept.splitlines() if not line.strip() or re.search(r"\w", line))
 
 
 def says_not_found(text: str) -> bool:

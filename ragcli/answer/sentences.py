@@ -82,7 +82,7 @@ def split_passage(text: str) -> list[tuple[int, int]]:
     """Character ``(start, end)`` of each non-empty sentence of `text`."""
     spans, start = [], 0
     for match in _SENTENCE_END.finditer(text):
-        if _ABBREVIATION.search(text, 0, match.start()) or _wrapped(text, match):
+        if _ABBREVIATION.search(text, 0, match.start()) or _wrapped(text, match) or _list_number(text, match):
             continue
         spans.append((start, match.start()))
         start = match.end()
@@ -95,6 +95,15 @@ def split_passage(text: str) -> list[tuple[int, int]]:
             offset = begin + piece.index(stripped[0])
             result.append((offset, offset + len(stripped)))
     return result
+
+
+def _list_number(text: str, match: re.Match) -> bool:
+    """The period of a numbered list item's number ("2. Add the salt") ends no sentence."""
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    return bool(_ITEM_NUMBER.fullmatch(text[line_start : match.start()]))
+
+
+_ITEM_NUMBER = re.compile(r"\s*\d{1,3}[.)]")
 
 
 def _wrapped(text: str, match: re.Match) -> bool:

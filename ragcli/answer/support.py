@@ -12,7 +12,13 @@
 
    - ``supported``: score >= 0.6 (most content words come from that source),
    - ``partial``: 0.3 <= score < 0.6,
-   - ``unsupported``: below 0.3, or a sentence with no content words at all.
+   - ``unsupported``: below 0.3.
+
+   A sentence is never ``supported`` when one of its specific tokens is missing from that
+   source: a number ("1823" where the source says 1698), a capitalised name, or a code token
+   ("mkdtemp()", "--soft", "os.path.join"); a missing number makes it ``unsupported`` (it
+   contradicts the source). A sentence with no content words at all gets no label (it is
+   left out: "6" or "N-" alone say nothing that could be checked).
 
    The thresholds are RAGTools' spirit (a sentence is "supported" when most of it can be
    traced to the context) tuned so that copying a source clause scores ~1.0 and a generic
@@ -102,7 +108,7 @@ def annotate_support(
     Returns:
         One `SentenceSupport` per sentence, in answer order.
     """
-    sentences = split_sentences(answer)
+    sentences = [s for s in split_sentences(answer) if has_content(s)]
     if not sentences:
         return ()
     scores = _overlap_matrix(sentences, sources)
@@ -128,9 +134,33 @@ def _cosine_matrix(embedder: Embedder, sentences: Sequence[str], sources: Sequen
     return np.clip(sentence_vectors @ source_vectors.T, 0.0, 1.0)
 
 
+_NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
+_CODE = re.compile(r"(?:--?[A-Za-z][\w-]*|\b\w+(?:[._]\w+)+(?:\(\))?|\b\w+\(\))")
+_NAME = re.compile(r"(?<=[a-z,;:] )[A-Z][\w'-]+")
+
+
+def has_content(sentence: str) -> bool:
+    """Whether the sentence has a content word (a term with a letter, longer than one character):
+    a bare "6" or "N-" asserts nothing that could be checked."""
+    return any(len(t) > 1 and any(c.isalpha() for c in t) for t in analyze(_CITATION.sub(" ", sentence)))
+
+
+def specific_tokens(sentence: str) -> tuple[list[str], list[str]]:
+    """The sentence's numbers, and its names and code tokens (what a source must hold)."""
+    text = _CITATION.sub(" ", sentence)
+    return _NUMBER.findall(text), _CODE.findall(text) + _NAME.findall(text)
+
+
 def _annotate(sentence: str, row: np.ndarray, sources: Sequence[Source]) -> SentenceSupport:
     if not len(row) or float(row.max()) <= 0.0:
         return SentenceSupport(sentence, "unsupported", 0.0, None)
     best = int(row.argmax())
     score = round(float(row[best]), 4)
-    return SentenceSupport(sentence, label_for(score), score, sources[best].number)
+    label = label_for(score)
+    numbers, names = specific_tokens(sentence)
+    source = " ".join(sources[best].text.split())
+    if any(number not in source for number in numbers):
+        label = "unsupported"
+    elif label == "supported" and any(name not in source for name in names):
+        label = "partial"
+    return SentenceSupport(sentence, label, score, sources[best].number)

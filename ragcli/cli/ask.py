@@ -7,7 +7,7 @@ from typing import Annotated, Iterable, Optional
 
 import typer
 
-from ragcli.choices import ANSWER_STYLES, REWRITES
+from ragcli.choices import ANSWER_STYLES, REWRITES, STYLE_ALIASES
 from ragcli.cli.options import (
     CandidatesOption,
     EmbedModelOption,
@@ -41,7 +41,15 @@ from ragcli.cli.render import (
 SUPPORT_STYLES = {"supported": "green", "partial": "yellow", "unsupported": "red"}
 
 
-AnswerStyle = choice_enum("AnswerStyle", ANSWER_STYLES)
+def _answer_style(value: Optional[str]) -> Optional[str]:
+    """--answer-style: a listed style, or an old name (accepted, not listed)."""
+    if value is not None and value not in ANSWER_STYLES and value not in STYLE_ALIASES:
+        raise typer.BadParameter(f"{value!r}: choose one of {', '.join(ANSWER_STYLES)}")
+    return value
+
+
+def _complete_style(incomplete: str) -> list[str]:
+    return [style for style in ANSWER_STYLES if style.startswith(incomplete)]
 
 
 Rewrite = choice_enum("Rewrite", REWRITES)
@@ -89,17 +97,38 @@ def ask(
     fusion: FusionOption = Fusion.adaptive,
     weights: WeightsOption = None,
     answer_style: Annotated[
-        AnswerStyle,
+        Optional[str],
         typer.Option(
             "--answer-style",
+            metavar="[" + "|".join(ANSWER_STYLES) + "]",
+            callback=_answer_style,
+            autocompletion=_complete_style,
             help="auto: generative with a capable model (0.4B+ parameters, see `rag models`), "
-            "else evidence; evidence: the short answer when confident, then the best sentences "
-            "quoted and cited "
-            "(no model runs); extractive: only the short words; sentence: the best sentence; "
-            "choice: the model "
-            "picks among the best short answers; generative: the GGUF model writes the answer.",
+            "else evidence; evidence: the passage that answers, quoted and cited, under a short "
+            "line for a name, date or number where one is clear (no model runs); generative: the "
+            "GGUF model writes the answer. Default: $RAG_ANSWER_STYLE / config, else auto.",
+            show_default=False,
         ),
-    ] = AnswerStyle.auto,
+    ] = None,
+    reader: Annotated[
+        Optional[str],
+        typer.Option(
+            "--reader",
+            help="What gives the short line of an evidence answer: builtin (names, dates, numbers), "
+            "none, or the folder of a local extractive QA model (BERT-family, SQuAD-tuned). "
+            "Default: $RAG_READER / config, else builtin.",
+            show_default=False,
+        ),
+    ] = None,
+    doc: Annotated[
+        Optional[str],
+        typer.Option(
+            "--doc",
+            help="Answer from this one indexed document only (its path as `rag ls` shows it, or "
+            "relative to the current folder).",
+            show_default=False,
+        ),
+    ] = None,
     model: Annotated[
         Optional[str],
         typer.Option(
@@ -189,6 +218,8 @@ def ask(
         cat questions.txt | rag ask - --max-tokens 64 > answers.jsonl
 
         rag ask "Who built the lighthouse?" --open
+
+        rag ask --doc notes/bread.md "Summarize this document"
     """
     from ragcli.index import open_index
 
@@ -219,6 +250,8 @@ def ask(
         rewrite=rewrite,
         use_cache=cache,
         answer_style=answer_style,
+        reader=reader,
+        doc=doc,
     )
     questions = stdin_lines(
         question, metavar="QUESTION", plural="questions", empty="the question is empty: ask something"
@@ -325,11 +358,26 @@ def _print_sources(answer) -> None:
         _print_support(console, answer)
 
 
+def _is_quote(sentence: str, answer) -> bool:
+    """A line quoting a source word for word: ``"...text..." [n]``."""
+    import re
+
+    match = re.fullmatch(r'\s*"(.+)"\s*(?:\[\d+\])?\s*', sentence)
+    if match is None:
+        return False
+    quoted = " ".join(match.group(1).split())
+    return any(quoted in " ".join(source.text.split()) for source in answer.sources)
+
+
 def _print_support(console, answer) -> None:
     from rich.text import Text
 
+    # A verbatim quote of a source is supported by construction: labelling it is noise.
+    shown = [item for item in answer.support if not _is_quote(item.sentence, answer)]
+    if not shown:
+        return
     console.print("\nSupport:", highlight=False, markup=False)
-    for item in answer.support:
+    for item in shown:
         source = f"[{item.source}]" if item.source is not None else "[-]"
         # The label is a word, not only a colour: meaning must survive --color never.
         line = Text(f"  {source} {item.score:.2f} ")

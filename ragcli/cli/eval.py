@@ -312,7 +312,7 @@ def answers(
         str,
         typer.Option(
             "--answer-style",
-            help="auto, evidence, extractive, sentence, choice or generative (as in `rag ask`).",
+            help="auto, evidence or generative (as in `rag ask`).",
         ),
     ] = "auto",
     max_tokens: Annotated[int, typer.Option(min=1, help="Answer length limit in tokens.")] = 256,
@@ -330,6 +330,14 @@ def answers(
         bool,
         typer.Option(help="Reuse cached answers (off: every question is generated, so timings are real)."),
     ] = False,
+    reader: Annotated[
+        Optional[str],
+        typer.Option(
+            "--reader",
+            help="The short line's reader, as in `rag ask`: builtin, none or a QA model folder.",
+            show_default=False,
+        ),
+    ] = None,
     index: IndexOption = None,
     embed_model: EmbedModelOption = None,
     details: Annotated[
@@ -340,12 +348,19 @@ def answers(
 ) -> None:
     """Score answers: exact match, F1, answer in output, citation validity, supported, abstention.
 
+    A set whose questions carry "must_contain" strings (and a "kind") is also scored on the
+    share answered (every string in the answer), must-contain recall and gold page cited,
+    per kind. A QA file lying beside its corpus (corpus.jsonl or a corpus/ folder of
+    documents) is answered over that corpus, indexed once into its own index.
+
     Runs `rag ask` on each question with the given settings; several --modes are compared side
     by side. Questions with an empty "answers" list are unanswerable: abstaining is right.
 
     Example: rag eval answers ./xquad-en --limit 50 --modes bm25,hybrid --json
+
+    Example: rag eval answers ./docs-qa/qa-report.jsonl
     """
-    from ragcli.choices import ANSWER_STYLES, MODES, RERANKERS
+    from ragcli.choices import ANSWER_STYLES, MODES, RERANKERS, STYLE_ALIASES
     from ragcli.evaluation.answer_eval import ANSWER_METRICS, answer_configurations
     from ragcli.evaluation.metrics import floor_failures
     from ragcli.index import open_index
@@ -359,7 +374,8 @@ def answers(
         n_ctx=n_ctx or ctx,
         threads=threads,
         use_cache=cache,
-        answer_style=split_list(answer_style, ANSWER_STYLES, "--answer-style")[0],
+        answer_style=split_list(answer_style, (*ANSWER_STYLES, *STYLE_ALIASES), "--answer-style")[0],
+        reader=reader,
     )
     chosen = answer_configurations(
         split_list(modes, MODES, "--modes"), split_list(rerank, ("none", *RERANKERS), "--rerank"), base=base
@@ -393,6 +409,21 @@ def _print_answers(report: AnswerReport, names: Sequence[str]) -> None:
         table.add_row(
             result.name, *(_cell(metrics[name], 2 if name.startswith("seconds") else 3) for name in names)
         )
+    _print_table(table)
+    for result in report.configurations:
+        _print_kinds(result)
+
+
+def _print_kinds(result: Any) -> None:
+    """The per-kind table of a set whose questions have kinds (nothing otherwise)."""
+    from ragcli.evaluation.answer_eval import KIND_METRICS
+
+    kinds = result.kind_metrics()
+    if not kinds:
+        return
+    table = Table("kind", *KIND_METRICS, title=f"{result.name}: per kind", box=box.SIMPLE_HEAD)
+    for kind, values in kinds.items():
+        table.add_row(kind, str(values["questions"]), *(_cell(values[m]) for m in KIND_METRICS[1:]))
     _print_table(table)
 
 

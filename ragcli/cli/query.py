@@ -250,9 +250,9 @@ def unique_paths(hits: Iterable[Any]) -> list[str]:
 
 def _print_hits(text: str, mode: str, hits: list, fmt: Optional[Format], explain: bool) -> None:
     if fmt is Format.json:
-        emit_json("query", {"query": text, "mode": mode, "hits": [hit_record(h) for h in hits]})
+        emit_json("query", {"query": text, "mode": mode, "hits": [h.to_dict() for h in hits]})
     elif fmt is Format.jsonl:
-        emit_jsonl({"query": text, **hit_record(h)} for h in hits)
+        emit_jsonl({"query": text, **h.to_dict()} for h in hits)
     elif fmt is Format.paths:
         _print_paths(hits)
     elif fmt in (Format.tsv, Format.csv):
@@ -269,7 +269,7 @@ def _print_records(fmt: Format, pairs) -> None:
     with_query = any(query is not None for query, _ in pairs)
     header = (("query",) if with_query else ()) + HIT_COLUMNS
     rows = [
-        ((query,) if with_query else ()) + tuple(hit_record(hit)[c] for c in HIT_COLUMNS)
+        ((query,) if with_query else ()) + tuple(hit.to_dict()[c] for c in HIT_COLUMNS)
         for query, hit in pairs
     ]
     (emit_tsv if fmt is Format.tsv else emit_csv)(rows, header)
@@ -322,12 +322,12 @@ def _print_batch(text: str, mode: str, hits: list, fmt: Format) -> None:
                     "kind": "query",
                     "query": text,
                     "mode": mode,
-                    "hits": [hit_record(h) for h in hits],
+                    "hits": [h.to_dict() for h in hits],
                 }
             ]
         )
     else:
-        emit_jsonl({"query": text, **hit_record(h)} for h in hits)
+        emit_jsonl({"query": text, **h.to_dict()} for h in hits)
 
 
 def _print_paths(hits: list) -> None:

@@ -17,6 +17,25 @@ Per question (`score_answer`), then averaged per configuration (`summarize`):
   (questions with no gold answer, where abstaining is right) and ``abstained_answerable``.
 - ``seconds_per_question`` (mean) and ``seconds_per_question_median``: wall clock per ask.
 
+For sets of real questions whose records carry ``must_contain`` strings (docs-qa's layout):
+
+- ``answered``: every must-contain string occurs in the answer text (case-insensitive,
+  whitespace collapsed) and the answer did not abstain; ``must_contain_recall``: the share of
+  them found. Both over questions with such strings.
+- ``gold_page_cited``: a cited source is one of the question's ``relevant`` documents (the
+  indexed path ends with the entry); questions with ``relevant`` entries that did not abstain.
+
+For every set:
+
+- ``short_shown``: share of answerable questions whose answer shows a short line;
+  ``short_precision``: of those, the share whose short line is right (exact match, or it
+  holds a gold answer; must-contain sets: holds a must-contain string).
+- ``supported_agreement``: over answers with a support annotation, how often "every sentence
+  is supported" agrees with the answer being correct (answered / answer in output).
+
+`kinds` (`AnswerConfigurationResult.kind_metrics`) breaks the answered share, must-contain
+recall, gold page cited and abstention down per question kind.
+
 A metric with no question to average over is None (``null`` in JSON).
 """
 
@@ -49,9 +68,17 @@ ANSWER_METRICS = (
     "abstained",
     "abstained_unanswerable",
     "abstained_answerable",
+    "answered",
+    "must_contain_recall",
+    "gold_page_cited",
+    "short_shown",
+    "short_precision",
+    "supported_agreement",
     "seconds_per_question",
     "seconds_per_question_median",
 )
+# The per-kind breakdown of a set whose questions have kinds.
+KIND_METRICS = ("questions", "answered", "must_contain_recall", "gold_page_cited", "abstained")
 _CITATION = re.compile(r"\[\s*\d+(?:\s*,\s*\d+)*\s*\]")
 
 
@@ -99,6 +126,34 @@ class CaseResult:
     citation_validity: float | None = None
     supported: float | None = None
     context_recall: float | None = None
+    kind: str = ""
+    answered: float | None = None
+    must_contain_recall: float | None = None
+    gold_page_cited: float | None = None
+    short_answer: str | None = None
+    short_correct: float | None = None
+
+    @property
+    def correct(self) -> float | None:
+        """Whether the answer is right: answered (must-contain sets), else answer in output."""
+        return self.answered if self.answered is not None else self.answer_in_output
+
+
+def collapse(text: str) -> str:
+    """Lower-cased, whitespace collapsed: how must-contain strings are matched."""
+    return " ".join(text.lower().split())
+
+
+def must_contain_found(text: str, strings: Sequence[str]) -> list[bool]:
+    """For each must-contain string, whether it occurs in `text` (case-insensitive, spaces collapsed)."""
+    haystack = collapse(text)
+    return [collapse(string) in haystack for string in strings]
+
+
+def cites_relevant(answer: Answer, relevant: Sequence[str]) -> bool:
+    """Whether a cited source is one of the `relevant` documents (path equal or ending in ``/entry``)."""
+    paths = [s.path for n in answer.citations if (s := answer.source(n)) is not None]
+    return any(path == entry or path.endswith("/" + entry) for path in paths for entry in relevant)
 
 
 def strip_citations(text: str) -> str:
@@ -141,12 +196,20 @@ def score_answer(case: QACase, answer: Answer, seconds: float) -> CaseResult:
     }
     if case.answerable:
         context = "\n".join(source.text for source in answer.sources)
+        golds = case.answers or case.must_contain
         scores.update(
-            exact_match=exact_match(short, case.answers),
-            f1=f1(short, case.answers),
-            answer_in_output=answer_in_output(text, case.answers),
-            context_recall=context_recall(context, case.answers),
+            exact_match=exact_match(short, golds),
+            f1=f1(short, golds),
+            answer_in_output=answer_in_output(text, golds),
+            context_recall=context_recall(context, golds),
         )
+        scores.update(_short_scores(case, getattr(answer, "short", None)))
+    if case.must_contain:
+        found = must_contain_found(text, case.must_contain)
+        scores["must_contain_recall"] = sum(found) / len(found)
+        scores["answered"] = float(all(found) and not answer.abstained)
+    if case.relevant and case.answerable and not answer.abstained:
+        scores["gold_page_cited"] = float(cites_relevant(answer, case.relevant))
     return CaseResult(
         id=case.id,
         question=case.question,
@@ -154,8 +217,31 @@ def score_answer(case: QACase, answer: Answer, seconds: float) -> CaseResult:
         answerable=case.answerable,
         abstained=bool(answer.abstained),
         seconds=seconds,
+        kind=case.kind,
         **scores,
     )
+
+
+def _short_scores(case: QACase, short: str | None) -> dict[str, Any]:
+    """The short line shown (if any) and whether it is right."""
+    if not short:
+        return {}
+    short = strip_citations(short)
+    if case.answers:
+        right = exact_match(short, case.answers) or answer_in_output(short, case.answers)
+    else:
+        right = any(must_contain_found(short, case.must_contain))
+    return {"short_answer": short, "short_correct": float(right)}
+
+
+def _agreement(results: Sequence[CaseResult]) -> float | None:
+    """How often "every sentence supported" agrees with the answer being correct."""
+    pairs = [
+        (r.supported == 1.0, bool(r.correct))
+        for r in results
+        if r.answerable and r.supported is not None and r.correct is not None
+    ]
+    return statistics.fmean(a == b for a, b in pairs) if pairs else None
 
 
 def _mean(values: Iterable[float | None]) -> float | None:
@@ -178,6 +264,12 @@ def summarize(results: Sequence[CaseResult]) -> dict[str, float | None]:
         "abstained": _mean(float(r.abstained) for r in results),
         "abstained_unanswerable": _mean(float(r.abstained) for r in unanswerable),
         "abstained_answerable": _mean(float(r.abstained) for r in answerable),
+        "answered": _mean(r.answered for r in answerable),
+        "must_contain_recall": _mean(r.must_contain_recall for r in answerable),
+        "gold_page_cited": _mean(r.gold_page_cited for r in answerable),
+        "short_shown": _mean(float(r.short_answer is not None) for r in answerable),
+        "short_precision": _mean(r.short_correct for r in answerable),
+        "supported_agreement": _agreement(results),
         "seconds_per_question": statistics.fmean(seconds) if seconds else None,
         "seconds_per_question_median": statistics.median(seconds) if seconds else None,
     }
@@ -195,6 +287,23 @@ class AnswerConfigurationResult:
     def metrics(self) -> dict[str, float | None]:
         return summarize(self.cases)
 
+    def kind_metrics(self) -> dict[str, dict[str, float | None]]:
+        """Per question kind (sets whose questions have one): `KIND_METRICS`."""
+        kinds: dict[str, list[CaseResult]] = {}
+        for case in self.cases:
+            if case.kind:
+                kinds.setdefault(case.kind, []).append(case)
+        return {
+            kind: {
+                "questions": len(cases),
+                "answered": _mean(c.answered for c in cases),
+                "must_contain_recall": _mean(c.must_contain_recall for c in cases),
+                "gold_page_cited": _mean(c.gold_page_cited for c in cases),
+                "abstained": _mean(float(c.abstained) for c in cases),
+            }
+            for kind, cases in kinds.items()
+        }
+
     def to_dict(self, details: bool = False) -> dict[str, Any]:
         query = self.options.query
         record: dict[str, Any] = {
@@ -203,6 +312,10 @@ class AnswerConfigurationResult:
             "rerank": query.rerank,
             "top_k": query.top_k,
             "metrics": {k: None if v is None else round(v, 4) for k, v in self.metrics.items()},
+            "kinds": {
+                kind: {k: None if v is None else round(v, 4) for k, v in values.items()}
+                for kind, values in self.kind_metrics().items()
+            },
         }
         if details:
             record["questions"] = [vars(case) for case in self.cases]

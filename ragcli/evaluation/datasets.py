@@ -3,8 +3,10 @@
 BEIR layout (https://github.com/beir-cellar/beir): ``corpus.jsonl`` (``_id``, ``title``, ``text``),
 ``queries.jsonl`` (``_id``, ``text``) and ``qrels/test.tsv`` (``query-id  corpus-id  score`` with a
 header line). A QA file holds one JSON object per line:
-``{"_id"?, "question", "answers"?: [...], "relevant"?: [document ids or paths]}``; a QA dataset
-folder holds ``corpus.jsonl`` beside ``qa.jsonl`` (the layout of xquad-en).
+``{"_id"?, "question", "answers"?: [...], "relevant"?: [document ids or paths], "kind"?: str,
+"must_contain"?: [...]}``; a QA dataset folder holds ``corpus.jsonl`` (or a ``corpus/`` folder of
+documents) beside ``qa.jsonl`` (the layouts of xquad-en and docs-qa). A QA file lying beside
+such a corpus (``qa-tune.jsonl`` in the dataset folder) is answered over that corpus too.
 """
 
 from __future__ import annotations
@@ -22,20 +24,26 @@ CORPUS_FILE = "corpus.jsonl"
 QUERIES_FILE = "queries.jsonl"
 QRELS_FILE = Path("qrels") / "test.tsv"
 QA_FILE = "qa.jsonl"
+# A dataset corpus as a folder of documents (HTML, Markdown, PDF ...), read as `rag ingest` reads them.
+DOCUMENTS_FOLDER = "corpus"
 
 
 @dataclass(frozen=True)
 class QACase:
-    """One question: its gold answers (empty = unanswerable) and relevant documents."""
+    """One question: its gold answers (empty = unanswerable), relevant documents, and for sets
+    of real questions its kind (procedure, comparison, ...) and the strings a correct answer
+    must contain (an answerable question has gold answers or such strings)."""
 
     id: str
     question: str
     answers: tuple[str, ...] = ()
     relevant: tuple[str, ...] = ()
+    kind: str = ""
+    must_contain: tuple[str, ...] = ()
 
     @property
     def answerable(self) -> bool:
-        return bool(self.answers)
+        return bool(self.answers) or bool(self.must_contain)
 
 
 @dataclass(frozen=True)
@@ -168,16 +176,32 @@ def read_qa(path: Path) -> list[QACase]:
         if not str(record.get("question") or "").strip():
             raise UsageError(f'{path}:{number}: QA record without a "question"')
         answers = record.get("answers", record.get("answer", []))
-        relevant = record.get("relevant", [])
         cases.append(
             QACase(
                 id=str(record.get("_id") or f"q{number}"),
                 question=str(record["question"]).strip(),
-                answers=tuple(map(str, [answers] if isinstance(answers, str) else answers or [])),
-                relevant=tuple(map(str, [relevant] if isinstance(relevant, str) else relevant or [])),
+                answers=_strings(answers),
+                relevant=_strings(record.get("relevant", [])),
+                kind=str(record.get("kind") or ""),
+                must_contain=_strings(record.get("must_contain", [])),
             )
         )
     return cases
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    """A string or a list of them as a tuple of the non-empty ones."""
+    items = [value] if isinstance(value, str) else list(value or [])  # type: ignore[call-overload]
+    return tuple(str(item) for item in items if str(item).strip())
+
+
+def corpus_beside(folder: Path) -> Path | None:
+    """The corpus of a dataset folder: its ``corpus.jsonl``, else its ``corpus/`` documents folder."""
+    if (folder / CORPUS_FILE).is_file():
+        return folder / CORPUS_FILE
+    if (folder / DOCUMENTS_FOLDER).is_dir():
+        return folder / DOCUMENTS_FOLDER
+    return None
 
 
 def _missing(path: Path, what: str) -> UsageError:
@@ -252,14 +276,16 @@ def load_qa_set(path: Path) -> QASet:
     """
     path = Path(path).expanduser()
     if path.is_dir():
-        if not (path / CORPUS_FILE).is_file() or not (path / QA_FILE).is_file():
+        corpus = corpus_beside(path)
+        if corpus is None or not (path / QA_FILE).is_file():
             raise UsageError(
-                f"{path} is not a QA dataset folder: expected {CORPUS_FILE} and {QA_FILE} "
-                "(the layout of xquad-en), or give a QA JSON Lines file"
+                f"{path} is not a QA dataset folder: expected {CORPUS_FILE} (or a {DOCUMENTS_FOLDER}/ "
+                f"folder of documents) and {QA_FILE}, or give a QA JSON Lines file"
             )
-        return QASet(
-            name=path.name, source=path, cases=tuple(read_qa(path / QA_FILE)), corpus=path / CORPUS_FILE
-        )
+        return QASet(name=path.name, source=path, cases=tuple(read_qa(path / QA_FILE)), corpus=corpus)
     if path.is_file():
-        return QASet(name=path.stem, source=path, cases=tuple(read_qa(path)))
+        # A half of a dataset (qa-tune.jsonl beside the corpus) shares the dataset's own index.
+        corpus = corpus_beside(path.parent)
+        source = path.parent if corpus is not None else path
+        return QASet(name=path.stem, source=source, cases=tuple(read_qa(path)), corpus=corpus)
     raise UsageError(f"{path} does not exist: give a QA JSON Lines file or a dataset folder")

@@ -65,7 +65,7 @@ def prepare_index(
     """Ingest a BEIR corpus into `index`, adding or updating only what changed.
 
     Args:
-        corpus: the ``corpus.jsonl`` file.
+        corpus: the ``corpus.jsonl`` file, or a folder of documents.
         index: the index directory (created when missing).
         settings: model choice and cache dir.
         group: the chunk group to fill (its preset chunking unless the index has settings).
@@ -79,12 +79,14 @@ def prepare_index(
     Raises:
         IndexMismatch: the index was built with another embedding model.
     """
-    from ragcli.ingest.pipeline import ingest_documents
+    from ragcli.ingest.pipeline import ingest, ingest_documents
 
     if embedder is None:
         from ragcli.models import embedder_for
 
         embedder = embedder_for(settings, read_index_meta(index, "embedding_model"))
+    if corpus.is_dir():  # a folder of documents: read as `rag ingest` reads it
+        return ingest(index, [corpus], embedder=embedder, group=group, progress=progress, store=store)
     if progress is not None:
         progress.start(count_lines(corpus))
     return ingest_documents(

@@ -1,0 +1,109 @@
+"""What a user sees from `rag ask` (the real command, real default models) on fixtures/sample and
+on a sports passage: the explaining sentence, summaries of a named document, and a short line that
+never contradicts the evidence printed under it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, shared_model_files
+
+# Written for this test (fictional players): the fact asked four ways below, beside distractors
+# of the same types (another name, a number of sacks, a count of fumbles, a capitalised award).
+SEASON = (
+    "The Harbor City Panthers finished the season with the best defense in the league.\n\n"
+    "Pro Bowl defensive tackle Marcus Dell led the team in sacks with 11, while defensive end "
+    "Tavon Reese added five sacks and forced three fumbles. Linebacker Joe Amari led the team in "
+    "tackles for the third year in a row.\n"
+)
+PHRASINGS = (
+    "Which Pro Bowl defensive tackle led the team in sacks?",
+    "What defensive tackle led the team in sacks?",
+    "Who led the Panthers in sacks?",
+    "Which player led the Panthers in sacks?",
+)
+
+
+@pytest.fixture(scope="module")
+def docs(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("answers-docs")
+    shutil.copytree(FIXTURES / "sample", folder / "sample")
+    (folder / "season.md").write_text(SEASON, encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory, model_cache_dir, docs) -> dict[str, str]:
+    home = tmp_path_factory.mktemp("answers-home")
+    environ = {key: value for key, value in os.environ.items() if not key.startswith("RAG_")}
+    environ.update(
+        RAG_CACHE_DIR=str(shared_model_files(home / "cache", model_cache_dir)),
+        RAG_INDEX=str(home / "index"),
+        XDG_CONFIG_HOME=str(home / "config"),
+        XDG_DATA_HOME=str(home / "data"),
+        HF_HUB_OFFLINE="1",
+    )
+    done = run(environ, "ingest", str(docs))
+    assert done.returncode == 0, done.stderr
+    return environ
+
+
+def run(environ: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ragcli", *args], env=environ, capture_output=True, text=True, timeout=600
+    )
+
+
+def ask(environ: dict[str, str], question: str, *args: str) -> dict:
+    done = run(environ, "ask", question, "--json", "--no-cache", *args)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_why_quotes_the_sentence_that_explains(env):
+    answer = ask(env, "Why is octopus blood blue?")
+    assert not answer["abstained"]
+    assert "An octopus has three hearts and blue blood." in answer["answer"]
+    assert "hemocyanin" in answer["answer"]
+
+
+@pytest.mark.parametrize(
+    "question", ["Summarize the document about bread baking", "What is the main idea of the bread document?"]
+)
+def test_questions_about_a_document_are_answered_from_it(env, question):
+    answer = ask(env, question)
+    assert not answer["abstained"]
+    assert answer["answer"].startswith("Baking Sourdough Bread at Home")
+    assert {c["path"] for c in answer["citations"]} == {str(Path(answer["sources"][0]["path"]))}
+    assert answer["sources"][0]["path"].endswith("bread_baking.md")
+
+
+def test_doc_restricts_a_question_to_one_document(env, docs, tmp_path):
+    answer = ask(env, "What is this about?", "--doc", str(docs / "sample" / "octopus.html"))
+    assert all(s["path"].endswith("octopus.html") for s in answer["sources"])
+    missing = run(env, "ask", "anything", "--doc", str(tmp_path / "nowhere.md"))
+    assert missing.returncode == 1 and "nowhere.md" in missing.stderr
+
+
+@pytest.mark.parametrize("question", PHRASINGS)
+def test_a_short_line_never_contradicts_the_evidence(env, question):
+    answer = ask(env, question)
+    assert not answer["abstained"] and "Marcus Dell led the team in sacks" in answer["answer"]
+    short = answer["short_answer"]
+    assert short in (None, "Marcus Dell"), short
+    if short is not None:
+        quoted = answer["answer"].split("\n", 1)[1]
+        assert short in quoted
+
+
+def test_a_missing_model_or_reader_is_an_error_naming_it(env, tmp_path):
+    for flag, path in (("--model", tmp_path / "none.gguf"), ("--reader", tmp_path / "no-reader")):
+        done = run(env, "ask", "Why is octopus blood blue?", flag, str(path))
+        assert done.returncode == 1 and str(path) in done.stderr and not done.stdout
