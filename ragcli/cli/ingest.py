@@ -91,6 +91,14 @@ def ingest(
     lock_timeout: LockTimeoutOption = 600.0,
     store: StoreOption = None,
     json_output: JsonOption = False,
+    defer_embedding: Annotated[
+        bool,
+        typer.Option(
+            "--defer-embedding",
+            help="Return once the text is indexed (BM25 finds it at once); `rag embed` (or the next "
+            "ingest, or --watch) adds the vectors.",
+        ),
+    ] = False,
     watch: Annotated[
         bool,
         typer.Option(
@@ -113,6 +121,8 @@ def ingest(
     Example: rag ingest ~/notes --watch   (keeps the index current while you edit)
 
     Example: rag ingest ~/notes --store http://localhost:19530   (content in Milvus)
+
+    Example: rag ingest ~/papers --defer-embedding && rag embed --background
     """
     started = time.perf_counter()  # the summary reports wall time, model preparation included
     from ragcli.index import open_index
@@ -146,7 +156,7 @@ def ingest(
 
         run_watch(lambda stop: index_.watch(paths, stop=stop, **chunking), index_.ingest_roots(paths))
         return
-    with progress_bar(err, "ingesting") as bar:
+    with progress_bar(err, "reading", unit="files") as bar:
         report = index_.ingest(
             paths,
             prune=prune,
@@ -155,6 +165,7 @@ def ingest(
             lock_timeout=lock_timeout,
             on_wait=_say_waiting,
             store=store,
+            defer_embedding=defer_embedding,
             **chunking,
         )
     for failure in report.failed:
@@ -168,6 +179,12 @@ def ingest(
             f"{report.removed} removed, {len(report.failed)} failed; {report.chunks} chunks written, "
             f"{report.embedded} embedded, {report.vectors} vectors in group '{report.group}'; "
             f"{time.perf_counter() - started:.1f} s",
+            highlight=False,
+            markup=False,
+        )
+    if defer_embedding:
+        err.print(
+            "text indexed (BM25 finds it now); run `rag embed` (or `rag embed --background`) for the vectors",
             highlight=False,
             markup=False,
         )
@@ -243,6 +260,18 @@ def _print_status(info: dict) -> None:
             kind,
         )
     out.print(table)
+    embedding = info.get("embedding") or {}
+    if embedding.get("share", 1.0) < 1.0:
+        out.print(
+            f"embedded   {embedding['embedded_chunks']} of {embedding['chunks']} chunks "
+            f"({100 * embedding['share']:.0f}%); the rest is found by BM25 only until `rag embed`",
+            highlight=False,
+            markup=False,
+        )
+    job = embedding.get("background")
+    if job:
+        state = "running" if job["running"] else "not running"
+        out.print(f"background embed: pid {job['pid']} {state}, log {printable(job['log'])}", highlight=False)
     last = info["last_ingest"]
     if last:
         out.print(

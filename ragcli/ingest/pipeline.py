@@ -3,11 +3,16 @@
 1. Walk the roots (hidden files skipped, include/exclude globs applied).
 2. Hash each file; a file whose hash and group chunking are unchanged is skipped unread.
 3. Read it (reader per suffix) and split it into the group's windows.
-4. Chunks whose text hash already has a vector reuse it; the rest are embedded in batches.
-5. Each batch of documents is committed in one transaction, so a killed ingest keeps what
-   it finished and the next run resumes from there.
-6. Files gone from an ingested root are pruned; the group's vector file is brought in line
-   and written atomically; vectors no chunk uses any more are dropped.
+4. Chunks whose text hash already has a vector reuse it. Each batch of documents is committed
+   in one transaction with its BM25 postings, so a killed ingest keeps what it finished and
+   the next run resumes from there. On the local store new chunk texts are committed without
+   a vector: the folder is searchable by BM25 within seconds (searchable first).
+5. Files gone from an ingested root are pruned.
+6. The chunks without a vector are embedded batch by batch (`ragcli.ingest.embedding_pass`,
+   skipped with `defer_embedding`: `embed_index` does it later); a store that cannot hold a
+   chunk without its vector (Milvus) embeds each batch before writing it instead.
+7. Every group's vector file is brought in line and written atomically; vectors no chunk
+   uses any more are dropped.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from ragcli.errors import IndexMismatch, RagError, ReaderError
 from ragcli.locking import DEFAULT_TIMEOUT, index_writer
 from ragcli.ingest.readers import is_probably_binary, read_document, reader_for
 from ragcli.ingest.readers.base import open_regular
+from ragcli.ingest.embedding_pass import EmbedReport, embed_pending, pending_count, tell
 from ragcli.ingest.splitting import PRESETS, page_at, page_starts, section_bounds, split, validate_settings
 from ragcli.store import Store
 from ragcli.store.backend import Backend, DocumentPiece, PieceChunk
@@ -148,6 +154,8 @@ class _Batcher:
         self.progress: Any = None  # optional `embedding(n)` / `embedded(n)` receiver
         self.limit = min(size, FIRST_BATCH)
         self.last_commit = time.monotonic()
+        # Text first, vectors after (`embed_pending`) where the store can hold a chunk without one.
+        self.text_only = store.defers_embedding
 
     def room(self) -> int:
         return max(1, self.limit - self.count)
@@ -165,6 +173,9 @@ class _Batcher:
         hashes = {h: span.text for item in self.pending for span, h in zip(item.spans, item.span_hashes)}
         known = self.store.known_vectors(hashes)
         missing = [h for h in hashes if h not in known]
+        if self.text_only:
+            self._write_text(known, missing)
+            return
         started = time.monotonic()
         vectors = self._embed([hashes[h] for h in missing]) if missing else None
         seconds = time.monotonic() - started
@@ -176,6 +187,16 @@ class _Batcher:
         self.report.reused += sum(len(item.spans) for item in self.pending) - len(missing)
         if missing and seconds > 0:
             self.limit = max(FIRST_BATCH, min(self.size, int(len(missing) / seconds * COMMIT_SECONDS)))
+        self.pending, self.count = [], 0
+        self.last_commit = time.monotonic()
+
+    def _write_text(self, known: dict, missing: list[str]) -> None:
+        """Commit the batch's documents, chunks and postings; new texts get no vector yet."""
+        self.store.write([self._piece(item) for item in self.pending], {**known, **dict.fromkeys(missing)})
+        self.report.chunks += self.count
+        self.report.reused += sum(1 for item in self.pending for h in item.span_hashes if h in known)
+        if time.monotonic() - self.last_commit < COMMIT_SECONDS / 2:
+            self.limit = min(self.size, self.limit * 2)  # text alone is quick: bigger batches
         self.pending, self.count = [], 0
         self.last_commit = time.monotonic()
 
@@ -264,6 +285,7 @@ def ingest(
     lock_timeout: float = DEFAULT_TIMEOUT,
     on_wait: Callable[[str], None] | None = None,
     store: str | None = None,
+    defer_embedding: bool = False,
 ) -> IngestReport:
     """Ingest files and folders into the index at `index`.
 
@@ -284,6 +306,9 @@ def ingest(
         store: where a new index keeps its content: None or "local", a Milvus Lite file
             (``*.db``) or a Milvus server URL (`ragcli.store.backend`); an existing index
             keeps the store it was created with.
+        defer_embedding: return once the text is indexed (searchable by BM25); `embed_index`
+            (`rag embed`), the next ingest or a watcher embeds the rest. The local store
+            only: a Milvus store embeds as it writes.
 
     Returns:
         An `IngestReport`.
@@ -310,23 +335,25 @@ def ingest(
             file_filter=file_filter,
             batch_chunks=batch_chunks,
             progress=progress,
+            defer_embedding=defer_embedding,
             **lock,
         )
-    with _run(index, embedder, group, chunking, batch_chunks, roots, store_uri=store, **lock) as (
-        store,
-        settings,
-        batcher,
-        report,
-    ):
+    embed = not defer_embedding
+    with _run(
+        index, embedder, group, chunking, batch_chunks, roots, store_uri=store, embed=embed, **lock
+    ) as (store, settings, batcher, report):
         batcher.progress = progress
         files = [p for root in roots for p in walk_files(root, file_filter)]
         files = apply_exclusions(store, files)  # what `rag rm` removed stays out
+        sizes = _file_sizes(files) if progress else []
         if progress:
             progress.start(len(files))
-        for path in files:
+            tell(progress, "start_bytes", sum(sizes))
+        for number, path in enumerate(files):
             status = _ingest_file(store, batcher, path, settings, group, embedder, report)
             if progress:
                 progress.advance(str(path), status)
+                tell(progress, "read_bytes", sizes[number])
         batcher.flush()
         if prune:
             _prune(store, roots, {display_path(str(p)) for p in files}, report)
@@ -346,9 +373,11 @@ def _run(
     on_wait: Callable[[str], None] | None = None,
     check_pages: bool = True,
     store_uri: str | None = None,
+    embed: bool = True,
 ) -> Iterator[tuple[Backend, ChunkSettings, "_Batcher", IngestReport]]:
-    """Open the index for one ingest under its write lock; on success sync vectors and record
-    the run, always close. Storage failures (disk full, a damaged file) become one `RagError`.
+    """Open the index for one ingest under its write lock; on success embed the chunks still
+    without a vector (unless not `embed`), sync vectors and record the run, always close.
+    Storage failures (disk full, a damaged file) become one `RagError`.
 
     `check_pages=False` skips the whole-database page check, whose cost grows with the index:
     for a watcher's small batches, whose run began with a full ingest that checked it."""
@@ -365,12 +394,30 @@ def _run(
             report = IngestReport(index=str(index), group=group)
             settings = chunking_for(store, group, chunking)
             _start_group(store, embedder, group, settings)
-            yield store, settings, _Batcher(store, embedder, group, report, batch_chunks), report
+            batcher = _Batcher(store, embedder, group, report, batch_chunks)
+            yield store, settings, batcher, report
+            if embed:
+                _add(report, embed_pending(store, embedder, progress=batcher.progress))
             report.seconds = round(time.perf_counter() - started, 3)  # recorded in last_ingest
             _finish(store, report, roots)
         finally:
             store.close()
     report.seconds = round(time.perf_counter() - started, 3)
+
+
+def _add(report: IngestReport, embedded: EmbedReport) -> None:
+    report.embedded += embedded.embedded
+
+
+def _file_sizes(files: Sequence[Path]) -> list[int]:
+    """Bytes of each file (0 where it cannot be stat'ed): the progress bar's measure."""
+    sizes = []
+    for path in files:
+        try:
+            sizes.append(path.stat().st_size)
+        except OSError:
+            sizes.append(0)
+    return sizes
 
 
 def _start_group(store: Backend, embedder: Embedder, group: str, settings: ChunkSettings) -> None:
@@ -555,6 +602,43 @@ def remove_paths(
             return report.removed
         finally:
             store.close()
+
+
+def embed_index(
+    index: Path,
+    *,
+    embedder: Embedder,
+    progress: Any = None,
+    batch_chunks: int = 2048,
+    lock_timeout: float = DEFAULT_TIMEOUT,
+    on_wait: Callable[[str], None] | None = None,
+) -> EmbedReport:
+    """Embed the chunks an earlier ingest left without a vector (`rag embed`), then bring
+    every group's vector file in line. Resumable: a kill keeps every committed batch.
+
+    Raises:
+        NotIndexed: there is no index.
+        IndexMismatch: `embedder` is not the index's model.
+        IndexBusy: another process kept the index locked for longer than `lock_timeout`.
+    """
+    started = time.perf_counter()
+    Store.open(index).close()  # NotIndexed before creating a lock file anywhere (or connecting)
+    with index_writer(index, timeout=lock_timeout, on_wait=on_wait), storage_errors(index):
+        store = open_backend(index)
+        try:
+            check_model(store, embedder)
+            if store.get_meta("embedding_fingerprint") is None:
+                record_model(store, embedder)
+            report = embed_pending(store, embedder, progress=progress, batch_chunks=batch_chunks)
+            for group in store.groups():
+                store.sync_vectors(group, vector_params(store, group))
+            with store.transaction():
+                store.drop_unused_vectors()
+            report.remaining = pending_count(store)
+        finally:
+            store.close()
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
 
 
 def _refuse_remote_rebuild(index: Path, uri: str | None) -> None:

@@ -65,6 +65,8 @@ _INDEX_FILES = {
     "migrate.lock",
     "write.lock",
     "vectors",
+    "embed.log",
+    "embed.pid",
     MARKER_NAME,
 }
 
