@@ -9,9 +9,9 @@
    ONNX graph and session options, the `tokenizers` tokenizer, texts sorted by length into
    batches of the same size, padding, the session, mean pooling and normalisation; no ragcli
    import. Its CPU and wall time, start-up included, are the floor the ingest is set against.
-3. Makes a folder of `--folder-files` small files, ingests it, adds one new file and times,
-   from the start of a second `rag ingest`, until `rag query --mode bm25` first finds it
-   (polled in a loop), and that whole ingest.
+3. Makes a folder of `--folder-files` small files and one marked file walked last, and times,
+   from the start of `rag ingest` on it, until `rag query --mode bm25` (polled in a loop) first
+   finds the marked file, and the whole ingest (`--defer`: with `--defer-embedding`).
 Timings are for reading, never asserted. On a loaded machine compare the CPU ratios.
 """
 
@@ -150,6 +150,9 @@ def against_the_floor(args, scratch: Path, env: dict) -> None:
 
 
 def first_hit(args, scratch: Path, env: dict) -> None:
+    """A fresh folder of small files plus one marked file (walked last); from the start of
+    `rag ingest`, the time until `rag query --mode bm25` finds the marked file, and the
+    whole ingest's time."""
     folder = scratch / "folder"
     folder.mkdir()
     words = [f"w{n}" for n in range(2000)]
@@ -157,18 +160,18 @@ def first_hit(args, scratch: Path, env: dict) -> None:
     for number in range(args.folder_files):
         text = " ".join(rng.choice(words) for _ in range(60))
         (folder / f"file-{number:05d}.txt").write_text(f"File {number}. {text}\n", encoding="utf-8")
-    index = scratch / "folder-index"
-    _, first_cpu, first_wall = measured(rag_command("ingest", str(folder), "--index", str(index)), env)
     (folder / "zz-new.txt").write_text("A newly added note about the quokka census on Rottnest.\n")
+    index = scratch / "folder-index"
+    deferred = ["--defer-embedding"] if args.defer else []
     started = time.perf_counter()
     process = subprocess.Popen(
-        rag_command("ingest", str(folder), "--index", str(index)),
+        rag_command("ingest", str(folder), "--index", str(index), *deferred),
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     found_at = None
-    while found_at is None:
+    while found_at is None and process.poll() is None:
         query = subprocess.run(
             rag_command("query", "quokka census", "--mode", "bm25", "-k", "1", "--index", str(index)),
             env=env,
@@ -177,14 +180,15 @@ def first_hit(args, scratch: Path, env: dict) -> None:
         )
         if "zz-new.txt" in query.stdout:
             found_at = time.perf_counter() - started
-        elif process.poll() is not None and time.perf_counter() - started > 600:
-            break
-    process.wait()
+        else:
+            time.sleep(0.25)
+    _, status, usage = os.wait4(process.pid, 0)
     whole = time.perf_counter() - started
+    found = f"{found_at:.2f} s" if found_at is not None else "only after the ingest ended"
     print(
-        f"{args.folder_files}-file folder: first ingest {first_wall:.1f} s wall ({first_cpu:.1f} s CPU); "
-        f"a new file found by BM25 {found_at:.2f} s after `rag ingest` started (target <= 5 s); "
-        f"that ingest took {whole:.2f} s"
+        f"{args.folder_files + 1}-file folder{' (--defer-embedding)' if args.defer else ''}: the marked file "
+        f"found by BM25 {found} after `rag ingest` started (target <= 5 s); the whole ingest took "
+        f"{whole:.1f} s wall, {usage.ru_utime + usage.ru_stime:.1f} s CPU"
     )
 
 
@@ -193,6 +197,7 @@ def main() -> None:
     parser.add_argument("corpus", type=Path, help="BEIR corpus.jsonl")
     parser.add_argument("--docs", type=int, default=200)
     parser.add_argument("--folder-files", type=int, default=5000)
+    parser.add_argument("--defer", action="store_true", help="ingest the folder with --defer-embedding")
     parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "ragcli-bench-cache")
     args = parser.parse_args()
     env = {**os.environ, "RAG_CACHE_DIR": str(args.cache_dir)}
