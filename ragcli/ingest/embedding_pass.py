@@ -111,7 +111,8 @@ def _embed_group(store, embedder, group, report, writer, progress, batch_chunks,
         report.chunks += rows
         tell(progress, "embedded", rows - len(missing))  # chunks whose text was embedded already
         if missing and seconds > 0:
-            limit = max(FIRST_BATCH, min(batch_chunks, int(len(missing) / seconds * BATCH_SECONDS)))
+            floor = min(FIRST_BATCH, batch_chunks)  # a smaller --batch-size is the user's choice
+            limit = max(floor, min(batch_chunks, int(len(missing) / seconds * BATCH_SECONDS)))
         batch = {**dict.fromkeys(known), **dict(zip(missing, vectors))}
         if should_stop is not None and should_stop():
             writer.write(group, batch, start, last)

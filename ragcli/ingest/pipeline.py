@@ -180,8 +180,8 @@ def ingest(
         file_filter: include/exclude globs.
         prune: remove indexed documents under the given folders whose files are gone.
         rebuild: build a fresh index beside the old one and swap it in when done.
-        batch_chunks: most chunks embedded and committed per transaction (a batch is also
-            committed after COMMIT_SECONDS of work).
+        batch_chunks: most chunks committed per transaction, text or vectors (a text batch
+            is also committed after COMMIT_SECONDS of work).
         progress: optional progress receiver.
         lock_timeout: seconds to wait for another process writing the same index.
         on_wait: told once (one line) when this run has to wait for that process.
@@ -279,7 +279,10 @@ def _run(
             batcher = _Batcher(store, embedder, group, report, batch_chunks)
             yield store, settings, batcher, report
             if embed:
-                _add(report, embed_pending(store, embedder, progress=batcher.progress))
+                embedded = embed_pending(
+                    store, embedder, progress=batcher.progress, batch_chunks=batch_chunks
+                )
+                _add(report, embedded)
             report.seconds = round(time.perf_counter() - started, 3)  # recorded in last_ingest
             _finish(store, report, roots)
         finally:
