@@ -41,3 +41,6 @@ SPLIT_BY = ("page", "passage", "sentence", "word", "token")
 
 # Colour on the terminal (`rag --color`, RAG_COLOR).
 COLORS = ("auto", "always", "never")
+# Embedding runtimes a new index can be built with: fp32 (the model as trained) or int8
+# (dynamically quantised: faster on a CPU, vectors a little different, so its own fingerprint).
+EMBED_RUNTIMES = ("fp32", "int8")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ragcli.choices import COLORS, DEFAULT_MODE, MODES, QUERY_TOP_K
+from ragcli.choices import COLORS, DEFAULT_MODE, EMBED_RUNTIMES, MODES, QUERY_TOP_K
 from ragcli.errors import ModelNotFound, UsageError
 
 APP_NAME = "ragcli"
@@ -111,6 +111,7 @@ KEYS: dict[str, Key] = {
         Key("index", _path, "index directory"),
         Key("cache_dir", _path, "cache for derived model files (ONNX exports)"),
         Key("embed_model", _text, "embedding model folder (sentence-transformers layout)"),
+        Key("embed_runtime", _choice(*EMBED_RUNTIMES), "embedding runtime of a new index: fp32 or int8"),
         Key("model", _text, "GGUF model file for answers and LLM retrieval"),
         Key("group", _text, "chunk group used when --group is not given"),
         Key("mode", _choice(*MODES), "retrieval mode"),
@@ -128,6 +129,7 @@ def _defaults() -> dict[str, Any]:
         "index": default_index_dir(),
         "cache_dir": default_cache_dir(),
         "embed_model": None,
+        "embed_runtime": None,  # the index's own, else fp32
         "model": None,
         "group": None,
         "mode": DEFAULT_MODE,

@@ -202,15 +202,21 @@ class Index:
             else:
                 from ragcli.store import read_index_meta
 
-                self._embedder = self._load_embedder(read_index_meta(self.path, "embedding_model"), notify)
+                self._embedder = self._load_embedder(
+                    read_index_meta(self.path, "embedding_model"),
+                    notify,
+                    read_index_meta(self.path, "embedding_fingerprint"),
+                )
         return self._embedder
 
-    def _load_embedder(self, index_model: str | None, notify: Callable[[str], None] | None) -> "Embedder":
+    def _load_embedder(
+        self, index_model: str | None, notify: Callable[[str], None] | None, fingerprint: str | None = None
+    ) -> "Embedder":
         from ragcli.models import embedder_for
         from ragcli.stages import stage
 
         with stage("load embedding model", str(self.settings.embed_model or index_model or "default")):
-            return embedder_for(self.settings, index_model, notify=notify)
+            return embedder_for(self.settings, index_model, notify=notify, index_fingerprint=fingerprint)
 
     def generator(self) -> "Generator":
         """The GGUF model for llm retrieval, llm reranking and evaluation, loaded once."""

@@ -13,6 +13,7 @@ from rich.table import Table
 from ragcli.choices import SPLIT_BY
 from ragcli.cli.options import (
     EmbedModelOption,
+    EmbedRuntimeOption,
     FormatOption,
     GroupOption,
     IndexOption,
@@ -78,6 +79,7 @@ def ingest(
         bool, typer.Option(help="Build a fresh index (e.g. for another model) and swap it in when complete.")
     ] = False,
     embed_model: EmbedModelOption = None,
+    embed_runtime: EmbedRuntimeOption = None,
     batch_size: Annotated[
         int,
         typer.Option(
@@ -133,7 +135,8 @@ def ingest(
         raise typer.BadParameter(
             "--store cannot be combined with --watch: ingest with --store first, then watch"
         )
-    index_ = open_index(index, embed_model=embed_model, group=group)
+    runtime = embed_runtime.value if embed_runtime is not None else None
+    index_ = open_index(index, embed_model=embed_model, embed_runtime=runtime, group=group)
     chunking = {
         "group": group,
         "split_by": split_by,

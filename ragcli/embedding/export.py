@@ -253,13 +253,21 @@ def _publish_int8(source: Path, target: Path) -> None:
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError as exc:
         raise ExportFailed(f"int8 quantisation needs onnxruntime and onnx: {exc}") from exc
+    import logging
+
     staging = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    root = logging.getLogger()
+    level = root.level
     try:
+        # It advises pre-processing on the root logger (a `rag:` line on the user's terminal):
+        # advice to ragcli's developers, not to its users.
+        root.setLevel(logging.ERROR)
         quantize_dynamic(str(source), str(staging), weight_type=QuantType.QInt8)
         os.replace(staging, target)
     except Exception as exc:  # noqa: BLE001 - quantize_dynamic raises many unrelated types
         raise ExportFailed(f"int8 quantisation of {source} failed: {exc}") from exc
     finally:
+        root.setLevel(level)
         staging.unlink(missing_ok=True)
 
 

@@ -94,12 +94,26 @@ def check_model(store: Backend, embedder: Embedder) -> None:
     if fingerprint is None or fingerprint == embedder.fingerprint:
         return
     roots = " ".join(json.loads(store.get_meta("roots", "[]") or "[]")) or "DIR"
+    if store.get_meta("embedding_model") == embedder.model_id:  # same model, another runtime
+        built, wanted = (runtime_name(f) for f in (fingerprint, embedder.fingerprint))
+        raise IndexMismatch(
+            f"the index at {store.path} was built with the {built} embedding runtime, not {wanted}; "
+            f"use it without --embed-runtime, or rebuild it with: "
+            f"rag ingest --rebuild --embed-runtime {wanted} --index {store.path} {roots}"
+        )
     raise IndexMismatch(
         f"the index at {store.path} was built with embedding model {store.get_meta('embedding_model')} "
         f"(dimension {store.get_meta('embedding_dimension')}), not {embedder.model_id} "
         f"(dimension {embedder.dimension}); rebuild it with: "
         f"rag ingest --rebuild --embed-model {embedder.model_id} --index {store.path} {roots}"
     )
+
+
+def runtime_name(fingerprint: str) -> str:
+    """fp32 or int8: the embedding runtime a fingerprint names."""
+    from ragcli.embedding.loader import INT8_SUFFIX
+
+    return "int8" if fingerprint.endswith(INT8_SUFFIX) else "fp32"
 
 
 def record_model(store: Backend, embedder: Embedder) -> None:

@@ -185,7 +185,11 @@ class Searcher:
             embedder = self._given_embedder
             if embedder is None:
                 with stage("load embedding model", str(self.settings.embed_model or index_model)):
-                    embedder = embedder_for(self.settings, index_model)
+                    embedder = embedder_for(
+                        self.settings,
+                        index_model,
+                        index_fingerprint=self.store.get_meta("embedding_fingerprint"),
+                    )
             stored = self.store.get_meta("embedding_fingerprint")
             if stored is not None and stored != embedder.fingerprint:
                 raise IndexMismatch(
