@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:
     from ragcli.embedding.base import Embedder
@@ -69,7 +69,6 @@ def embed_pending(
     *,
     progress: Any = None,
     batch_chunks: int = MOST_PER_BATCH,
-    should_stop: Callable[[], bool] | None = None,
 ) -> EmbedReport:
     """Embed every group's chunks that have no vector yet, batch by batch (see the module doc).
 
@@ -78,7 +77,6 @@ def embed_pending(
         embedder: the index's embedding model.
         progress: told `embedding_started(total chunks)` and `embedded(chunks)` if it listens.
         batch_chunks: most chunks per batch (one transaction).
-        should_stop: polled between batches; True ends the pass early (all committed).
     """
     report = EmbedReport()
     if not store.defers_embedding:
@@ -90,18 +88,22 @@ def embed_pending(
     writer = _Writer(store)
     try:
         for group in store.groups():
-            _embed_group(store, embedder, group, report, writer, progress, batch_chunks, should_stop)
+            _embed_group(store, embedder, group, report, writer, progress, batch_chunks)
     finally:
         writer.join()
     return report
 
 
-def _embed_group(store, embedder, group, report, writer, progress, batch_chunks, should_stop) -> None:
+def _embed_group(store, embedder, group, report, writer, progress, batch_chunks) -> None:
+    """Embed one group's pending chunks. The database is read only while no write is in
+    flight: the next batch and its known vectors are read before the current batch's write
+    starts; a text the current batch embeds counts as known for the next one (it is stored
+    before the next write runs), so no text is embedded twice."""
     limit = min(FIRST_BATCH, batch_chunks)
     start = 0
     texts, rows, last = store.pending_embeddings(group, limit, start)
+    known = store.known_vectors(texts)
     while rows:
-        known = store.known_vectors(texts)
         missing = sorted((h for h in texts if h not in known), key=lambda h: len(texts[h]))
         started = time.monotonic()
         vectors = _embed_sorted(embedder, [texts[h] for h in missing], progress)
@@ -114,13 +116,12 @@ def _embed_group(store, embedder, group, report, writer, progress, batch_chunks,
             floor = min(FIRST_BATCH, batch_chunks)  # a smaller --batch-size is the user's choice
             limit = max(floor, min(batch_chunks, int(len(missing) / seconds * BATCH_SECONDS)))
         batch = {**dict.fromkeys(known), **dict(zip(missing, vectors))}
-        if should_stop is not None and should_stop():
-            writer.write(group, batch, start, last)
-            return
-        following = store.pending_embeddings(group, limit, last)
+        next_texts, next_rows, next_last = store.pending_embeddings(group, limit, last)
+        next_known = store.known_vectors(next_texts)
+        next_known.update(dict.fromkeys(h for h in next_texts if h in batch))
         writer.write(group, batch, start, last)
         start = last
-        texts, rows, last = following
+        texts, rows, last, known = next_texts, next_rows, next_last, next_known
 
 
 def _embed_sorted(embedder: Embedder, texts: list[str], progress: Any) -> list[Any]:
