@@ -18,7 +18,7 @@ def embedder_for(
     An index records the packaged default by its public name, which `load_embedder` maps back
     to the packaged files. `notify` hears about slow first-use steps (see `load_embedder`).
     The runtime: `runtime` when given, else the `embed_runtime` setting, else the one the
-    index was built with (an int8 index's fingerprint ends in "-int8"), else fp32.
+    index was built with (an int8 index's fingerprint ends in `INT8_SUFFIX`), else fp32.
     """
     from ragcli.embedding import load_embedder
 

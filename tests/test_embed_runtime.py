@@ -16,7 +16,7 @@ def test_an_int8_index_keeps_its_runtime_and_refuses_to_mix(tmp_path, isolated_h
     assert built.returncode == 0, built.stderr
     assert "rag:" not in built.stderr  # onnxruntime's advice while quantising stays off the terminal
     info = json.loads(rag("status", "--json").stdout)
-    assert info["fingerprint"].endswith("-int8")
+    assert info["fingerprint"].endswith("-int8pc")
     hit = rag("query", "extinct zebra", "--mode", "dense", "-k", "1")  # no flag: the index's runtime
     assert hit.returncode == 0, hit.stderr
     assert "zebra.txt" in hit.stdout
