@@ -50,3 +50,7 @@ COLORS = ("auto", "always", "never")
 # first ~256 tokens, BM25 gains nothing from pages of words), and a cap keeps one request from
 # taking down a long-running server (`rag mcp`).
 MAX_QUERY_CHARS = 10_000
+
+# Embedding runtimes a new index can be built with: fp32 (the model as trained) or int8
+# (dynamically quantised: faster on a CPU, vectors a little different, so its own fingerprint).
+EMBED_RUNTIMES = ("fp32", "int8")

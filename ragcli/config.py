@@ -18,8 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ragcli.choices import ANSWER_STYLES, ASK_TOP_K, COLORS, DEFAULT_ANSWER_STYLE, DEFAULT_MODE, MODES
-from ragcli.choices import QUERY_TOP_K, STYLE_ALIASES
+from ragcli.choices import (
+    ANSWER_STYLES,
+    ASK_TOP_K,
+    COLORS,
+    DEFAULT_ANSWER_STYLE,
+    DEFAULT_MODE,
+    EMBED_RUNTIMES,
+)
+from ragcli.choices import MODES, QUERY_TOP_K, STYLE_ALIASES
 from ragcli.errors import ModelNotFound, UsageError
 
 APP_NAME = "ragcli"
@@ -122,6 +129,7 @@ KEYS: dict[str, Key] = {
         Key("index", _path, "index directory"),
         Key("cache_dir", _path, "cache for derived model files (ONNX exports)"),
         Key("embed_model", _text, "embedding model folder (sentence-transformers layout)"),
+        Key("embed_runtime", _choice(*EMBED_RUNTIMES), "embedding runtime of a new index: fp32 or int8"),
         Key("model", _text, "GGUF model file for answers and LLM retrieval"),
         Key("group", _text, "chunk group used when --group is not given"),
         Key("mode", _choice(*MODES), "retrieval mode"),
@@ -146,6 +154,7 @@ def _defaults() -> dict[str, Any]:
         "index": default_index_dir(),
         "cache_dir": default_cache_dir(),
         "embed_model": None,
+        "embed_runtime": None,  # the index's own, else fp32
         "model": None,
         "group": None,
         "mode": DEFAULT_MODE,

@@ -66,7 +66,11 @@ def _embedding(settings: Settings) -> str:
     from ragcli.models import embedder_for
     from ragcli.store import read_index_meta
 
-    embedder = embedder_for(settings, read_index_meta(settings.index, "embedding_model"))
+    embedder = embedder_for(
+        settings,
+        read_index_meta(settings.index, "embedding_model"),
+        index_fingerprint=read_index_meta(settings.index, "embedding_fingerprint"),
+    )
     vector = embedder.embed(["doctor check"])
     return f"{embedder.model_id} loads, dimension {vector.shape[1]}"
 
@@ -133,7 +137,9 @@ def _fingerprint(store, settings: Settings) -> str:
     from ragcli.models import embedder_for
 
     stored = store.get_meta("embedding_fingerprint")
-    embedder = embedder_for(settings, store.get_meta("embedding_model"))
+    embedder = embedder_for(
+        settings, store.get_meta("embedding_model"), index_fingerprint=store.get_meta("embedding_fingerprint")
+    )
     if stored and stored != embedder.fingerprint:
         raise RuntimeError(
             f"index built with {store.get_meta('embedding_model')} ({stored[:12]}), "

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ragcli.evaluation import AnswerReport, RetrievalReport
     from ragcli.evaluation.answer_eval import AnswerConfiguration
     from ragcli.evaluation.retrieval_eval import Configuration
+    from ragcli.ingest.embedding_pass import EmbedReport
     from ragcli.ingest.pipeline import IngestReport
     from ragcli.ingest.watch import WatchBatch
     from ragcli.llm import Generator
@@ -229,15 +230,21 @@ class Index:
             else:
                 from ragcli.store import read_index_meta
 
-                self._embedder = self._load_embedder(read_index_meta(self.path, "embedding_model"), notify)
+                self._embedder = self._load_embedder(
+                    read_index_meta(self.path, "embedding_model"),
+                    notify,
+                    read_index_meta(self.path, "embedding_fingerprint"),
+                )
         return self._embedder
 
-    def _load_embedder(self, index_model: str | None, notify: Callable[[str], None] | None) -> "Embedder":
+    def _load_embedder(
+        self, index_model: str | None, notify: Callable[[str], None] | None, fingerprint: str | None = None
+    ) -> "Embedder":
         from ragcli.models import embedder_for
         from ragcli.stages import stage
 
         with stage("load embedding model", str(self.settings.embed_model or index_model or "default")):
-            return embedder_for(self.settings, index_model, notify=notify)
+            return embedder_for(self.settings, index_model, notify=notify, index_fingerprint=fingerprint)
 
     def generator(self) -> "Generator":
         """The GGUF model for llm retrieval, llm reranking and evaluation, loaded once."""
@@ -289,6 +296,7 @@ class Index:
         lock_timeout: float | None = None,
         on_wait: Callable[[str], None] | None = None,
         store: str | None = None,
+        defer_embedding: bool = False,
     ) -> "IngestReport":
         """Read files and folders into the index (`ingest`); unchanged files are skipped.
 
@@ -311,6 +319,8 @@ class Index:
             on_wait: told once (one line) when this call has to wait for that process.
             store: where a new index keeps its content ("local", a Milvus Lite ``*.db`` file or
                 a Milvus URL); recorded in the index, so later calls need not repeat it.
+            defer_embedding: return once the text is indexed (BM25 finds it); `embed` adds
+                the vectors later.
 
         Raises:
             IndexMismatch, IndexBusy, UsageError, StoreUnavailable: see `ragcli.ingest.pipeline.ingest`.
@@ -340,12 +350,47 @@ class Index:
                 progress=progress,
                 on_wait=on_wait,
                 store=store,
+                defer_embedding=defer_embedding,
                 **lock,
             )
             for batch in plan.batches
         ]
         self._embedder = embedder
         return merge_reports(reports)
+
+    def embed(
+        self,
+        *,
+        progress: Any = None,
+        lock_timeout: float | None = None,
+        on_wait: Callable[[str], None] | None = None,
+    ) -> "EmbedReport":
+        """Embed the chunks an ingest left without a vector (`ragcli.ingest.pipeline.embed_index`).
+
+        Raises:
+            NotIndexed, IndexMismatch, IndexBusy: see `embed_index`.
+        """
+        from ragcli.ingest.pipeline import embed_index
+
+        embedder = self.embedder()
+        self.close()
+        lock = {} if lock_timeout is None else {"lock_timeout": lock_timeout}
+        return embed_index(self.path, embedder=embedder, progress=progress, on_wait=on_wait, **lock)
+
+    def embed_in_background(self, lock_timeout: float | None = None) -> dict[str, Any]:
+        """Start `rag embed` detached for this index; its pid and log (`rag status` shows them).
+
+        Raises:
+            NotIndexed: there is no index.
+        """
+        from ragcli.ingest.background import start_background_embedding
+        from ragcli.store import Store
+
+        Store.open(self.path).close()
+        options = [] if lock_timeout is None else ["--lock-timeout", str(lock_timeout)]
+        if self.settings.embed_model:
+            options += ["--embed-model", str(self.settings.embed_model)]
+        return start_background_embedding(self.path, options)
 
     def watch(
         self,

@@ -72,7 +72,7 @@ def test_kill_9_mid_ingest_keeps_the_index_usable_and_resumable(tmp_path, isolat
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
     killed_at = committed_documents(isolated_home)
-    assert 5 < killed_at < 200
+    assert 5 < killed_at <= 200  # all text may be committed already: then it was embedding
 
     status = rag("status", "--json", env=env)
     assert status.returncode == 0, status.stderr

@@ -98,7 +98,7 @@ def test_deletion_marks_chunks_without_rewriting_postings_and_scores_stay_exact(
 
 
 def test_a_mostly_deleted_segment_is_compacted_and_an_emptied_one_dropped(isolated_home, monkeypatch):
-    import ragcli.ingest.pipeline as ingest_module
+    import ragcli.ingest.batching as ingest_module
 
     monkeypatch.setattr(ingest_module, "FIRST_BATCH", 1000)  # one batch, so one BM25 segment
     ingest(isolated_home, TEXTS)

@@ -78,13 +78,14 @@ def test_closed_pipe_ends_quietly_with_exit_0(tmp_path, isolated_home):
 def test_progress_bar_on_a_terminal_but_not_in_a_pipe(tmp_path, isolated_home):
     docs = write_notes(tmp_path / "docs", 60)
     child = spawn(["ingest", str(docs)], {**os.environ})
-    child.expect("ingesting")
+    child.expect(r"embedding.*/60 chunks")  # its own phase, with the total counted before it starts
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
     write_notes(tmp_path / "docs", 70)
     piped = run("ingest", str(docs))
-    assert "ingesting" not in piped.stderr and "added" in piped.stderr
+    assert "embedding" not in piped.stderr and "chunks" not in piped.stderr.split("added")[0]
+    assert "added" in piped.stderr
 
 
 @pytest.mark.parametrize(

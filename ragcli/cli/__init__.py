@@ -29,6 +29,7 @@ from ragcli.errors import RagError
 # Listed in the order `rag --help` shows them.
 COMMANDS: dict[str, tuple[str, str]] = {
     "ingest": ("ragcli.cli.ingest", "ingest"),
+    "embed": ("ragcli.cli.embed", "embed"),
     "status": ("ragcli.cli.ingest", "status"),
     "ls": ("ragcli.cli.ingest", "ls"),
     "rm": ("ragcli.cli.ingest", "rm"),

@@ -13,6 +13,7 @@ from rich.table import Table
 from ragcli.choices import SPLIT_BY
 from ragcli.cli.options import (
     EmbedModelOption,
+    EmbedRuntimeOption,
     FormatOption,
     GroupOption,
     IndexOption,
@@ -91,6 +92,7 @@ def ingest(
         bool, typer.Option(help="Build a fresh index (e.g. for another model) and swap it in when complete.")
     ] = False,
     embed_model: EmbedModelOption = None,
+    embed_runtime: EmbedRuntimeOption = None,
     batch_size: Annotated[
         int,
         typer.Option(
@@ -104,6 +106,14 @@ def ingest(
     lock_timeout: LockTimeoutOption = 600.0,
     store: StoreOption = None,
     json_output: JsonOption = False,
+    defer_embedding: Annotated[
+        bool,
+        typer.Option(
+            "--defer-embedding",
+            help="Return once the text is indexed (BM25 finds it at once); `rag embed` (or the next "
+            "ingest, or --watch) adds the vectors.",
+        ),
+    ] = False,
     watch: Annotated[
         bool,
         typer.Option(
@@ -129,6 +139,8 @@ def ingest(
     Example: rag ingest ~/notes --watch   (keeps the index current while you edit)
 
     Example: rag ingest ~/notes --store http://localhost:19530   (content in Milvus)
+
+    Example: rag ingest ~/papers --defer-embedding && rag embed --background
     """
     started = time.perf_counter()  # the summary reports wall time, model preparation included
     from ragcli.index import open_index
@@ -139,7 +151,8 @@ def ingest(
         raise typer.BadParameter(
             "--store cannot be combined with --watch: ingest with --store first, then watch"
         )
-    index_ = open_index(index, embed_model=embed_model, group=group)
+    runtime = embed_runtime.value if embed_runtime is not None else None
+    index_ = open_index(index, embed_model=embed_model, embed_runtime=runtime, group=group)
     chunking = {
         "group": group,
         "split_by": split_by,
@@ -164,7 +177,7 @@ def ingest(
 
         run_watch(lambda stop: index_.watch(paths, stop=stop, **chunking), plan.roots)
         return
-    with progress_bar(err, "ingesting") as bar:
+    with progress_bar(err, "reading", unit="files") as bar:
         report = index_.ingest(
             paths,
             prune=prune,
@@ -173,6 +186,7 @@ def ingest(
             lock_timeout=lock_timeout,
             on_wait=_say_waiting,
             store=store,
+            defer_embedding=defer_embedding,
             **chunking,
         )
     for failure in report.failed:
@@ -189,6 +203,12 @@ def ingest(
             f"{report.chunks} chunks written, "
             f"{report.embedded} embedded, {report.vectors} vectors in group '{report.group}'; "
             f"{time.perf_counter() - started:.1f} s",
+            highlight=False,
+            markup=False,
+        )
+    if defer_embedding:
+        err.print(
+            "text indexed (BM25 finds it now); run `rag embed` (or `rag embed --background`) for the vectors",
             highlight=False,
             markup=False,
         )
@@ -295,6 +315,18 @@ def _print_status(info: dict) -> None:
         options = info["root_options"].get(root)
         said = "" if options is None else f"  ({_describe_options(options)})"
         out.print(f"root       {printable(root)}{said}", highlight=False, markup=False)
+    embedding = info.get("embedding") or {}
+    if embedding.get("share", 1.0) < 1.0:
+        out.print(
+            f"embedded   {embedding['embedded_chunks']} of {embedding['chunks']} chunks "
+            f"({100 * embedding['share']:.0f}%); the rest is found by BM25 only until `rag embed`",
+            highlight=False,
+            markup=False,
+        )
+    job = embedding.get("background")
+    if job:
+        state = "running" if job["running"] else "not running"
+        out.print(f"background embed: pid {job['pid']} {state}, log {printable(job['log'])}", highlight=False)
     last = info["last_ingest"]
     if last:
         out.print(

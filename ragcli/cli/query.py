@@ -27,7 +27,6 @@ from ragcli.cli.options import (
 )
 from ragcli.cli.stdin import stdin_lines
 from ragcli.cli.render import SCHEMA_VERSION, emit_json, emit_jsonl, stdout_console
-from ragcli.records import hit_record
 
 
 class Format(str, Enum):

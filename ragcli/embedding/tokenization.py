@@ -69,8 +69,9 @@ class ModelTokenizer:
 
     def token_offsets(self, text: str) -> list[tuple[int, int]]:
         """Character offsets of every token of `text`: no special tokens, no truncation."""
-        encoding = self._raw_tok.encode(text, add_special_tokens=False)
-        return [(int(start), int(end)) for start, end in encoding.offsets]
+        # `offsets` is already a list of (int, int) tuples: copying it cost a third as much
+        # as the encoding itself on a folder of small files.
+        return self._raw_tok.encode(text, add_special_tokens=False).offsets
 
 
 def pad_batch(encoded: Sequence[tuple[np.ndarray, np.ndarray]], pad_id: int) -> dict[str, np.ndarray]:

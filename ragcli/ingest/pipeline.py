@@ -3,11 +3,16 @@
 1. Walk the roots (hidden files skipped, include/exclude globs applied).
 2. Hash each file; a file whose hash and group chunking are unchanged is skipped unread.
 3. Read it (reader per suffix) and split it into the group's windows.
-4. Chunks whose text hash already has a vector reuse it; the rest are embedded in batches.
-5. Each batch of documents is committed in one transaction, so a killed ingest keeps what
-   it finished and the next run resumes from there.
-6. Files gone from an ingested root are pruned; the group's vector file is brought in line
-   and written atomically; vectors no chunk uses any more are dropped.
+4. Chunks whose text hash already has a vector reuse it. Each batch of documents is committed
+   in one transaction with its BM25 postings, so a killed ingest keeps what it finished and
+   the next run resumes from there. On the local store new chunk texts are committed without
+   a vector: the folder is searchable by BM25 within seconds (searchable first).
+5. Files gone from an ingested root are pruned.
+6. The chunks without a vector are embedded batch by batch (`ragcli.ingest.embedding_pass`,
+   skipped with `defer_embedding`: `embed_index` does it later); a store that cannot hold a
+   chunk without its vector (Milvus) embeds each batch before writing it instead.
+7. Every group's vector file is brought in line and written atomically; vectors no chunk
+   uses any more are dropped.
 """
 
 from __future__ import annotations
@@ -25,9 +30,11 @@ from ragcli.errors import IndexMismatch, RagError, ReaderError
 from ragcli.locking import DEFAULT_TIMEOUT, index_writer
 from ragcli.ingest.readers import is_probably_binary, read_document, reader_for
 from ragcli.ingest.readers.base import open_regular
-from ragcli.ingest.splitting import PRESETS, page_at, page_starts, section_bounds, split, validate_settings
+from ragcli.ingest.batching import COMMIT_SECONDS, FIRST_BATCH, _Batcher, _Piece, span_hash  # noqa: F401
+from ragcli.ingest.embedding_pass import EmbedReport, embed_pending, pending_count, tell
+from ragcli.ingest.splitting import PRESETS, page_starts, section_bounds, split, validate_settings
 from ragcli.store import Store
-from ragcli.store.backend import Backend, DocumentPiece, PieceChunk
+from ragcli.store.backend import Backend
 from ragcli.store.backends import create_backend, open_backend
 from ragcli.store.errors import storage_errors
 from ragcli.store.ownership import (
@@ -54,10 +61,6 @@ if TYPE_CHECKING:
     from ragcli.embedding.base import Embedder
 
 TEXT_FILE_TYPES = frozenset({"txt", "md", "html"})
-# Commit at least this often (seconds of work), whatever --batch-size says, so a kill early
-# in a run keeps its progress; the first batch is small for the same reason.
-COMMIT_SECONDS = 3.0
-FIRST_BATCH = 16
 
 
 @dataclass(frozen=True)
@@ -107,20 +110,6 @@ def merge_reports(reports: Sequence[IngestReport]) -> IngestReport:
     return merged
 
 
-@dataclass
-class _Piece:
-    """Consecutive chunks of one document; the first piece replaces its old chunks, the last
-    marks it complete."""
-
-    record: dict
-    content_hash: str
-    spans: list[Span]
-    page_starts: list[int]
-    first: bool
-    last: bool
-    span_hashes: list[str] = field(default_factory=list)
-
-
 def chunking_for(store: Backend, group: str, chunking: ChunkSettings | None) -> ChunkSettings:
     """Explicit settings, else the group's stored ones, else its preset, else the default preset."""
     if chunking is not None:
@@ -139,12 +128,26 @@ def check_model(store: Backend, embedder: Embedder) -> None:
     if fingerprint is None or fingerprint == embedder.fingerprint:
         return
     roots = " ".join(json.loads(store.get_meta("roots", "[]") or "[]")) or "DIR"
+    if store.get_meta("embedding_model") == embedder.model_id:  # same model, another runtime
+        built, wanted = (runtime_name(f) for f in (fingerprint, embedder.fingerprint))
+        raise IndexMismatch(
+            f"the index at {store.path} was built with the {built} embedding runtime, not {wanted}; "
+            f"use it without --embed-runtime, or rebuild it with: "
+            f"rag ingest --rebuild --embed-runtime {wanted} --index {store.path} {roots}"
+        )
     raise IndexMismatch(
         f"the index at {store.path} was built with embedding model {store.get_meta('embedding_model')} "
         f"(dimension {store.get_meta('embedding_dimension')}), not {embedder.model_id} "
         f"(dimension {embedder.dimension}); rebuild it with: "
         f"rag ingest --rebuild --embed-model {embedder.model_id} --index {store.path} {roots}"
     )
+
+
+def runtime_name(fingerprint: str) -> str:
+    """fp32 or int8: the embedding runtime a fingerprint names."""
+    from ragcli.embedding.loader import INT8_SUFFIX
+
+    return "int8" if fingerprint.endswith(INT8_SUFFIX) else "fp32"
 
 
 def record_model(store: Backend, embedder: Embedder) -> None:
@@ -162,92 +165,6 @@ def vector_params(store: Backend, group: str) -> dict:
         "fingerprint": store.get_meta("embedding_fingerprint"),
         "chunking": asdict(settings),
     }
-
-
-EMBED_SLICE = 32  # chunks per progress report while a batch is embedded
-
-
-class _Batcher:
-    """Collects chunks of split documents and writes them, embedding new chunk texts, in batches.
-
-    A batch is committed when it holds `size` chunks or when COMMIT_SECONDS have passed since
-    the last commit; the chunk limit also adapts to the embedder's measured speed, so one
-    batch is a few seconds of work on any machine.
-    """
-
-    def __init__(self, store: Backend, embedder: Embedder, group: str, report: IngestReport, size: int):
-        self.store, self.embedder, self.group, self.report, self.size = store, embedder, group, report, size
-        self.pending: list[_Piece] = []
-        self.count = 0
-        self.progress: Any = None  # optional `embedding(n)` / `embedded(n)` receiver
-        self.limit = min(size, FIRST_BATCH)
-        self.last_commit = time.monotonic()
-
-    def room(self) -> int:
-        return max(1, self.limit - self.count)
-
-    def add(self, piece: _Piece) -> None:
-        piece.span_hashes = [span_hash(span.text) for span in piece.spans]
-        self.pending.append(piece)
-        self.count += len(piece.spans)
-        if self.count >= self.limit or time.monotonic() - self.last_commit >= COMMIT_SECONDS:
-            self.flush()
-
-    def flush(self) -> None:
-        if not self.pending:
-            return
-        hashes = {h: span.text for item in self.pending for span, h in zip(item.spans, item.span_hashes)}
-        known = self.store.known_vectors(hashes)
-        missing = [h for h in hashes if h not in known]
-        started = time.monotonic()
-        vectors = self._embed([hashes[h] for h in missing]) if missing else None
-        seconds = time.monotonic() - started
-        if missing:
-            known.update(zip(missing, vectors))
-        self.store.write([self._piece(item) for item in self.pending], known)
-        self.report.chunks += self.count
-        self.report.embedded += len(missing)
-        self.report.reused += sum(len(item.spans) for item in self.pending) - len(missing)
-        if missing and seconds > 0:
-            self.limit = max(FIRST_BATCH, min(self.size, int(len(missing) / seconds * COMMIT_SECONDS)))
-        self.pending, self.count = [], 0
-        self.last_commit = time.monotonic()
-
-    def _embed(self, texts: list[str]):
-        """Embed, telling the progress receiver (if it listens) as slices finish.
-
-        Embedding is where ingest spends its time, so progress counts chunks embedded,
-        not files read (files are read long before their batch is embedded).
-        """
-        report = getattr(self.progress, "embedded", None)
-        if report is None:
-            return self.embedder.embed(texts)
-        import numpy as np
-
-        self.progress.embedding(len(texts))
-        parts = []
-        for start in range(0, len(texts), EMBED_SLICE):
-            parts.append(np.asarray(self.embedder.embed(texts[start : start + EMBED_SLICE])))
-            report(len(parts[-1]))
-        return np.concatenate(parts)
-
-    def _piece(self, item: _Piece) -> DocumentPiece:
-        chunks = [
-            PieceChunk(
-                order=span.order,
-                text=span.text,
-                start=span.start,
-                end=span.end,
-                page=page_at(item.page_starts, span.start) if item.page_starts else None,
-                hash=chunk_hash,
-            )
-            for span, chunk_hash in zip(item.spans, item.span_hashes)
-        ]
-        return DocumentPiece(item.record, self.group, item.content_hash, chunks, item.first, item.last)
-
-
-def span_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def document_record(doc: Document, content_hash: str) -> dict:
@@ -320,6 +237,7 @@ def ingest(
     lock_timeout: float = DEFAULT_TIMEOUT,
     on_wait: Callable[[str], None] | None = None,
     store: str | None = None,
+    defer_embedding: bool = False,
 ) -> IngestReport:
     """Ingest files and folders into the index at `index`.
 
@@ -332,14 +250,17 @@ def ingest(
         file_filter: include/exclude globs.
         prune: remove indexed documents under the given folders whose files are gone.
         rebuild: build a fresh index beside the old one and swap it in when done.
-        batch_chunks: most chunks embedded and committed per transaction (a batch is also
-            committed after COMMIT_SECONDS of work).
+        batch_chunks: most chunks committed per transaction, text or vectors (a text batch
+            is also committed after COMMIT_SECONDS of work).
         progress: optional progress receiver.
         lock_timeout: seconds to wait for another process writing the same index.
         on_wait: told once (one line) when this run has to wait for that process.
         store: where a new index keeps its content: None or "local", a Milvus Lite file
             (``*.db``) or a Milvus server URL (`ragcli.store.backend`); an existing index
             keeps the store it was created with.
+        defer_embedding: return once the text is indexed (searchable by BM25); `embed_index`
+            (`rag embed`), the next ingest or a watcher embeds the rest. The local store
+            only: a Milvus store embeds as it writes.
 
     Returns:
         An `IngestReport`.
@@ -367,6 +288,7 @@ def ingest(
             file_filter=file_filter,
             batch_chunks=batch_chunks,
             progress=progress,
+            defer_embedding=defer_embedding,
             **lock,
         )
     with _run(
@@ -378,18 +300,22 @@ def ingest(
         roots,
         store_uri=store,
         file_filter=file_filter,
+        embed=not defer_embedding,
         **lock,
     ) as (store, settings, batcher, report):
         batcher.progress = progress
         # dict.fromkeys: a file root inside a folder root is one file, read (and counted) once
         files = list(dict.fromkeys(p for root in roots for p in walk_files(root, file_filter)))
         files = apply_exclusions(store, files)  # what `rag rm` removed stays out
+        sizes = _file_sizes(files) if progress else []
         if progress:
             progress.start(len(files))
-        for path in files:
+            tell(progress, "start_bytes", sum(sizes))
+        for number, path in enumerate(files):
             status = _ingest_file(store, batcher, path, settings, group, embedder, report)
             if progress:
                 progress.advance(str(path), status)
+                tell(progress, "read_bytes", sizes[number])
         batcher.flush()
         if prune:
             _prune(store, roots, {display_path(str(p)) for p in files}, report)
@@ -410,9 +336,11 @@ def _run(
     check_pages: bool = True,
     store_uri: str | None = None,
     file_filter: FileFilter = FileFilter(),
+    embed: bool = True,
 ) -> Iterator[tuple[Backend, ChunkSettings, "_Batcher", IngestReport]]:
-    """Open the index for one ingest under its write lock; on success sync vectors and record
-    the run, always close. Storage failures (disk full, a damaged file) become one `RagError`.
+    """Open the index for one ingest under its write lock; on success embed the chunks still
+    without a vector (unless not `embed`), sync vectors and record the run, always close.
+    Storage failures (disk full, a damaged file) become one `RagError`.
 
     `check_pages=False` skips the whole-database page check, whose cost grows with the index:
     for a watcher's small batches, whose run began with a full ingest that checked it."""
@@ -429,12 +357,33 @@ def _run(
             report = IngestReport(index=str(index), group=group)
             settings = chunking_for(store, group, chunking)
             _start_group(store, embedder, group, settings)
-            yield store, settings, _Batcher(store, embedder, group, report, batch_chunks), report
+            batcher = _Batcher(store, embedder, group, report, batch_chunks)
+            yield store, settings, batcher, report
+            if embed:
+                embedded = embed_pending(
+                    store, embedder, progress=batcher.progress, batch_chunks=batch_chunks
+                )
+                _add(report, embedded)
             report.seconds = round(time.perf_counter() - started, 3)  # recorded in last_ingest
             _finish(store, report, roots, file_filter)
         finally:
             store.close()
     report.seconds = round(time.perf_counter() - started, 3)
+
+
+def _add(report: IngestReport, embedded: EmbedReport) -> None:
+    report.embedded += embedded.embedded
+
+
+def _file_sizes(files: Sequence[Path]) -> list[int]:
+    """Bytes of each file (0 where it cannot be stat'ed): the progress bar's measure."""
+    sizes = []
+    for path in files:
+        try:
+            sizes.append(path.stat().st_size)
+        except OSError:
+            sizes.append(0)
+    return sizes
 
 
 def _start_group(store: Backend, embedder: Embedder, group: str, settings: ChunkSettings) -> None:
@@ -645,6 +594,43 @@ def remove_paths(
             return report.removed
         finally:
             store.close()
+
+
+def embed_index(
+    index: Path,
+    *,
+    embedder: Embedder,
+    progress: Any = None,
+    batch_chunks: int = 2048,
+    lock_timeout: float = DEFAULT_TIMEOUT,
+    on_wait: Callable[[str], None] | None = None,
+) -> EmbedReport:
+    """Embed the chunks an earlier ingest left without a vector (`rag embed`), then bring
+    every group's vector file in line. Resumable: a kill keeps every committed batch.
+
+    Raises:
+        NotIndexed: there is no index.
+        IndexMismatch: `embedder` is not the index's model.
+        IndexBusy: another process kept the index locked for longer than `lock_timeout`.
+    """
+    started = time.perf_counter()
+    Store.open(index).close()  # NotIndexed before creating a lock file anywhere (or connecting)
+    with index_writer(index, timeout=lock_timeout, on_wait=on_wait), storage_errors(index):
+        store = open_backend(index)
+        try:
+            check_model(store, embedder)
+            if store.get_meta("embedding_fingerprint") is None:
+                record_model(store, embedder)
+            report = embed_pending(store, embedder, progress=progress, batch_chunks=batch_chunks)
+            for group in store.groups():
+                store.sync_vectors(group, vector_params(store, group))
+            with store.transaction():
+                store.drop_unused_vectors()
+            report.remaining = pending_count(store)
+        finally:
+            store.close()
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
 
 
 def _refuse_remote_rebuild(index: Path, uri: str | None) -> None:

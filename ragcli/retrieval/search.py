@@ -30,6 +30,7 @@ from ragcli.config import Settings
 from ragcli.errors import IndexMismatch, NotIndexed, UsageError
 from ragcli.retrieval import RETRIEVERS
 from ragcli.retrieval.base import ChunkFilter, Retriever
+from ragcli.retrieval.coverage import coverage_note, splice, splice_hits
 from ragcli.retrieval.filters import check_keys
 from ragcli.retrieval.fusion import adaptive_fusion, fuse_hits, scaled_priors
 from ragcli.stages import stage
@@ -184,6 +185,7 @@ class Searcher:
         self._given_embedder = embedder
         self._retrievers: dict[tuple[str, str], Retriever] = {}
         self._filter_keys: list[str] | None = None
+        self._noted: set[str] = set()  # coverage lines already said (once per searcher)
 
     def __enter__(self) -> "Searcher":
         return self
@@ -215,7 +217,11 @@ class Searcher:
             embedder = self._given_embedder
             if embedder is None:
                 with stage("load embedding model", str(self.settings.embed_model or index_model)):
-                    embedder = embedder_for(self.settings, index_model)
+                    embedder = embedder_for(
+                        self.settings,
+                        index_model,
+                        index_fingerprint=self.store.get_meta("embedding_fingerprint"),
+                    )
             stored = self.store.get_meta("embedding_fingerprint")
             if stored is not None and stored != embedder.fingerprint:
                 raise IndexMismatch(
@@ -355,7 +361,12 @@ class Searcher:
     ) -> list[Hit]:
         if options.mode in ("bm25", "dense"):
             with stage(f"{options.mode} retrieve"):
-                return self.retriever(options.mode, group).search(query, fetch, allowed)
+                hits = self.retriever(options.mode, group).search(query, fetch, allowed)
+            if options.mode == "dense" and self._partly_embedded(group):
+                with stage("bm25 retrieve", "chunks without a vector"):
+                    bm25 = self.retriever("bm25", group).search(query, fetch, allowed)
+                hits = splice_hits(hits, bm25, self._without_vectors(bm25))[:fetch]
+            return hits
         # Fusion works best with deeper lists than the final cut.
         depth = max(fetch, options.candidates)
         weights = dict(zip(("bm25", "dense"), options.weights))
@@ -364,6 +375,9 @@ class Searcher:
             for name in ("bm25", "dense"):
                 with stage(f"{name} retrieve"):
                     results[name] = self.retriever(name, group).search(query, depth, allowed)
+            if self._partly_embedded(group):
+                unembedded = self._without_vectors(results["bm25"])
+                results["dense"] = splice_hits(results["dense"], results["bm25"], unembedded)
             with stage("fuse", options.fusion):
                 return fuse_hits(results, fusion=options.fusion, k=options.rrf_k, weights=weights)[:fetch]
         return self._adaptive_hybrid(query, group, allowed, depth, weights)[:fetch]
@@ -385,6 +399,10 @@ class Searcher:
         known = {hit.chunk.id: hit.chunk for hit in bm25}
         with stage("dense retrieve"):
             first = dense.rank_vector(vector, depth, allowed)
+        # Chunks not embedded yet take their BM25 rank in the dense lists (`ragcli.retrieval.coverage`).
+        unembedded = self._without_vectors(bm25) if self._partly_embedded(group) else set()
+        if unembedded:
+            first = splice(first, [hit.chunk.id for hit in bm25], unembedded)
         # The first fusion only picks the feedback chunk, so it runs on ids, building no hits.
         with stage("fuse", "adaptive, first pass"):
             fused, _ = adaptive_fusion(
@@ -399,5 +417,22 @@ class Searcher:
                 )
             if not refined:  # nothing found, dense switched off, or the best hit has no vector
                 refined = dense.search_vector(vector, depth, allowed, known)
+        if unembedded:
+            refined = splice_hits(refined, bm25, unembedded)
         with stage("fuse", "adaptive, second pass"):
             return fuse_hits({"bm25": bm25, "dense": refined}, fusion="adaptive", weights=weights)
+
+    def _partly_embedded(self, group: str) -> bool:
+        """Whether some of the group's chunks have no vector yet; says so on stderr (a warning
+        record) once per searcher, e.g. `dense covers 41% of chunks; the rest by BM25 only`."""
+        embedded, total = self.store.embedding_coverage(group)
+        note = coverage_note(embedded, total)
+        if note is None:
+            return False
+        if note not in self._noted:
+            self._noted.add(note)
+            log.warning("%s", note)
+        return True
+
+    def _without_vectors(self, hits: Sequence[Hit]) -> set[int]:
+        return self.store.without_vectors([hit.chunk.id for hit in hits]) if hits else set()

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ragcli.agent_tools import IndexTools
 from ragcli.errors import RagError
-from ragcli.records import hit_record
 
 if TYPE_CHECKING:
     from ragcli.answer.ask import AskOptions
@@ -85,7 +84,7 @@ class Engine:
         """The hits of `query` as `rag query --json` records."""
 
         def call(asker: Any) -> list[dict[str, Any]]:
-            return [hit_record(hit) for hit in asker.searcher.search(query, options)]
+            return [hit.to_dict() for hit in asker.searcher.search(query, options)]
 
         if "llm" in (options.mode, options.rerank):  # a language model chooses: as slow as an answer
             loop = asyncio.get_running_loop()

@@ -126,11 +126,30 @@ def _pending_migrations(conn: sqlite3.Connection) -> bool:
 
 
 def _apply_migrations(conn: sqlite3.Connection) -> None:
-    import sqlite_utils
+    with _without_pandas():
+        import sqlite_utils
 
     from ragcli.store.migrations import migrations
 
     migrations.apply(sqlite_utils.Database(conn))
+
+
+@contextmanager
+def _without_pandas() -> Iterator[None]:
+    """Import sqlite-utils without the pandas it loads when present (0.38 s of CPU, every new
+    index): it only adds pandas' Timestamp to its column types, which ragcli never passes.
+    A `None` in `sys.modules` makes that optional import fail; pandas stays importable after."""
+    import sys
+
+    if "pandas" in sys.modules or "sqlite_utils" in sys.modules:
+        yield
+        return
+    sys.modules["pandas"] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        if sys.modules.get("pandas", 0) is None:
+            del sys.modules["pandas"]
 
 
 class Store:
@@ -140,6 +159,7 @@ class Store:
         self.path = path
         self.db = db
         self._postings = PostingsWriter(db)
+        self._touched: set[str] = set()  # groups whose chunks this transaction changed
 
     @classmethod
     def open(cls, path: Path) -> "Store":
@@ -229,12 +249,25 @@ class Store:
         try:
             yield
             self._postings.flush()
+            self._bump_chunk_versions()
             conn.execute("COMMIT")
         except BaseException:
             self._postings.discard()
+            self._touched.clear()
             if conn.in_transaction:  # a failed COMMIT (disk full) must not leave it open
                 conn.execute("ROLLBACK")
             raise
+
+    def _bump_chunk_versions(self) -> None:
+        """Count each change to a group's chunks or their vectors (`chunk_version`), so a
+        vector file written before it is known to be behind, not taken as current."""
+        for group in sorted(self._touched):
+            self.set_meta(f"chunks_version:{group}", self.chunk_version(group) + 1)
+        self._touched.clear()
+
+    def chunk_version(self, group: str) -> int:
+        """How many committed transactions changed the group's chunks or their vectors."""
+        return int(self.get_meta(f"chunks_version:{group}", "0") or 0)
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -364,6 +397,8 @@ class Store:
                 ],
             ).lastrowid
             self._postings.add(group, chunk_id, chunk.tokens.split())
+        if chunks:
+            self._touched.add(group)
 
     def mark_chunked(self, doc_id: int, group: str, content_hash: str) -> None:
         """Record that the group's chunks of a document are complete for this content."""
@@ -382,7 +417,9 @@ class Store:
         return count
 
     def _delete_chunks(self, where: str, params: list[Any]) -> None:
-        ids = [row[0] for row in self.db.execute(f"SELECT id FROM chunks WHERE {where}", params).fetchall()]
+        rows = self.db.execute(f"SELECT id, group_name FROM chunks WHERE {where}", params).fetchall()
+        ids = [row[0] for row in rows]
+        self._touched.update(row[1] for row in rows)
         if ids:
             self._postings.remove(ids)
             self.db.execute(f"DELETE FROM chunks WHERE {where}", params)
@@ -434,6 +471,45 @@ class Store:
                 "INSERT INTO embeddings (hash, vector) VALUES (?, ?)", [chunk_hash, vector.tobytes()]
             ).lastrowid
         return ids
+
+    def pending_embeddings(self, group: str, limit: int, after: int = 0) -> tuple[dict[str, str], int, int]:
+        """The group's next chunks without a vector, in id order (committed first, embedded
+        first): up to `limit` chunks past id `after`, as (distinct texts by hash, chunks, last id)."""
+        rows = self.db.execute(
+            "SELECT id, hash, text FROM chunks WHERE group_name = ? AND embedding_id IS NULL AND id > ? "
+            "ORDER BY id LIMIT ?",
+            [group, after, limit],
+        ).fetchall()
+        return {row[1]: row[2] for row in rows}, len(rows), (rows[-1][0] if rows else after)
+
+    def attach_embeddings(self, group: str, after: int, last: int) -> int:
+        """Point the group's chunks without a vector whose ids lie in (`after`, `last`] at the
+        stored embeddings of their texts (caller holds the transaction; the id range walks
+        the primary key, the hash the embeddings' unique index); returns how many got one."""
+        count = self.db.execute(
+            "UPDATE chunks SET embedding_id = (SELECT e.id FROM embeddings e WHERE e.hash = chunks.hash) "
+            "WHERE id > ? AND id <= ? AND group_name = ? AND embedding_id IS NULL",
+            [after, last, group],
+        ).rowcount
+        if count:
+            self._touched.add(group)
+        return count
+
+    def without_vectors(self, chunk_ids: Sequence[int]) -> set[int]:
+        """Which of these chunks have no vector yet."""
+        found: set[int] = set()
+        for start in range(0, len(chunk_ids), _BATCH):
+            part = [int(i) for i in chunk_ids[start : start + _BATCH]]
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(
+                f"SELECT id FROM chunks WHERE id IN ({marks}) AND embedding_id IS NULL", part
+            )
+            found.update(row[0] for row in rows)
+        return found
+
+    def embedded_count(self, group: str) -> int:
+        """How many of the group's chunks have a vector."""
+        return self.count("chunks", "group_name = ? AND embedding_id IS NOT NULL", [group])
 
     def delete_unused_embeddings(self) -> int:
         return self.db.execute(
@@ -625,13 +701,21 @@ class Store:
                 )
         return self._build_vectors(group, FaissIndex(self.dimension()))
 
-    def current_vector_file(self, group: str) -> Path | None:
-        """The group's vector file when it matches the database's generation, else None."""
+    def current_vector_file(self, group: str, *, exact: bool = True) -> Path | None:
+        """The group's vector file when it matches the database's generation, else None.
+
+        With `exact` (what a search needs) it must also have been written after the last
+        change to the group's chunks or vectors (`chunk_version`): one written before misses
+        chunks committed since, and a search rebuilds from the database instead. Without it
+        (ingest patching the file by difference) the generation alone decides.
+        """
         path = self.vector_path(group)
         params = read_params(path)
-        if path.is_file() and params and params.get("generation") == self.vector_generation(group):
-            return path
-        return None
+        if not (path.is_file() and params and params.get("generation") == self.vector_generation(group)):
+            return None
+        if exact and params.get("chunks_version", 0) != self.chunk_version(group):
+            return None
+        return path
 
     def dimension(self) -> int:
         value = self.get_meta("embedding_dimension")
@@ -659,7 +743,14 @@ class Store:
 
         threshold = ann.APPROXIMATE_ABOVE if approximate_above is None else approximate_above
         generation = self.vector_generation(group) + 1
-        params = {**params, "group": group, "generation": generation}
+        params = {
+            **params,
+            "group": group,
+            "generation": generation,
+            "chunks_version": self.chunk_version(group),
+            "chunks": self.chunk_count(group),
+            "embedded_chunks": self.embedded_count(group),
+        }
         wanted = self.group_embedding_ids(group)
         index = self._patchable_index(group, len(wanted), threshold)
         if index is None:
@@ -684,7 +775,7 @@ class Store:
         params, so an index about to be replaced is never read into memory)."""
         from ragcli.store import ann
 
-        path = self.current_vector_file(group)
+        path = self.current_vector_file(group, exact=False)
         if path is None or ann.needs_new_index(read_params(path) or {}, count, threshold):
             return None
         try:

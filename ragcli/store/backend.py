@@ -106,6 +106,7 @@ class Backend(Protocol):
     path: Path
     kind: str  # "local" or "milvus"
     uri: str | None
+    defers_embedding: bool  # chunks may be written before their vectors (`write` with None)
 
     # -- the index directory: meta, groups --------------------------------------------
     def get_meta(self, key: str, default: str | None = None) -> str | None: ...
@@ -132,7 +133,27 @@ class Backend(Protocol):
 
     def write(self, pieces: Sequence[DocumentPiece], vectors: Mapping[str, Any]) -> None:
         """Write document pieces with their chunks; `vectors` maps every chunk hash to what
-        `known_vectors` returned or a new vector."""
+        `known_vectors` returned or a new vector, or (where `defers_embedding`) to None: the
+        chunk is written without one, searchable by BM25 until `attach_vectors`."""
+        ...
+
+    def pending_embeddings(self, group: str, limit: int, after: int = 0) -> tuple[dict[str, str], int, int]:
+        """The group's next (up to `limit`) chunks without a vector past chunk id `after`:
+        (distinct texts by chunk hash, how many chunks, the last chunk id)."""
+        ...
+
+    def attach_vectors(self, group: str, vectors: Mapping[str, Any], after: int, last: int) -> int:
+        """Give the group's chunks without a vector in the id range (`after`, `last`] (one
+        `pending_embeddings` batch) theirs, by chunk hash, in one transaction; returns how
+        many chunks got one."""
+        ...
+
+    def embedding_coverage(self, group: str) -> tuple[int, int]:
+        """(chunks with a vector, chunks) of the group."""
+        ...
+
+    def without_vectors(self, chunk_ids: Sequence[int]) -> set[int]:
+        """Which of these chunks have no vector yet (dense search cannot find them)."""
         ...
 
     def delete_documents(self, doc_ids: Iterable[int]) -> int: ...

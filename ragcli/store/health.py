@@ -64,6 +64,15 @@ def vectors(store: Store, group: str) -> str:
     problem = checksum_problem(path, params)
     if problem:
         raise RuntimeError(f"vector file is damaged: {problem}")
+    if store.current_vector_file(group) is None:
+        raise RuntimeError(
+            "vector file is behind the chunks: an ingest or `rag embed` is running or was interrupted "
+            "(searches rebuild the vectors from the database meanwhile)"
+        )
     if params.get("count") != wanted:
         raise RuntimeError(f"{params.get('count')} vectors for {wanted} distinct chunk texts")
-    return f"{wanted} vectors for {chunks} chunks ({chunks - wanted} share an identical text)"
+    waiting = chunks - store.embedded_count(group)
+    pending = f"; {waiting} chunks wait for a vector (BM25 finds them): run `rag embed`" if waiting else ""
+    return (
+        f"{wanted} vectors for {chunks} chunks ({chunks - waiting - wanted} share an identical text){pending}"
+    )

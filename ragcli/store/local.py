@@ -52,6 +52,8 @@ class LocalBackend(DirectorySettings):
 
     kind = "local"
     uri = None
+    # Chunks may be committed before their vectors (searchable by BM25 first, embedded next).
+    defers_embedding = True
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -96,12 +98,17 @@ class LocalBackend(DirectorySettings):
         return self.store.embedding_ids(hashes)
 
     def write(self, pieces: Sequence[DocumentPiece], vectors: Mapping[str, Any]) -> None:
-        """New vectors, then each piece's document row and chunks, in one transaction."""
+        """New vectors, then each piece's document row and chunks, in one transaction.
+
+        A chunk whose hash maps to None is written without a vector (`embed_pending` adds it).
+        """
         from ragcli.analysis import term_string
 
-        new = [h for h, value in vectors.items() if not isinstance(value, int)]
+        new = [h for h, value in vectors.items() if value is not None and not isinstance(value, int)]
         with self.store.transaction():
-            ids = {h: value for h, value in vectors.items() if isinstance(value, int)}
+            ids: dict[str, int | None] = {
+                h: value for h, value in vectors.items() if value is None or isinstance(value, int)
+            }
             if new:
                 import numpy as np
 
@@ -109,7 +116,9 @@ class LocalBackend(DirectorySettings):
             for piece in pieces:
                 self._write_piece(piece, ids, term_string)
 
-    def _write_piece(self, piece: DocumentPiece, embedding_ids: Mapping[str, int], term_string) -> None:
+    def _write_piece(
+        self, piece: DocumentPiece, embedding_ids: Mapping[str, int | None], term_string
+    ) -> None:
         store = self.store
         if piece.first:
             doc_id = store.upsert_document(piece.record)
@@ -128,13 +137,44 @@ class LocalBackend(DirectorySettings):
                     page=c.page,
                     hash=c.hash,
                     tokens=term_string(c.text, piece.record.get("title")),
-                    embedding_id=embedding_ids[c.hash],
+                    embedding_id=embedding_ids.get(c.hash),
                 )
                 for c in piece.chunks
             ],
         )
         if piece.last:
             store.mark_chunked(doc_id, piece.group, piece.content_hash)
+
+    def pending_embeddings(self, group: str, limit: int, after: int = 0) -> tuple[dict[str, str], int, int]:
+        return self.store.pending_embeddings(group, limit, after)
+
+    def attach_vectors(self, group: str, vectors: Mapping[str, Any], after: int, last: int) -> int:
+        """Store the new vectors (by chunk hash; None: one is stored already) and give them to
+        the group's chunks without one in the id range (`after`, `last`], in one transaction;
+        returns how many chunks got a vector."""
+        import numpy as np
+
+        with self.store.transaction():
+            stored = self.store.embedding_ids(vectors)
+            new = [h for h in vectors if h not in stored and vectors[h] is not None]
+            if new:
+                self.store.insert_embeddings(new, np.stack([vectors[h] for h in new]))
+            return self.store.attach_embeddings(group, after, last)
+
+    def embedding_coverage(self, group: str) -> tuple[int, int]:
+        """(chunks with a vector, chunks) of the group, from one committed state: what a
+        current vector file recorded when it was written (no count), else counted."""
+        from ragcli.store.vectors import read_params
+
+        with self.store.snapshot():
+            path = self.store.current_vector_file(group)
+            params = (read_params(path) or {}) if path is not None else {}
+            if "chunks" in params and "embedded_chunks" in params:
+                return int(params["embedded_chunks"]), int(params["chunks"])
+            return self.store.embedded_count(group), self.store.chunk_count(group)
+
+    def without_vectors(self, chunk_ids: Sequence[int]) -> set[int]:
+        return self.store.without_vectors(chunk_ids)
 
     def delete_documents(self, doc_ids: Iterable[int]) -> int:
         return self.store.delete_documents(doc_ids)
@@ -200,10 +240,15 @@ class LocalBackend(DirectorySettings):
         groups = {}
         for name in self.store.groups():
             params = read_params(self.store.vector_path(name)) or {}
+            embedded, chunks = self.embedding_coverage(name)
             groups[name] = {
                 "vectors": params.get("count", 0),
-                "vectors_current": params.get("generation") == self.store.vector_generation(name),
+                # Current: written after the last change to the group's chunks (else a search
+                # rebuilds the vectors from the database, and says what it does not cover).
+                "vectors_current": self.store.current_vector_file(name) is not None,
                 "vector_search": vector_search(params),
+                "embedded_chunks": embedded,
+                "embedded_share": embedded_share(embedded, chunks),
             }
         sizes = {
             "database": sum(directory_size(self.path / (DATABASE_NAME + s)) for s in ("", "-wal", "-shm")),
@@ -321,6 +366,11 @@ class LocalDense:
                 if allowed_chunks is None or chunk_id in allowed_chunks
             )
         return ranked[:k]
+
+
+def embedded_share(embedded: int, chunks: int) -> float:
+    """The share of chunks with a vector, 0..1 (1.0 for a group without chunks)."""
+    return round(embedded / chunks, 4) if chunks else 1.0
 
 
 def directory_size(path: Path) -> int:

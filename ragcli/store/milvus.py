@@ -144,6 +144,8 @@ class MilvusBackend(DirectorySettings):
     """An index whose documents, chunks and vectors live in Milvus (see the module docstring)."""
 
     kind = "milvus"
+    # Every chunk row carries its vector: chunks are embedded before they are written.
+    defers_embedding = False
 
     def __init__(self, store: Store, uri: str) -> None:
         self.store = store
@@ -337,6 +339,23 @@ class MilvusBackend(DirectorySettings):
             self.client.delete(CHUNKS, filter=f"doc_id in {ghosts}")
         self._mark_unfinished(remove=unfinished)
 
+    def pending_embeddings(self, group: str, limit: int, after: int = 0) -> tuple[dict[str, str], int, int]:
+        """None: a chunk row is written with its vector."""
+        return {}, 0, after
+
+    def attach_vectors(self, group: str, vectors: Mapping[str, Any], after: int, last: int) -> int:
+        """Nothing waits for a vector here (`pending_embeddings` is always empty)."""
+        return 0
+
+    def without_vectors(self, chunk_ids: Sequence[int]) -> set[int]:
+        """None: every chunk row has its vector."""
+        return set()
+
+    def embedding_coverage(self, group: str) -> tuple[int, int]:
+        """Every chunk row has its vector."""
+        count = self.chunk_count(group)
+        return count, count
+
     # -- reads ------------------------------------------------------------------------
     def chunks(self, ids: Sequence[int]) -> dict[int, Chunk]:
         found: dict[int, Chunk] = {}
@@ -439,6 +458,8 @@ class MilvusBackend(DirectorySettings):
                 "vectors": self.chunk_count(name),
                 "vectors_current": True,
                 "vector_search": {"type": "exact"},
+                "embedded_chunks": self.chunk_count(name),
+                "embedded_share": 1.0,
             }
             for name in self.groups()
         }

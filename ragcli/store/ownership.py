@@ -73,6 +73,8 @@ _INDEX_FILES = {
     "migrate.lock",
     "write.lock",
     "vectors",
+    "embed.log",
+    "embed.pid",
     MARKER_NAME,
 }
 _VECTOR_SUFFIXES = (".faiss", ".json", ".tmp")

@@ -11,6 +11,10 @@ from ragcli.store.backend import Backend
 from ragcli.store.backends import open_backend
 
 
+EMBED_LOG = "embed.log"  # `rag embed --background`'s output, in the index folder
+EMBED_PID = "embed.pid"  # its process id, removed when it finishes
+
+
 def index_status(index: Path) -> dict[str, Any]:
     """Counts, groups, model, sizes, the store and the last ingest of an index.
 
@@ -40,10 +44,18 @@ def _status(backend: Backend, index: Path) -> dict[str, Any]:
             "chunks": backend.chunk_count(name),
             **described["groups"].get(name, {}),
         }
+    embedded = sum(g.get("embedded_chunks", g["chunks"]) for g in groups.values())
+    chunks = sum(g["chunks"] for g in groups.values())
     return {
         "index": str(index),
         **backend.counts(),
         "groups": groups,
+        "embedding": {
+            "embedded_chunks": embedded,
+            "chunks": chunks,
+            "share": round(embedded / chunks, 4) if chunks else 1.0,
+            "background": embedding_job(index),
+        },
         "model": backend.get_meta("embedding_model"),
         "dimension": int(backend.get_meta("embedding_dimension") or 0) or None,
         "fingerprint": backend.get_meta("embedding_fingerprint"),
@@ -54,6 +66,34 @@ def _status(backend: Backend, index: Path) -> dict[str, Any]:
         "root_options": json.loads(backend.get_meta("root_options", "{}") or "{}"),
         "last_ingest": json.loads(backend.get_meta("last_ingest", "null") or "null"),
     }
+
+
+def embedding_job(index: Path) -> dict[str, Any] | None:
+    """The `rag embed --background` job of the index: pid, whether it still runs, its log;
+    None when none was started (or the last one finished)."""
+    import os
+
+    try:
+        pid = int((index / EMBED_PID).read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return None
+    try:
+        os.kill(pid, 0)
+        running = not _zombie(pid)
+    except ProcessLookupError:
+        running = False
+    except PermissionError:  # alive, another user's
+        running = True
+    return {"pid": pid, "running": running, "log": str(index / EMBED_LOG)}
+
+
+def _zombie(pid: int) -> bool:
+    """A finished child its parent has not reaped yet (Linux /proc; False elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            return handle.read().rsplit(")", 1)[-1].split()[0] == "Z"
+    except OSError:
+        return False
 
 
 def list_documents(index: Path) -> list[dict[str, Any]]:
