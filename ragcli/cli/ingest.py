@@ -104,8 +104,12 @@ def ingest(
 ) -> None:
     """Read folders of documents into the index; re-running only touches what changed.
 
-    Reads txt, md, pdf, docx and html; skips hidden and binary files. Unreadable files are
-    reported one per line and the rest is ingested. Only one process writes an index at a
+    Reads text (txt md rst html), pdf, docx, odt, rtf, epub, slides (pptx), spreadsheets
+    (xlsx xlsm ods csv tsv), mail (eml mbox), source code (py js ts go rs java c h sh toml
+    yaml json org tex) and, with the ocr extra, scans (png jpg tiff, PDF pages without text).
+    Skips hidden, binary and unsupported files (-v names them), .gitignore/.ragignore'd
+    paths, node_modules, virtualenvs and build outputs. Unreadable files are reported one
+    per line and the rest is ingested. Only one process writes an index at a
     time: a second one waits (saying so) up to --lock-timeout seconds.
 
     Example: rag ingest ~/notes ~/papers --include '*.pdf' --group fine
@@ -165,7 +169,8 @@ def ingest(
     else:
         err.print(
             f"{report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
-            f"{report.removed} removed, {len(report.failed)} failed; {report.chunks} chunks written, "
+            f"{report.removed} removed, {report.skipped} skipped, {len(report.failed)} failed; "
+            f"{report.chunks} chunks written, "
             f"{report.embedded} embedded, {report.vectors} vectors in group '{report.group}'; "
             f"{time.perf_counter() - started:.1f} s",
             highlight=False,
@@ -213,6 +218,9 @@ def _print_status(info: dict) -> None:
     out = stdout_console()
     out.print(f"index      {printable(info['index'])}", highlight=False, markup=False)
     out.print(f"documents  {info['documents']}    chunks {info['chunks']}    vectors {info['embeddings']}")
+    if info.get("types"):
+        kinds = ", ".join(f"{kind} {count}" for kind, count in info["types"].items())
+        out.print(f"types      {printable(kinds)}", highlight=False, markup=False)
     out.print(
         f"model      {printable(info['model'])} (dimension {info['dimension']})",
         highlight=False,

@@ -468,7 +468,9 @@ def _unchanged(store: Backend, existing: dict | None, content_hash: str, group: 
 
 def _queue(batcher: _Batcher, document, content_hash, settings, embedder, report, exists: bool) -> str:
     """Hand the document's chunks to the batcher in pieces no bigger than a batch."""
-    starts = page_starts(document.text) if "\f" in document.text else []
+    # A paged format (its reader counts `pages`) keeps page 1 even when it has one page.
+    paged = "\f" in document.text or bool(document.metadata.get("pages"))
+    starts = page_starts(document.text) if paged else []
     record = document_record(document, content_hash)
     first = True
     sections = split_document(document, settings, embedder)

@@ -69,7 +69,8 @@ def check_members(path: Path, archive: zipfile.ZipFile, limits: ContainerLimits)
     if len(members) > limits.max_members:
         raise reader_error(
             path,
-            f"zip container has {len(members)} members, over the limit of {limits.max_members} (zip_max_members)",
+            f"zip container has {len(members)} members, over the limit of "
+            f"{limits.max_members} (zip_max_members)",
         )
     total = sum(member.file_size for member in members)
     if total > limits.max_bytes:
