@@ -79,7 +79,7 @@ class DocxReader:
         from docx.opc.exceptions import PackageNotFoundError
 
         # Limits and entity declarations first: python-docx would inflate every part in memory.
-        check_container(path, "Word .docx", "re-save it from Word as .docx")
+        check_container(path, "DOCX", "re-save it from Word as .docx")
         try:
             document = docx.Document(io.BytesIO(read_bytes(path)))  # regular files only
             blocks, title = _blocks(document), _title(document)

@@ -117,4 +117,6 @@ def _fill_scanned_pages(path: Path, pages: list[str]) -> list[int]:
         return []
     for number, text in ocr_pdf(path, blank, len(pages)).items():
         pages[number - 1] = text.replace(PAGE_SEPARATOR, "\n")
+    if not any(text.strip() for text in pages):
+        raise reader_error(path, "no text layer (scanned PDF?), and OCR found no text on its pages")
     return blank

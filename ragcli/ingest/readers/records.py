@@ -18,6 +18,7 @@ from typing import Any, Iterable, Iterator
 
 PAGE_SEPARATOR = "\f"
 FIELD_SEPARATOR = "; "
+_BLOCK_LINES = 10_000
 
 
 def cell_text(value: Any) -> str:
@@ -72,8 +73,19 @@ def sheet_lines(name: str, rows: Iterable[tuple[int, Iterable[Any]]]) -> Iterato
 
 
 def sheet_page(name: str, rows: Iterable[tuple[int, Iterable[Any]]]) -> str:
-    """One sheet as a page: heading line first, then the records."""
-    lines = list(sheet_lines(name, rows))
-    heading = lines.pop()
-    lines.insert(0, heading)
-    return "\n".join(lines)
+    """One sheet as a page: heading line first, then the records.
+
+    Lines are joined in blocks as they come, so a million rows cost the page's text twice at
+    most (the blocks and the page), not a million small string objects on top.
+    """
+    blocks: list[str] = []
+    lines: list[str] = []
+    for line in sheet_lines(name, rows):
+        lines.append(line)
+        if len(lines) > _BLOCK_LINES:
+            blocks.append("\n".join(lines[:-1]))
+            del lines[:-1]
+    heading = lines.pop()  # sheet_lines yields the heading last
+    if lines:
+        blocks.append("\n".join(lines))
+    return "\n".join([heading, *blocks])

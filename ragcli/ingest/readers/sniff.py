@@ -1,7 +1,9 @@
 """Content sniffing: the format of a file whose suffix names no reader, from its first bytes.
 
-Only signatures that cannot be mistaken are used (magic numbers, the zip member that names
-an Office or OpenDocument format), so a text file without a suffix stays unread as before.
+Only document signatures that cannot be mistaken are used (PDF and RTF magic, an mbox's
+"From " line, the zip member that names an Office, OpenDocument or EPUB format), so a text
+file without a suffix stays unread as before. Images are not sniffed: a binary file with an
+image header and another suffix (a thumbnail cache, an icon) is not a scan to OCR.
 """
 
 from __future__ import annotations
@@ -14,10 +16,6 @@ from ragcli.ingest.readers.base import open_regular
 _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"%PDF-", ".pdf"),
     (b"{\\rtf", ".rtf"),
-    (b"\x89PNG\r\n\x1a\n", ".png"),
-    (b"\xff\xd8\xff", ".jpg"),
-    (b"II*\x00", ".tif"),
-    (b"MM\x00*", ".tif"),
 )
 _OPENDOCUMENT = {
     b"application/epub+zip": ".epub",
