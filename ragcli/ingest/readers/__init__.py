@@ -21,7 +21,7 @@ from ragcli.ingest.readers.delimited import DelimitedReader
 from ragcli.ingest.readers.docx import DocxReader
 from ragcli.ingest.readers.epub import EpubReader
 from ragcli.ingest.readers.html import HtmlReader
-from ragcli.ingest.readers.mail import MailReader, MboxReader
+from ragcli.ingest.readers.mail import Attachments, MailReader, MboxReader
 from ragcli.ingest.readers.markdown import MarkdownReader
 from ragcli.ingest.readers.ocr import ImageReader
 from ragcli.ingest.readers.opendocument import OdsReader, OdtReader
@@ -45,6 +45,16 @@ __all__ = [
     "reader_versions",
 ]
 
+
+def _attachment_supported(name: str) -> bool:
+    """A mail attachment is read when its suffix has a reader other than mail's own."""
+    reader = READERS.get(Path(name).suffix.lower())
+    return reader is not None and reader.file_type not in ("eml", "mbox")
+
+
+# Mail attachments are read by the same registry (late-bound: READERS is built below).
+_ATTACHMENTS = Attachments(supports=_attachment_supported, read=lambda path: read_document(path))
+
 _BUILTIN_READERS: tuple[Reader, ...] = (
     TextReader(),
     MarkdownReader(),
@@ -60,8 +70,8 @@ _BUILTIN_READERS: tuple[Reader, ...] = (
     RtfReader(),
     EpubReader(),
     SourceReader(),
-    MailReader(),
-    MboxReader(),
+    MailReader(_ATTACHMENTS),
+    MboxReader(_ATTACHMENTS),
     ImageReader(),
 )
 

@@ -22,7 +22,8 @@ from datetime import timezone
 from email.message import EmailMessage
 from email.utils import getaddresses, parsedate_to_datetime
 from pathlib import Path, PurePath
-from typing import Any, Iterator
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
 
 from ragcli.errors import ReaderError
 from ragcli.ingest.readers.base import build_document, open_regular, read_bytes, reader_error
@@ -82,13 +83,22 @@ def message_document(path: Path, part_path: str, message: EmailMessage, file_typ
     return Document(part_path, document.text, document.file_type, document.metadata)
 
 
-def attachment_documents(path: Path, part_path: str, message: EmailMessage) -> Iterator[Document]:
-    """Documents for the message's attachments of a supported type (read from a temporary file)."""
-    from ragcli.ingest.readers import read_document, reader_for
+@dataclass(frozen=True)
+class Attachments:
+    """How attachments are read: which names have a reader, and the reader of every format
+    (given by the registry, which imports this module: no import cycle)."""
 
+    supports: Callable[[str], bool] = lambda name: False
+    read: Callable[[Path], Document] | None = None
+
+
+def attachment_documents(
+    part_path: str, message: EmailMessage, attachments: Attachments
+) -> Iterator[Document]:
+    """Documents for the message's attachments of a supported type (read from a temporary file)."""
     for number, part in enumerate(message.iter_attachments(), 1):
         name = PurePath(part.get_filename() or f"attachment-{number}").name
-        if reader_for(name) is None or isinstance(reader_for(name), (MailReader, MboxReader)):
+        if attachments.read is None or not attachments.supports(name):
             continue
         payload = part.get_payload(decode=True) or b""
         if len(payload) > MAX_ATTACHMENT_BYTES:
@@ -97,7 +107,7 @@ def attachment_documents(path: Path, part_path: str, message: EmailMessage) -> I
             temporary = Path(folder) / name
             temporary.write_bytes(payload)
             try:
-                document = read_document(temporary)
+                document = attachments.read(temporary)
             except ReaderError:
                 continue
         metadata = {**document.metadata, "message": part_path, "file_name": name}
@@ -115,6 +125,9 @@ class MailReader:
     file_type = "eml"
     version = "1"
 
+    def __init__(self, attachments: Attachments = Attachments()):
+        self.attachments = attachments
+
     def read(self, path: Path) -> Document:
         """The message alone. Raises: ReaderError: unreadable, or not a mail message."""
         return next(self.read_all(path))
@@ -125,7 +138,7 @@ class MailReader:
         if not message.keys():
             raise reader_error(path, "not a mail message (no headers); save it as .eml")
         yield message_document(path, str(path), message, self.file_type)
-        yield from attachment_documents(path, f"{path}{PART_SEPARATOR}1", message)
+        yield from attachment_documents(f"{path}{PART_SEPARATOR}1", message, self.attachments)
 
 
 class MboxReader:
@@ -134,6 +147,9 @@ class MboxReader:
     suffixes: tuple[str, ...] = (".mbox",)
     file_type = "mbox"
     version = "1"
+
+    def __init__(self, attachments: Attachments = Attachments()):
+        self.attachments = attachments
 
     def read(self, path: Path) -> Document:
         """The first message. Raises: ReaderError: unreadable, empty or not an mbox."""
@@ -150,7 +166,7 @@ class MboxReader:
                 message = _parse(box.get_bytes(key))
                 part_path = str(path) if count == 1 else f"{path}{PART_SEPARATOR}{count}"
                 yield message_document(path, part_path, message, self.file_type)
-                yield from attachment_documents(path, f"{path}{PART_SEPARATOR}{count}", message)
+                yield from attachment_documents(f"{path}{PART_SEPARATOR}{count}", message, self.attachments)
         except (OSError, ValueError, mailbox.Error) as exc:
             raise reader_error(path, f"malformed mbox ({exc}); messages before it were read") from exc
         finally:
