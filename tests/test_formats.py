@@ -19,6 +19,8 @@ from format_files import (
 )
 from runner import rag
 
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
 
 @pytest.fixture
 def docs(tmp_path) -> Path:
@@ -216,6 +218,36 @@ def test_scanned_image_is_read_by_ocr_and_cached(docs):
     assert hits and hits[0]["path"] == str(docs / "scan.png") and hits[0]["page"] == 1
     assert "4417" in hits[0]["text"]
     assert list(Path(rag_cache()).glob("ocr/*/1.eng.txt"))
+
+
+@tesseract
+def test_scanned_pdf_page_is_read_by_ocr_and_resumes_at_the_page(docs):
+    """A PDF with a text page and a scanned page: the scan is OCR'd, page kept, marked in metadata;
+    a page whose OCR text is cached (an interrupted run) is taken from the cache, not redone."""
+    pytest.importorskip("pypdfium2", reason="the ocr extra (pypdfium2) is not installed")
+    from PIL import Image
+    from pypdf import PdfReader, PdfWriter
+
+    make_scan_png(docs / "scan.png", "CORMORANT LEDGER 2291")
+    Image.open(docs / "scan.png").save(docs / "scan.bin", format="PDF")  # an image page, no text layer
+    writer = PdfWriter()
+    writer.append(PdfReader(FIXTURES / "sample" / "lighthouses.pdf"))  # four pages with text
+    writer.append(PdfReader(docs / "scan.bin"))
+    writer.write(docs / "mixed.pdf")
+    for part in ("scan.bin", "scan.png"):
+        (docs / part).unlink()
+
+    assert _ingest(docs).returncode == 0
+    hits = _hits("cormorant ledger")
+    assert hits and hits[0]["path"] == str(docs / "mixed.pdf") and "2291" in hits[0]["text"]
+    listed = json.loads(rag("ls", "--json").stdout)["documents"]
+    cached = list(Path(rag_cache()).glob("ocr/*/5.eng.txt"))
+    assert len(cached) == 1 and not list(Path(rag_cache()).glob("ocr/*/1.eng.txt"))  # pages 1-4 have text
+    assert [d["path"] for d in listed] == [str(docs / "mixed.pdf")]
+
+    cached[0].write_text("PELICAN MANIFEST from the cache")  # as left by an interrupted run
+    assert rag("ingest", str(docs), "--rebuild").returncode == 0
+    assert _hits("pelican manifest")[0]["path"] == str(docs / "mixed.pdf")
 
 
 def rag_cache() -> str:
