@@ -110,6 +110,37 @@ def test_reingest_keeps_every_message_and_attachment(every_format):
     assert _hits("sundial") and _hits("pelican")
 
 
+def test_a_changed_mailbox_drops_gone_messages_and_rm_removes_them_all(docs):
+    import mailbox
+
+    (docs / "keep.txt").write_text("A note that stays.\n")
+    box_path = docs / "box.mbox"
+    box = mailbox.mbox(str(box_path))
+    for n, word in enumerate(["albatross", "flamingo", "toucan"]):
+        box.add(mail(f"m{n}@example.com", word, "Mon, 15 Apr 2024 10:00:00 +0000", f"About a {word}."))
+    box.flush()
+    assert _ingest(docs).returncode == 0 and _hits("toucan")
+    box.remove(2)
+    box.flush()
+    box.close()
+    report = json.loads(_ingest(docs).stdout)
+    assert report["removed"] == 1 and not _hits("toucan") and _hits("flamingo")
+    assert rag("rm", str(box_path), "--yes").returncode == 0
+    assert not _hits("flamingo") and not _hits("albatross")
+
+
+def test_html_only_mail_is_cleaned_like_html(docs):
+    message = mail("erin@example.com", "Newsletter", "Mon, 15 Apr 2024 10:00:00 +0000", "")
+    message.set_content(
+        "<html><body><script>tracker()</script><p>The <b>kingfisher</b> returns.</p></body></html>",
+        subtype="html",
+    )
+    (docs / "news.eml").write_bytes(bytes(message))
+    assert _ingest(docs).returncode == 0
+    text = _hits("kingfisher")[0]["text"]
+    assert "The kingfisher returns." in text and "tracker" not in text and "<p>" not in text
+
+
 def test_ignore_files_and_generated_folders_are_skipped(docs):
     (docs / "src").mkdir()
     (docs / "src" / "main.py").write_text("print('heron')\n")

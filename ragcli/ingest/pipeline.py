@@ -429,14 +429,17 @@ def _ingest_parts(store, batcher, path: Path, reader, settings, group, embedder,
         if _unchanged(store, existing, content_hash, group):
             report.unchanged += 1
             return "unchanged"
+        stale = {p: i for p, i in store.documents_under([Path(shown)]).items() if p != shown}
         for document in reader.read_all(path):
             if first is None:
                 first = replace(document, path=str(path))
                 continue
+            stale.pop(display_path(document.path), None)
             part_hash = span_hash(content_hash + document.path)
             part = store.document_by_path(display_path(document.path))
             if not _unchanged(store, part, part_hash, group):
                 _queue(batcher, document, part_hash, settings, embedder, report, part is not None)
+        _remove(store, list(stale.values()), report)  # messages gone from a changed mailbox
     except ReaderError as error:
         report.failed.append(Failure(shown, display_path(str(error))))
         if first is None:
