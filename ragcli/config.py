@@ -145,6 +145,10 @@ KEYS: dict[str, Key] = {
         Key("max_tokens", _positive_int, "longest answer in tokens"),
         Key("threads", _positive_int, "threads for generation"),
         Key("color", _choice(*COLORS), "colour on the terminal"),
+        Key("ocr_languages", _text, "Tesseract languages for scanned pages, e.g. eng+fra"),
+        Key("zip_max_bytes", _positive_int, "largest uncompressed size of an office/e-book zip file"),
+        Key("zip_max_members", _positive_int, "most members in an office/e-book zip file"),
+        Key("zip_max_ratio", _positive_int, "highest compression ratio of a zip member (zip-bomb guard)"),
     )
 }
 
@@ -165,6 +169,10 @@ def _defaults() -> dict[str, Any]:
         "max_tokens": 256,
         "threads": None,
         "color": "auto",
+        "ocr_languages": "eng",
+        "zip_max_bytes": 200_000_000,
+        "zip_max_members": 10_000,
+        "zip_max_ratio": 100,
     }
 
 

@@ -127,10 +127,14 @@ def ingest(
 ) -> None:
     """Read folders of documents into the index; re-running only touches what changed.
 
-    Reads txt, md, pdf, docx and html; skips hidden and binary files. Unreadable files are
-    reported one per line and the rest is ingested. Each folder's options (patterns, group)
-    are remembered: `rag ingest` with no paths reads every folder again with its own, and
-    says on stderr what it walks; flags given replace them, and say what changed. Only one
+    Reads text (txt md rst html), pdf, docx, odt, rtf, epub, slides (pptx), spreadsheets
+    (xlsx xlsm ods csv tsv), mail (eml mbox), source code (py js ts go rs java c h sh toml
+    yaml json org tex) and, with the ocr extra, scans (png jpg tiff, PDF pages without text).
+    Skips hidden, binary and unsupported files (-v names them), .gitignore/.ragignore'd
+    paths, node_modules, virtualenvs and build outputs. Unreadable files are reported one
+    per line and the rest is ingested. Each folder's options (patterns, group) are
+    remembered: `rag ingest` with no paths reads every folder again with its own, and says
+    on stderr what it walks; flags given replace them, and say what changed. Only one
     process writes an index at a time: a second one waits (saying so) up to --lock-timeout
     seconds.
 
@@ -281,6 +285,9 @@ def _print_status(info: dict) -> None:
     out = stdout_console()
     out.print(f"index      {printable(info['index'])}", highlight=False, markup=False)
     out.print(f"documents  {info['documents']}    chunks {info['chunks']}    vectors {info['embeddings']}")
+    if info.get("types"):
+        kinds = ", ".join(f"{kind} {count}" for kind, count in info["types"].items())
+        out.print(f"types      {printable(kinds)}", highlight=False, markup=False)
     out.print(
         f"model      {printable(info['model'])} (dimension {info['dimension']})",
         highlight=False,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
@@ -28,10 +29,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 from ragcli.choices import DEFAULT_GROUP
 from ragcli.errors import IndexMismatch, RagError, ReaderError
 from ragcli.locking import DEFAULT_TIMEOUT, index_writer
-from ragcli.ingest.readers import is_probably_binary, read_document, reader_for
+from ragcli.ingest.readers import TEXT_FILE_TYPES, is_probably_binary, read_document, reader_for
 from ragcli.ingest.readers.base import open_regular
 from ragcli.ingest.batching import COMMIT_SECONDS, FIRST_BATCH, _Batcher, _Piece, span_hash  # noqa: F401
 from ragcli.ingest.embedding_pass import EmbedReport, embed_pending, pending_count, tell
+from ragcli.ingest.readers.ocr import OcrUnavailable
 from ragcli.ingest.splitting import PRESETS, page_starts, section_bounds, split, validate_settings
 from ragcli.store import Store
 from ragcli.store.backend import Backend
@@ -60,7 +62,7 @@ from ragcli.store.removal import apply_exclusions, copy_exclusions
 if TYPE_CHECKING:
     from ragcli.embedding.base import Embedder
 
-TEXT_FILE_TYPES = frozenset({"txt", "md", "html"})
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -399,8 +401,13 @@ def _ingest_file(store, batcher, path: Path, settings, group, embedder, report: 
     # PDF and DOCX are binary containers; only text formats are sniffed for NUL bytes.
     if reader is None or (reader.file_type in TEXT_FILE_TYPES and is_probably_binary(path)):
         report.skipped += 1
+        log.info(
+            "skipped %s: %s", display_path(str(path)), "unsupported type" if reader is None else "binary"
+        )
         return "skipped"
     shown = display_path(str(path))
+    if hasattr(reader, "read_all"):
+        return _ingest_parts(store, batcher, path, reader, settings, group, embedder, report)
     try:
         content_hash = file_hash(path)
         existing = store.document_by_path(shown)
@@ -410,6 +417,10 @@ def _ingest_file(store, batcher, path: Path, settings, group, embedder, report: 
         # Keyed by the walked path, not the reader's resolved one: a symlink to a file outside
         # the folder is then one document of this folder, pruned when the link goes.
         document = replace(read_document(path), path=str(path))
+    except OcrUnavailable as error:
+        report.skipped += 1
+        log.warning("skipped %s", display_path(str(error)))
+        return "skipped"
     except ReaderError as error:
         report.failed.append(Failure(shown, display_path(str(error))))
         return "failed"
@@ -430,6 +441,39 @@ def unexpected_reader_error(shown: str, error: BaseException) -> str:
     detail = " ".join(str(error).split())[:200]
     reason = reason or f"its reader failed ({type(error).__name__}{': ' + detail if detail else ''})"
     return f"{shown}: cannot read it: {reason}"
+
+
+def _ingest_parts(store, batcher, path: Path, reader, settings, group, embedder, report: IngestReport) -> str:
+    """A file of several documents (a mailbox, a message with attachments).
+
+    The first document is stored under the file's path with the file's hash and queued last,
+    so an interrupted run is not taken for a finished one; the others (``FILE#N...``) carry
+    a hash of the file's hash and their path, and are skipped when unchanged.
+    """
+    shown = display_path(str(path))
+    first = None
+    try:
+        content_hash = file_hash(path)
+        existing = store.document_by_path(shown)
+        if _unchanged(store, existing, content_hash, group):
+            report.unchanged += 1
+            return "unchanged"
+        stale = {p: i for p, i in store.documents_under([Path(shown)]).items() if p != shown}
+        for document in reader.read_all(path):
+            if first is None:
+                first = replace(document, path=str(path))
+                continue
+            stale.pop(display_path(document.path), None)
+            part_hash = span_hash(content_hash + document.path)
+            part = store.document_by_path(display_path(document.path))
+            if not _unchanged(store, part, part_hash, group):
+                _queue(batcher, document, part_hash, settings, embedder, report, part is not None)
+        _remove(store, list(stale.values()), report)  # messages gone from a changed mailbox
+    except ReaderError as error:
+        report.failed.append(Failure(shown, display_path(str(error))))
+        if first is None:
+            return "failed"
+    return _queue(batcher, first, content_hash, settings, embedder, report, existing is not None)
 
 
 def file_hash(path: Path) -> str:
@@ -456,7 +500,9 @@ def _unchanged(store: Backend, existing: dict | None, content_hash: str, group: 
 
 def _queue(batcher: _Batcher, document, content_hash, settings, embedder, report, exists: bool) -> str:
     """Hand the document's chunks to the batcher in pieces no bigger than a batch."""
-    starts = page_starts(document.text) if "\f" in document.text else []
+    # A paged format (its reader counts `pages`) keeps page 1 even when it has one page.
+    paged = "\f" in document.text or bool(document.metadata.get("pages"))
+    starts = page_starts(document.text) if paged else []
     record = document_record(document, content_hash)
     first = True
     sections = split_document(document, settings, embedder)
@@ -536,10 +582,19 @@ def _prune(store: Backend, roots: Sequence[Path], seen: set[str], report: Ingest
     whose file is still there (a narrower --include, a new --exclude) is kept and reported:
     a mistyped glob must never empty an index; `rag rm` removes on purpose."""
     folders = [root for root in roots if root.is_dir()]
-    unseen = {path: doc_id for path, doc_id in store.documents_under(folders).items() if path not in seen}
+    unseen = {
+        path: doc_id
+        for path, doc_id in store.documents_under(folders).items()
+        if path not in seen and not _part_of(path, seen)
+    }
     report.left_out = sorted(path for path in unseen if disk_path(path).exists())
     kept = set(report.left_out)
     _remove(store, [doc_id for path, doc_id in unseen.items() if path not in kept], report)
+
+
+def _part_of(path: str, seen: set[str]) -> bool:
+    """A document read from a file of several (``FILE#N``) whose file is still there."""
+    return any(path[:i] in seen for i, char in enumerate(path) if char == "#")
 
 
 def _remove(store: Backend, doc_ids: list[int], report: IngestReport) -> None:

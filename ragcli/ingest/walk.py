@@ -135,17 +135,24 @@ def walk_files(root: Path, file_filter: FileFilter) -> Iterator[Path]:
     if root.is_file():
         yield root
         return
+    ignores = IgnoreRules(root)
     for folder, dirs, files in os.walk(root):
+        ignores.enter(Path(folder))
         # An index folder inside the root holds ragcli's own files, never documents to read.
         dirs[:] = sorted(
-            d for d in dirs if not d.startswith(".") and not (Path(folder) / d / MARKER_NAME).is_file()
+            d
+            for d in dirs
+            if not d.startswith(".")
+            and not (Path(folder) / d / MARKER_NAME).is_file()
+            and not ignores.skips(Path(folder) / d, True)
         )
         for name in sorted(files):
             if name.startswith("."):
                 continue
             path = Path(folder) / name
             if (
-                file_filter.accepts(path.relative_to(root).as_posix())
+                not ignores.skips(path, False)
+                and file_filter.accepts(path.relative_to(root).as_posix())
                 and path.is_file()
                 and not _link_into(path, root)
             ):
@@ -157,3 +164,63 @@ def _link_into(path: Path, root: Path) -> bool:
     if not path.is_symlink():
         return False
     return path.resolve().is_relative_to(root)
+
+
+# Folders that hold tools' output, never a person's documents.
+_GENERATED_FOLDERS = frozenset({"node_modules", "__pycache__", "bower_components"})
+# Build output folders, skipped only beside a file that marks a software project.
+_BUILD_FOLDERS = frozenset({"build", "dist", "target", "out"})
+_PROJECT_MARKERS = (
+    "pyproject.toml",
+    "setup.py",
+    "package.json",
+    "Cargo.toml",
+    "pom.xml",
+    "go.mod",
+    "CMakeLists.txt",
+)
+IGNORE_FILES = (".gitignore", ".ragignore")
+
+
+class IgnoreRules:
+    """What a code-aware walk leaves out: `.gitignore` and `.ragignore` patterns (git's own
+    rules, through pathspec), dependency and cache folders, virtualenvs and build outputs.
+
+    Each folder's ignore files apply to what lies under it, as in git.
+    """
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.specs: list[tuple[Path, object]] = []
+
+    def enter(self, folder: Path) -> None:
+        """Load the ignore files of a folder the walk has entered."""
+        import pathspec
+
+        self.specs = [(base, spec) for base, spec in self.specs if folder.is_relative_to(base)]
+        lines: list[str] = []
+        for name in IGNORE_FILES:
+            try:
+                lines += (folder / name).read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                continue
+        if lines:
+            self.specs.append((folder, pathspec.GitIgnoreSpec.from_lines(lines)))
+
+    def skips(self, path: Path, is_folder: bool) -> bool:
+        """Whether the walk leaves out this file or folder."""
+        if is_folder and _generated_folder(path):
+            return True
+        for base, spec in self.specs:
+            relative = path.relative_to(base).as_posix() + ("/" if is_folder else "")
+            if spec.match_file(relative):
+                return True
+        return False
+
+
+def _generated_folder(path: Path) -> bool:
+    if path.name in _GENERATED_FOLDERS or (path / "pyvenv.cfg").is_file():
+        return True
+    return path.name in _BUILD_FOLDERS and any(
+        (path.parent / marker).is_file() for marker in _PROJECT_MARKERS
+    )

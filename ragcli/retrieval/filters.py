@@ -8,7 +8,7 @@ A value may be
   other and with the OR of its plain values, so `modified=>=2024-01-01 modified=<2025-01-01`
   is a range.
 
-Dates (`modified`, `created`) are ISO-8601 strings; a value is compared with the stored
+Dates (`modified`, `created`, a mail's `date`) are ISO-8601 strings; a value is compared with the stored
 string cut to the value's length, so `modified=2024-05-01` means "that day" and
 `modified=<=2024-12-31` includes the whole of that day.
 Any other key is looked up in the documents' free-form metadata JSON (a list value matches

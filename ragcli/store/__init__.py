@@ -425,13 +425,16 @@ class Store:
             self.db.execute(f"DELETE FROM chunks WHERE {where}", params)
 
     def documents_under(self, roots: Sequence[Path]) -> dict[str, int]:
-        """Indexed document paths (-> id) lying under any of the given roots."""
+        """Indexed document paths (-> id) lying under any of the given roots; a file's parts
+        (``inbox.mbox#2``, a message of a mailbox) lie under the file."""
         found: dict[str, int] = {}
         for root in roots:
             prefix = str(root).rstrip("/") + "/"
+            part = str(root).rstrip("/") + "#"
             rows = self.db.execute(
-                "SELECT path, id FROM documents WHERE path = ? OR substr(path, 1, ?) = ?",
-                [str(root), len(prefix), prefix],
+                "SELECT path, id FROM documents "
+                "WHERE path = ? OR substr(path, 1, ?) = ? OR substr(path, 1, ?) = ?",
+                [str(root), len(prefix), prefix, len(part), part],
             )
             found.update(dict(rows.fetchall()))
         return found

@@ -14,7 +14,8 @@ if TYPE_CHECKING:
     from sqlite_utils import Database
 
 COLUMNS = ("file_name", "file_type", "path", "title", "modified", "created")
-DATE_KEYS = frozenset({"modified", "created"})
+# `date` is a mail message's sent date (metadata), compared by prefix like the file dates.
+DATE_KEYS = frozenset({"modified", "created", "date"})
 _OPERATORS = (">=", "<=", "!=", ">", "<")  # two-character ones first
 
 Filters = Mapping[str, tuple[str, ...]]
@@ -54,7 +55,7 @@ def _condition_sql(key: str, condition: Condition, params: list[Any]) -> str:
     if key in COLUMNS:
         stored = f"substr(d.{key}, 1, {len(wanted)})" if key in DATE_KEYS else f"d.{key}"
     else:
-        stored = _JSON_TEXT
+        stored = f"substr({_JSON_TEXT}, 1, {len(wanted)})" if key in DATE_KEYS else _JSON_TEXT
         params.append("$." + json.dumps(key))
     positive = "=" if condition.op == "!=" else condition.op
     test = f"{stored} {'GLOB' if key == 'path' and positive == '=' else positive} ?"

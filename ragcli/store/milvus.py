@@ -315,7 +315,7 @@ class MilvusBackend(DirectorySettings):
         return {
             path: doc_id
             for path, doc_id in known.items()
-            if any(path == p or path.startswith(p + "/") for p in prefixes)
+            if any(path == p or path.startswith((p + "/", p + "#")) for p in prefixes)
         }
 
     def document_ids(self) -> dict[str, int]:

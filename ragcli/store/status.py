@@ -61,6 +61,7 @@ def _status(backend: Backend, index: Path) -> dict[str, Any]:
         "fingerprint": backend.get_meta("embedding_fingerprint"),
         "sizes": described["sizes"],
         "store": {"backend": backend.kind, "uri": backend.uri},
+        "types": _documents_by_type(backend),
         "roots": json.loads(backend.get_meta("roots", "[]") or "[]"),
         # each root's group and include/exclude patterns (written by ragcli.ingest.remembered)
         "root_options": json.loads(backend.get_meta("root_options", "{}") or "{}"),
@@ -131,3 +132,11 @@ def _read_only_column(index: Path, sql: str) -> list[str]:
 
     with sqlite3.connect(f"file:{index / DATABASE_NAME}?mode=ro", uri=True) as conn:
         return [row[0] for row in conn.execute(sql)]
+
+
+def _documents_by_type(backend: Backend) -> dict[str, int]:
+    """How many documents of each file type (pdf, pptx, eml ...) the index holds."""
+    from collections import Counter
+
+    counts = Counter(document["file_type"] for document in backend.list_documents())
+    return dict(sorted(counts.items()))

@@ -17,15 +17,26 @@ from typing import Mapping
 
 from ragcli.errors import ReaderError
 from ragcli.ingest.readers.base import Reader, open_regular, reader_error
+from ragcli.ingest.readers.delimited import DelimitedReader
 from ragcli.ingest.readers.docx import DocxReader
+from ragcli.ingest.readers.epub import EpubReader
 from ragcli.ingest.readers.html import HtmlReader
+from ragcli.ingest.readers.mail import Attachments, MailReader, MboxReader
 from ragcli.ingest.readers.markdown import MarkdownReader
+from ragcli.ingest.readers.ocr import ImageReader
+from ragcli.ingest.readers.opendocument import OdsReader, OdtReader
 from ragcli.ingest.readers.pdf import PdfReader
+from ragcli.ingest.readers.rtf import RtfReader
+from ragcli.ingest.readers.slides import LegacySlidesReader, SlidesReader
+from ragcli.ingest.readers.sniff import sniffed_suffix
+from ragcli.ingest.readers.source import SourceReader
+from ragcli.ingest.readers.spreadsheet import SpreadsheetReader
 from ragcli.ingest.readers.text import TextReader, has_unicode_bom, sniff_utf16
 from ragcli.types import Document
 
 __all__ = [
     "READERS",
+    "TEXT_FILE_TYPES",
     "SUPPORTED_SUFFIXES",
     "Reader",
     "is_probably_binary",
@@ -34,13 +45,38 @@ __all__ = [
     "reader_versions",
 ]
 
+
+def _attachment_supported(name: str) -> bool:
+    """A mail attachment is read when its suffix has a reader other than mail's own."""
+    reader = READERS.get(Path(name).suffix.lower())
+    return reader is not None and reader.file_type not in ("eml", "mbox")
+
+
+# Mail attachments are read by the same registry (late-bound: READERS is built below).
+_ATTACHMENTS = Attachments(supports=_attachment_supported, read=lambda path: read_document(path))
+
 _BUILTIN_READERS: tuple[Reader, ...] = (
     TextReader(),
     MarkdownReader(),
     PdfReader(),
     DocxReader(),
     HtmlReader(),
+    SlidesReader(),
+    LegacySlidesReader(),
+    SpreadsheetReader(),
+    OdsReader(),
+    DelimitedReader(),
+    OdtReader(),
+    RtfReader(),
+    EpubReader(),
+    SourceReader(),
+    MailReader(_ATTACHMENTS),
+    MboxReader(_ATTACHMENTS),
+    ImageReader(),
 )
+
+# Formats read as text (sniffed for NUL bytes like any text file); the others are containers.
+TEXT_FILE_TYPES = frozenset({"txt", "md", "html", "code", "csv", "eml", "mbox"})
 
 # Read-only: the registry is fixed at import, so no module can change another's readers.
 READERS: Mapping[str, Reader] = MappingProxyType(
@@ -52,8 +88,13 @@ _SNIFF_BYTES = 8192
 
 
 def reader_for(path: Path | str) -> Reader | None:
-    """Return the reader for a file's suffix (any case), or None if unsupported."""
-    return READERS.get(Path(path).suffix.lower())
+    """Return the reader for a file's suffix (any case); for a file whose suffix has none,
+    the reader its content names (`sniffed_suffix`: PDF, RTF, mail, zip formats, images);
+    else None."""
+    reader = READERS.get(Path(path).suffix.lower())
+    if reader is None:
+        reader = READERS.get(sniffed_suffix(Path(path)) or "")
+    return reader
 
 
 def reader_versions() -> dict[str, str]:

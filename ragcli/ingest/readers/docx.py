@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ragcli.ingest.readers.base import read_bytes, build_document, reader_error
+from ragcli.ingest.readers.containers import check_container
 from ragcli.types import Document
 
 CELL_SEPARATOR = " | "
@@ -77,6 +78,8 @@ class DocxReader:
         import docx
         from docx.opc.exceptions import PackageNotFoundError
 
+        # Limits and entity declarations first: python-docx would inflate every part in memory.
+        check_container(path, "DOCX", "re-save it from Word as .docx")
         try:
             document = docx.Document(io.BytesIO(read_bytes(path)))  # regular files only
             blocks, title = _blocks(document), _title(document)

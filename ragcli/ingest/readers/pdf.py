@@ -95,10 +95,31 @@ class PdfReader:
             ) from exc
         if not pages:
             raise reader_error(path, "corrupt PDF: it has no pages")
-        if not any(text.strip() for text in pages):
-            raise reader_error(
-                path,
-                "no text layer (scanned PDF?); run OCR first, e.g. `ocrmypdf in.pdf out.pdf`",
-            )
+        ocr = _fill_scanned_pages(path, pages)
         text = PAGE_SEPARATOR.join(pages)
-        return build_document(path, text, self.file_type, title=title, pages=len(pages))
+        return build_document(
+            path, text, self.file_type, title=title, pages=len(pages), ocr_pages=ocr or None
+        )
+
+
+def _fill_scanned_pages(path: Path, pages: list[str]) -> list[int]:
+    """OCR the pages without a text layer in place (when OCR is installed); their numbers.
+
+    Raises:
+        ReaderError: no page has text and OCR is not installed (one line naming the extra),
+            or OCR failed.
+    """
+    from ragcli.ingest.readers.ocr import OCR_HINT, ocr_available, ocr_pdf
+
+    blank = [number for number, text in enumerate(pages, 1) if not text.strip()]
+    if not blank:
+        return []
+    if not ocr_available():
+        if len(blank) == len(pages):
+            raise reader_error(path, f"no text layer (scanned PDF?); {OCR_HINT}")
+        return []
+    for number, text in ocr_pdf(path, blank, len(pages)).items():
+        pages[number - 1] = text.replace(PAGE_SEPARATOR, "\n")
+    if not any(text.strip() for text in pages):
+        raise reader_error(path, "no text layer (scanned PDF?), and OCR found no text on its pages")
+    return blank

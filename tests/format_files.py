@@ -1,0 +1,226 @@
+"""Small files of every format ragcli reads, built with the writing libraries or by hand.
+
+Used by tests/test_formats.py, tests/test_hostile_containers.py and benchmarks/bench_formats.py.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from email.message import EmailMessage
+from pathlib import Path
+
+
+def make_pptx(target: Path) -> None:
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    deck = Presentation()
+    first = deck.slides.add_slide(deck.slide_layouts[1])
+    first.shapes.title.text = "Quarterly harbour review"
+    first.placeholders[1].text = "Tugboat schedules were reorganised"
+    second = deck.slides.add_slide(deck.slide_layouts[5])
+    second.shapes.title.text = "Cargo volumes"
+    table = second.shapes.add_table(2, 2, Inches(1), Inches(2), Inches(6), Inches(1)).table
+    for (row, col), text in {
+        (0, 0): "Port",
+        (0, 1): "Tonnes",
+        (1, 0): "Rotterdam",
+        (1, 1): "marmalade",
+    }.items():
+        table.cell(row, col).text = text
+    second.notes_slide.notes_text_frame.text = "Mention the zeppelin anecdote"
+    deck.save(target)
+
+
+def make_xlsx(target: Path) -> None:
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Revenue"
+    sheet.append(["Region", "Q3 revenue"])
+    sheet.append(["North", "1.2M"])
+    sheet.append(["Southwest", "quokka"])
+    other = book.create_sheet("Staff")
+    other.append(["Name", "Role"])
+    other.append(["Ada", "narwhal keeper"])
+    book.save(target)
+
+
+def make_csv(target: Path, rows: int = 3) -> None:
+    with target.open("w", encoding="utf-8", newline="") as handle:
+        handle.write("city,landmark\n")
+        handle.write("Lisbon,tram\nOslo,fjord\nLima,capybara\n" if rows == 3 else "")
+        for number in range(rows if rows != 3 else 0):
+            handle.write(f"city{number},landmark number {number}\n")
+
+
+MANIFEST = (
+    '<?xml version="1.0"?>'
+    '<manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0"/>'
+)
+
+
+def odf_zip(target: Path, mimetype: str, content: str) -> None:
+    """An OpenDocument file by hand: mimetype first and stored, then the manifest and content."""
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(zipfile.ZipInfo("mimetype"), mimetype, compress_type=zipfile.ZIP_STORED)
+        archive.writestr(
+            "META-INF/manifest.xml",
+            MANIFEST,
+        )
+        archive.writestr("content.xml", content)
+
+
+_ODF_NS = (
+    'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+    'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
+    'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"'
+)
+
+
+def make_ods(target: Path) -> None:
+    def row(*cells: str) -> str:
+        return (
+            "<table:table-row>"
+            + "".join(f"<table:table-cell><text:p>{c}</text:p></table:table-cell>" for c in cells)
+            + "</table:table-row>"
+        )
+
+    content = (
+        f'<?xml version="1.0"?><office:document-content {_ODF_NS}><office:body><office:spreadsheet>'
+        f'<table:table table:name="Birds">{row("Bird", "Habitat")}'
+        '<table:table-row table:number-rows-repeated="1000000"><table:table-cell/></table:table-row>'
+        f"{row('Puffin', 'cliffs')}{row('Kea', 'alpine')}</table:table>"
+        "</office:spreadsheet></office:body></office:document-content>"
+    )
+    odf_zip(target, "application/vnd.oasis.opendocument.spreadsheet", content)
+
+
+def make_odt(target: Path) -> None:
+    content = (
+        f'<?xml version="1.0"?><office:document-content {_ODF_NS}><office:body><office:text>'
+        "<text:h>Garden notes</text:h><text:p>The rhubarb<text:s/>patch flourished.</text:p>"
+        "</office:text></office:body></office:document-content>"
+    )
+    odf_zip(target, "application/vnd.oasis.opendocument.text", content)
+
+
+def make_epub(target: Path) -> None:
+    chapters = [
+        ("Departure", "The caravan left at dawn."),
+        ("Oasis", "They rested beside a pomegranate grove."),
+    ]
+    manifest = "".join(
+        f'<item id="c{i}" href="text/c{i}.xhtml" media-type="application/xhtml+xml"/>' for i in range(2)
+    )
+    spine = "".join(f'<itemref idref="c{i}"/>' for i in range(2))
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(
+            zipfile.ZipInfo("mimetype"), "application/epub+zip", compress_type=zipfile.ZIP_STORED
+        )
+        archive.writestr(
+            "META-INF/container.xml",
+            '<?xml version="1.0"?>'
+            '<container xmlns="urn:oasis:names:tc:opendocument:xmlns:container" version="1.0">'
+            '<rootfiles><rootfile full-path="OEBPS/book.opf" '
+            'media-type="application/oebps-package+xml"/></rootfiles></container>',
+        )
+        archive.writestr(
+            "OEBPS/book.opf",
+            '<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0">'
+            '<metadata xmlns:dc="http://purl.org/dc/elements/1.1/">'
+            "<dc:title>Desert Journeys</dc:title></metadata>"
+            f"<manifest>{manifest}</manifest><spine>{spine}</spine></package>",
+        )
+        for i, (title, text) in enumerate(chapters):
+            archive.writestr(
+                f"OEBPS/text/c{i}.xhtml",
+                f'<html xmlns="http://www.w3.org/1999/xhtml"><head><title>{title}</title></head>'
+                f"<body><h1>{title}</h1><p>{text}</p></body></html>",
+            )
+
+
+def make_rtf(target: Path) -> None:
+    target.write_text(
+        r"{\rtf1\ansi{\fonttbl\f0\fswiss Helvetica;}\f0 The \b lighthouse keeper\b0  fed a cormorant.\par}"
+    )
+
+
+def mail(
+    sender: str, subject: str, date: str, body: str, attachment: tuple[str, bytes] | None = None
+) -> EmailMessage:
+    message = EmailMessage()
+    message["From"] = sender
+    message["To"] = "team@example.com"
+    message["Date"] = date
+    message["Subject"] = subject
+    message.set_content(body)
+    if attachment:
+        name, data = attachment
+        message.add_attachment(data, maintype="application", subtype="octet-stream", filename=name)
+    return message
+
+
+def make_eml(target: Path) -> None:
+    note = mail(
+        "Alice <alice@example.com>",
+        "Budget",
+        "Mon, 15 Apr 2024 10:00:00 +0000",
+        "The budget includes a new espresso machine.",
+        ("minutes.txt", b"Minutes: the committee approved the sundial."),
+    )
+    target.write_bytes(bytes(note))
+
+
+def make_mbox(target: Path) -> None:
+    import mailbox
+
+    box = mailbox.mbox(str(target))
+    box.add(
+        mail("bob@example.com", "Old news", "Tue, 10 Jan 2023 09:00:00 +0000", "We discussed the walrus.")
+    )
+    box.add(
+        mail(
+            "carol@example.com", "Fresh news", "Wed, 05 Jun 2024 09:00:00 +0000", "We discussed the pelican."
+        )
+    )
+    box.flush()
+    box.close()
+
+
+def make_scan_png(target: Path, text: str = "SCANNED INVOICE 1698") -> None:
+    """A page image with large printed text and no text layer (for OCR)."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    image = Image.new("RGB", (1200, 300), "white")
+    draw = ImageDraw.Draw(image)
+    try:
+        font = ImageFont.load_default(size=64)
+    except TypeError:  # Pillow < 10.1
+        font = ImageFont.load_default()
+    draw.text((40, 100), text, fill="black", font=font)
+    image.save(target)
+
+
+SOURCES = {
+    "walk.py": "def gravel_path():\n    return 'python code'\n",
+    "app.js": "function gravelPath() { return 'javascript'; }\n",
+    "config.yaml": "gravel: yaml-setting\n",
+}
+
+
+def make_all(folder: Path) -> None:
+    """One file of every format under `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    make_pptx(folder / "deck.pptx")
+    make_xlsx(folder / "book.xlsx")
+    make_csv(folder / "cities.csv")
+    make_ods(folder / "birds.ods")
+    make_odt(folder / "garden.odt")
+    make_epub(folder / "journeys.epub")
+    make_rtf(folder / "keeper.rtf")
+    make_eml(folder / "budget.eml")
+    make_mbox(folder / "news.mbox")
+    for name, text in SOURCES.items():
+        (folder / name).write_text(text)

@@ -1,0 +1,179 @@
+"""Sentences, the evidence gate, the short-line readers and the answer styles that remain."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from fakes import EchoGenerator, HashEmbedder
+from ragcli.answer.ask import Asker, AskOptions
+from ragcli.answer.evidence import is_answerable
+from ragcli.answer.readers import Short, TypedReader, answer_type, checked
+from ragcli.config import load_settings
+from ragcli.errors import UsageError
+from ragcli.ingest.pipeline import ingest
+from ragcli.answer.prompting import NOT_FOUND
+from ragcli.retrieval.search import QueryOptions
+from ragcli.answer.sentences import Sentence, lexical_scores, select_sentences, sentences_of, split_passage
+from ragcli.types import Chunk, ChunkSettings, Hit
+
+BOWL = (
+    "The Broncos defeated the Pittsburgh Steelers in the divisional round. Peyton Manning was 39 years "
+    "old when he played in Super Bowl 50. The game was played on February 7, 2016, at Levi's Stadium "
+    "in Santa Clara."
+)
+
+
+def sentence(text: str, score: float = 1.0) -> Sentence:
+    return Sentence(text, 0, 0, score)
+
+
+# -- sentences ---------------------------------------------------------------------------------
+def test_split_passage_keeps_abbreviations_and_decimals_whole():
+    text = "The U.S. Army paid 3.14 dollars. Then it left!\nA new line starts here"
+    pieces = [text[s:e] for s, e in split_passage(text)]
+    assert pieces == ["The U.S. Army paid 3.14 dollars.", "Then it left!", "A new line starts here"]
+
+
+def test_sentences_of_numbers_passages_and_offsets():
+    found = sentences_of(["One. Two.", "Three."])
+    assert [(s.text, s.passage, s.start) for s in found] == [("One.", 0, 0), ("Two.", 0, 5), ("Three.", 1, 0)]
+
+
+def test_lexical_score_is_the_weighted_share_of_question_terms():
+    found = sentences_of(["Manning was 39 years old in Super Bowl 50. The weather was cold."])
+    scores = lexical_scores("How old was Peyton Manning in Super Bowl 50?", found)
+    assert 0.5 < scores[0] < 1.0 and scores[1] == 0.0
+
+
+def test_select_sentences_ranks_the_answering_sentence_first():
+    chosen = select_sentences("Who lost to the Broncos in the divisional round?", [BOWL], keep=2)
+    assert chosen[0].text.startswith("The Broncos defeated the Pittsburgh Steelers") and len(chosen) == 2
+
+
+def test_embeddings_add_to_the_lexical_score():
+    plain = select_sentences("Who lost to the Broncos?", [BOWL], keep=1)[0]
+    mixed = select_sentences("Who lost to the Broncos?", [BOWL], keep=1, embedder=HashEmbedder(512))[0]
+    assert mixed.text == plain.text and mixed.dense > 0 and plain.dense == 0
+
+
+def test_a_numbered_list_item_keeps_its_number():
+    text = "Steps:\n1. Mix the flour. Rest it.\n2. Add the salt."
+    pieces = [text[s:e] for s, e in split_passage(text)]
+    assert pieces == ["Steps:", "1. Mix the flour.", "Rest it.", "2. Add the salt."]
+
+
+# -- abstention --------------------------------------------------------------------------------
+def test_is_answerable_by_lexical_or_dense_evidence():
+    assert is_answerable(Sentence("x", 0, 0, lexical=0.8, dense=0.1))
+    assert is_answerable(Sentence("x", 0, 0, lexical=0.1, dense=0.7))
+    assert not is_answerable(Sentence("x", 0, 0, lexical=0.2, dense=0.3))
+    assert not is_answerable(None)
+
+
+def hit(text: str, number: int = 1, path: str = "a.txt") -> Hit:
+    chunk = Chunk(
+        id=number,
+        doc_id=number,
+        group="medium",
+        order=0,
+        text=text,
+        start=0,
+        end=len(text),
+        page=None,
+        path=path,
+        metadata={},
+    )
+    return Hit(chunk, 1.0 / number, rank=number)
+
+
+# -- the built-in reader ------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("Who wrote it?", "name"),
+        ("When did the game start?", "date"),
+        ("How many sacks did he make?", "number"),
+        ("how much does it weigh", "number"),
+        ("What is the capital?", None),
+        ("Which player led the team?", None),
+        ("Why is it blue?", None),
+    ],
+)
+def test_the_wh_word_alone_types_the_short_answer(question, kind):
+    assert answer_type(question) == kind
+
+
+def read(question: str, *texts: str) -> str | None:
+    found = TypedReader().read(question, [Sentence(text, 0, 0) for text in texts])
+    return found.text if found else None
+
+
+def test_the_reader_gives_names_dates_and_numbers_from_the_best_sentence():
+    assert read("When was the game played?", BOWL.split(". ")[2]) == "February 7, 2016"
+    assert read("How old was Manning in the final?", BOWL.split(". ")[1]) == "39 years"
+    assert (
+        read("Who did the Broncos defeat in the divisional round?", BOWL.split(". ")[0])
+        == "Pittsburgh Steelers"
+    )
+
+
+def test_the_reader_gives_nothing_for_what_and_which_questions_or_a_tie():
+    assert read("Which team lost?", BOWL) is None
+    assert read("What happened in the divisional round?", BOWL) is None
+    assert read("Who greeted?", "Ann Lee greeted Bo Chan.") is None  # two names, equally near
+
+
+def test_a_short_line_must_occur_in_the_quoted_evidence():
+    quoted = [Sentence("Ann Lee led the team.", 0, 0)]
+    assert checked(Short("Ann Lee", quoted[0]), quoted) is not None
+    assert checked(Short("Kim Park", quoted[0]), quoted) is None
+
+
+# -- the pipeline ------------------------------------------------------------------------------
+@pytest.fixture
+def bowl_index(tmp_path, isolated_home, monkeypatch) -> Path:
+    fake = HashEmbedder(dimension=512)
+    monkeypatch.setattr("ragcli.models.embedder_for", lambda *args, **kwargs: fake)
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "bowl.txt").write_text(BOWL)
+    (root / "tea.txt").write_text("Green tea is steamed or pan fired soon after picking.")
+    ingest(isolated_home, [root], embedder=fake, group="medium", chunking=ChunkSettings("sentence", 3, 0))
+    return isolated_home
+
+
+BM25 = AskOptions(query=QueryOptions(mode="bm25", top_k=3), answer_style="evidence")
+
+
+def test_evidence_answers_without_the_model(bowl_index):
+    model = EchoGenerator()
+    with Asker(bowl_index, settings=load_settings(), generator=model) as asker:
+        items = list(asker.stream("Who lost to the Broncos in the divisional round?", BM25))
+    answer = items[-1]
+    assert items[0] == answer.text and not answer.abstained and model.calls == []
+    assert "Pittsburgh Steelers" in answer.text and answer.source(1).path.endswith("bowl.txt")
+
+
+def test_evidence_abstains_when_evidence_is_weak(bowl_index):
+    with Asker(bowl_index, settings=load_settings(), generator=EchoGenerator()) as asker:
+        answer = asker.ask("When did the Broncos sign a new coach from Mongolia?", BM25)
+    assert answer.abstained and answer.text == NOT_FOUND and answer.citations == ()
+
+
+@pytest.mark.parametrize("old", ["extractive", "sentence", "choice"])
+def test_old_style_names_are_taken_as_evidence(bowl_index, old):
+    model = EchoGenerator()
+    with Asker(bowl_index, settings=load_settings(), generator=model) as asker:
+        answer = asker.ask(
+            "Who lost to the Broncos in the divisional round?", replace(BM25, answer_style=old)
+        )
+    assert answer.model == "evidence" and model.calls == []
+
+
+def test_unknown_answer_style_is_a_usage_error(bowl_index):
+    with Asker(bowl_index, settings=load_settings(), generator=EchoGenerator()) as asker:
+        with pytest.raises(UsageError, match="answer style"):
+            asker.ask("Who lost to the Broncos?", replace(BM25, answer_style="poem"))
