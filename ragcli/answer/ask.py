@@ -641,7 +641,11 @@ class Asker:
             ModelNotFound: a reader folder that does not exist or holds no QA model.
         """
         if options.reader not in self._readers:
-            self._readers[options.reader] = reader_for(options.reader)
+            self._readers[options.reader] = reader_for(
+                options.reader,
+                cache_dir=self.settings.cache_dir,
+                null_margin=self.settings.get("reader_margin"),
+            )
         return self._readers[options.reader]
 
     # -- cache ----------------------------------------------------------------------------
