@@ -70,7 +70,8 @@ from ragcli.answer.context import Source, build_context, context_budget
 from ragcli.answer.evidence import EVIDENCE_CHARS, Evidence, answer_with_evidence, excerpts
 from ragcli.answer.evidence import is_answerable, page_of, rank_source_sentences, supporting_sentence
 from ragcli.answer.evidence import render, select_evidence
-from ragcli.answer.readers import Reader, reader_for
+from ragcli.answer.qa_reader import reader_for
+from ragcli.answer.readers import Reader
 from ragcli.answer.summary import asks_about_document, extractive_summary
 from ragcli.llm import Generator, Message, check_gguf, load_generator
 from ragcli.answer.prompting import (
@@ -130,7 +131,7 @@ class AskOptions:
             so a question costs seconds on a CPU.
         evidence_chars: most characters of quoted evidence in an evidence answer.
         reader: the short line's reader: None or "builtin" (typed spans), "none", or the folder
-            of a local extractive QA model (`ragcli.answer.readers.reader_for`).
+            of a local extractive QA model (`ragcli.answer.qa_reader.reader_for`).
     """
 
     query: QueryOptions = field(default_factory=QueryOptions)

@@ -1,4 +1,5 @@
-"""A short-line reader backed by a local extractive QA model folder (`--reader PATH`).
+"""A short-line reader backed by a local extractive QA model folder (`--reader PATH`), and
+`reader_for`, which picks the reader a setting names (built-in, none, or such a folder).
 
 The folder is a BERT-family checkpoint tuned for extractive question answering (SQuAD or
 SQuAD2), as Hugging Face's `BertForQuestionAnswering` saves it: `config.json` (model_type
@@ -25,7 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ragcli.answer.readers import Short, checked
+from ragcli.answer.readers import Reader, Short, TypedReader, checked
 from ragcli.answer.sentences import Sentence
 from ragcli.errors import ModelNotFound
 
@@ -40,6 +41,29 @@ _GRAPH = "model.onnx"
 _GRAPH_WEIGHTS = "model.onnx.data"
 # Bump when the built QA graph changes, so cached graphs are rebuilt.
 _GRAPH_VERSION = "qa-1"
+
+
+def reader_for(
+    name: str | None, *, cache_dir: Path | None = None, null_margin: float | None = None
+) -> Reader | None:
+    """The reader a setting names: None/"builtin" -> `TypedReader`, "none" -> no short line, else
+    the folder of a local extractive QA model.
+
+    Args:
+        name: the setting.
+        cache_dir: where a QA model's built graph is cached.
+        null_margin: how far a QA model's best span must beat its no-answer score (None: the
+            default, `ragcli.answer.qa_reader.DEFAULT_NULL_MARGIN`).
+
+    Raises:
+        ModelNotFound: the folder does not exist or is no QA model.
+    """
+    if name is None or name == "builtin":
+        return TypedReader()
+    if name == "none":
+        return None
+    margin = DEFAULT_NULL_MARGIN if null_margin is None else null_margin
+    return load_qa_reader(name, cache_dir=cache_dir, null_margin=margin)
 
 
 def load_qa_reader(
@@ -157,6 +181,8 @@ def _cached_graph(folder: Path, cache_dir: Path | None) -> Path:
 
     if cache_dir is None:
         cache_dir = Path(tempfile.mkdtemp(prefix="ragcli-qa-"))
+    # The embedder's fingerprint of the folder's files; the graph version stands in for the
+    # pooling, so QA graphs and embedding graphs of one folder never share a key.
     config = ModelConfig(folder, folder, _max_length(folder), False, (_GRAPH_VERSION,), False)
     fingerprint = model_fingerprint(config, cache_dir=cache_dir)
     root = Path(cache_dir) / "onnx-qa"

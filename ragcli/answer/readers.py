@@ -13,14 +13,14 @@ what the evidence under it does not.
   question does not already hold, the one nearest the question's own terms is chosen; a tie
   gives no short line.
 - `ragcli.answer.qa_reader.QAReader`: a local extractive QA model (BERT-family, SQuAD-tuned)
-  given by path (`--reader PATH`).
+  given by path (`--reader PATH`); `ragcli.answer.qa_reader.reader_for` picks the reader a
+  setting names.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol, Sequence
 
 from ragcli.analysis import analyze
@@ -133,28 +133,3 @@ def checked(short: Short | None, evidence: Sequence[Sentence]) -> Short | None:
         return None
     text = " ".join(short.text.split())
     return short if any(text in " ".join(s.text.split()) for s in evidence) else None
-
-
-def reader_for(
-    name: str | None, *, cache_dir: Path | None = None, null_margin: float | None = None
-) -> Reader | None:
-    """The reader a setting names: None/"builtin" -> `TypedReader`, "none" -> no short line, else
-    the folder of a local extractive QA model.
-
-    Args:
-        name: the setting.
-        cache_dir: where a QA model's built graph is cached.
-        null_margin: how far a QA model's best span must beat its no-answer score (None: the
-            default, `ragcli.answer.qa_reader.DEFAULT_NULL_MARGIN`).
-
-    Raises:
-        ModelNotFound: the folder does not exist or is no QA model.
-    """
-    if name is None or name == "builtin":
-        return TypedReader()
-    if name == "none":
-        return None
-    from ragcli.answer.qa_reader import DEFAULT_NULL_MARGIN, load_qa_reader
-
-    margin = DEFAULT_NULL_MARGIN if null_margin is None else null_margin
-    return load_qa_reader(name, cache_dir=cache_dir, null_margin=margin)
