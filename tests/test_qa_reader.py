@@ -237,6 +237,9 @@ def test_rag_ask_with_a_qa_reader_folder(qa_model, tmp_path, monkeypatch):
     answer = json.loads(done.stdout)
     assert answer["short_answer"], answer
     assert answer["short_answer"] in answer["answer"].split("\n", 1)[1]
+    monkeypatch.setenv("RAG_READER_MARGIN", "1e9")  # now "no answer" always wins (not the cached one)
+    done = rag("ask", "--reader", str(qa_model), "--answer-style", "evidence", QUESTION, "--json")
+    assert done.returncode == 0 and json.loads(done.stdout)["short_answer"] is None, done.stdout
 
 
 def test_rag_ask_names_a_missing_or_incomplete_reader_folder(qa_model, tmp_path):

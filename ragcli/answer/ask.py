@@ -657,7 +657,8 @@ class Asker:
 
     def _cache_key(self, question: str, options: AskOptions, model: str, style: str) -> str:
         """Everything that changes an answer: question, options (retrieval settings included),
-        the style it resolves to, the model and reader files' identity, the prompt version,
+        the style it resolves to, the model and reader files' identity (and the reader's margin),
+        the prompt version,
         the pipeline's stages and the index state."""
         self._state = index_state(self.searcher.store)
         normalised = asdict(replace(options, use_cache=True, threads=None, model=None))
@@ -665,6 +666,8 @@ class Asker:
         normalised["style"] = style
         normalised["prompt_version"] = PROMPT_VERSION
         normalised["reader_file"] = file_identity(options.reader)
+        if self.settings.get("reader_margin") is not None:
+            normalised["reader_margin"] = self.settings.get("reader_margin")
         return cache_key(question, normalised, model, self._state)
 
     def _cache_get(self, key: str | None, started: float) -> Answer | None:
