@@ -211,6 +211,11 @@ def test_a_long_context_is_truncated_to_the_model_length(qa_model, tmp_path):
     assert short is not None and short.text in long_context
 
 
+def test_a_question_longer_than_the_model_gives_no_short_line(qa_model, tmp_path):
+    reader = load_qa_reader(str(qa_model), cache_dir=tmp_path, null_margin=-1e9)
+    assert reader.read("who built the tower " * 40, [sentence(CONTEXT)]) is None
+
+
 def test_a_folder_without_weights_or_not_bert_is_one_clear_error(qa_model, tmp_path):
     import shutil
 

@@ -140,7 +140,10 @@ class QAReader:
 
     def span(self, question: str, context: str) -> tuple[float, int, int] | None:
         """(best span score minus the no-answer score, start char, end char) in `context`."""
-        encoding = self._tokenizer.encode(question, context)
+        try:
+            encoding = self._tokenizer.encode(question, context)
+        except Exception:  # noqa: BLE001 - tokenizers raises a bare Exception: no room for context
+            return None  # the question alone fills the model's length
         start_logits, end_logits = self.logits(encoding)
         in_context = np.array([sid == 1 for sid in encoding.sequence_ids])
         if not in_context.any():
