@@ -137,7 +137,7 @@ KEYS: dict[str, Key] = {
         Key(
             "reader_margin",
             _number,
-            "how far a QA model reader's best span must beat its no-answer score (default 0)",
+            "how far a QA model reader's best span must beat its no-answer score",
         ),
         Key(
             "top_k",
@@ -163,7 +163,7 @@ def _defaults() -> dict[str, Any]:
         "mode": DEFAULT_MODE,
         "answer_style": DEFAULT_ANSWER_STYLE,
         "reader": None,
-        "reader_margin": None,
+        "reader_margin": 0.0,
         "top_k": QUERY_TOP_K,
         "ctx": 2048,
         "max_tokens": 256,

@@ -666,8 +666,7 @@ class Asker:
         normalised["style"] = style
         normalised["prompt_version"] = PROMPT_VERSION
         normalised["reader_file"] = file_identity(options.reader)
-        if self.settings.get("reader_margin") is not None:
-            normalised["reader_margin"] = self.settings.get("reader_margin")
+        normalised["reader_margin"] = self.settings.get("reader_margin")
         return cache_key(question, normalised, model, self._state)
 
     def _cache_get(self, key: str | None, started: float) -> Answer | None:
