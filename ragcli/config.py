@@ -90,6 +90,13 @@ def _positive_int(value: Any) -> int:
     return number
 
 
+def _number(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError("must be a number") from None
+
+
 def _style(value: Any) -> str:
     """An answer style; an old style name is still taken (`STYLE_ALIASES`)."""
     if str(value) not in ANSWER_STYLES and str(value) not in STYLE_ALIASES:
@@ -136,6 +143,11 @@ KEYS: dict[str, Key] = {
         Key("answer_style", _style, "how rag ask answers: auto, evidence or generative"),
         Key("reader", _text, "short-line reader: builtin, none, or a QA model folder"),
         Key(
+            "reader_margin",
+            _number,
+            "how far a QA model reader's best span must beat its no-answer score",
+        ),
+        Key(
             "top_k",
             _positive_int,
             f"hits returned by query; chunks read by ask (unset: {QUERY_TOP_K} for query, "
@@ -164,6 +176,7 @@ def _defaults() -> dict[str, Any]:
         "mode": DEFAULT_MODE,
         "answer_style": DEFAULT_ANSWER_STYLE,
         "reader": None,
+        "reader_margin": 0.0,
         "top_k": QUERY_TOP_K,
         "ctx": 2048,
         "max_tokens": 256,

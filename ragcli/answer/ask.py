@@ -70,7 +70,8 @@ from ragcli.answer.context import Source, build_context, context_budget
 from ragcli.answer.evidence import EVIDENCE_CHARS, Evidence, answer_with_evidence, excerpts
 from ragcli.answer.evidence import is_answerable, page_of, rank_source_sentences, supporting_sentence
 from ragcli.answer.evidence import render, select_evidence
-from ragcli.answer.readers import Reader, reader_for
+from ragcli.answer.qa_reader import reader_for
+from ragcli.answer.readers import Reader
 from ragcli.answer.summary import asks_about_document, extractive_summary
 from ragcli.llm import Generator, Message, check_gguf, load_generator
 from ragcli.answer.prompting import (
@@ -130,7 +131,7 @@ class AskOptions:
             so a question costs seconds on a CPU.
         evidence_chars: most characters of quoted evidence in an evidence answer.
         reader: the short line's reader: None or "builtin" (typed spans), "none", or the folder
-            of a local extractive QA model (`ragcli.answer.readers.reader_for`).
+            of a local extractive QA model (`ragcli.answer.qa_reader.reader_for`).
     """
 
     query: QueryOptions = field(default_factory=QueryOptions)
@@ -641,7 +642,11 @@ class Asker:
             ModelNotFound: a reader folder that does not exist or holds no QA model.
         """
         if options.reader not in self._readers:
-            self._readers[options.reader] = reader_for(options.reader)
+            self._readers[options.reader] = reader_for(
+                options.reader,
+                cache_dir=self.settings.cache_dir,
+                null_margin=self.settings.get("reader_margin"),
+            )
         return self._readers[options.reader]
 
     # -- cache ----------------------------------------------------------------------------
@@ -652,7 +657,8 @@ class Asker:
 
     def _cache_key(self, question: str, options: AskOptions, model: str, style: str) -> str:
         """Everything that changes an answer: question, options (retrieval settings included),
-        the style it resolves to, the model and reader files' identity, the prompt version,
+        the style it resolves to, the model and reader files' identity (and the reader's margin),
+        the prompt version,
         the pipeline's stages and the index state."""
         self._state = index_state(self.searcher.store)
         normalised = asdict(replace(options, use_cache=True, threads=None, model=None))
@@ -660,6 +666,7 @@ class Asker:
         normalised["style"] = style
         normalised["prompt_version"] = PROMPT_VERSION
         normalised["reader_file"] = file_identity(options.reader)
+        normalised["reader_margin"] = self.settings.get("reader_margin")
         return cache_key(question, normalised, model, self._state)
 
     def _cache_get(self, key: str | None, started: float) -> Answer | None:

@@ -13,7 +13,8 @@ what the evidence under it does not.
   question does not already hold, the one nearest the question's own terms is chosen; a tie
   gives no short line.
 - `ragcli.answer.qa_reader.QAReader`: a local extractive QA model (BERT-family, SQuAD-tuned)
-  given by path (`--reader PATH`).
+  given by path (`--reader PATH`); `ragcli.answer.qa_reader.reader_for` picks the reader a
+  setting names.
 """
 
 from __future__ import annotations
@@ -132,19 +133,3 @@ def checked(short: Short | None, evidence: Sequence[Sentence]) -> Short | None:
         return None
     text = " ".join(short.text.split())
     return short if any(text in " ".join(s.text.split()) for s in evidence) else None
-
-
-def reader_for(name: str | None) -> Reader | None:
-    """The reader a setting names: None/"builtin" -> `TypedReader`, "none" -> no short line, else
-    the folder of a local extractive QA model.
-
-    Raises:
-        ModelNotFound: the folder does not exist or is no QA model.
-    """
-    if name is None or name == "builtin":
-        return TypedReader()
-    if name == "none":
-        return None
-    from ragcli.answer.qa_reader import load_qa_reader
-
-    return load_qa_reader(name)

@@ -13,6 +13,10 @@ LayerNormalization), with the same inputs and output as the torch export
 normalisation stay in numpy as before. Building it takes about a second: the weights are
 copied once from the memory-mapped safetensors file into `model.onnx.data`.
 
+With `qa_head=True` (a `BertForQuestionAnswering` checkpoint, for the extractive QA reader)
+the graph ends in that model's `qa_outputs` Linear on the last hidden state instead, with
+outputs `start_logits` and `end_logits`, each (batch, sequence).
+
 Per layer, with H hidden, n heads of size d = H / n and additive mask bias M:
 
     q, k, v = x Wq + bq, x Wk + bk, x Wv + bv           split into n heads
@@ -36,6 +40,8 @@ from ragcli.errors import ModelNotFound
 OPSET = 17
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 OUTPUT_NAME = "token_embeddings"
+QA_OUTPUT_NAMES = ("start_logits", "end_logits")
+QA_HEAD = "qa_outputs."
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu")
 _WEIGHTS = "model.safetensors"
 _ALIGN = 4096  # offsets in the weights file on page boundaries, so they can be mapped
@@ -67,13 +73,17 @@ def bert_unsupported(transformer_dir: Path) -> str | None:
     return None
 
 
-def build_bert_onnx(transformer_dir: Path, out_file: Path, weights_name: str) -> Path:
+def build_bert_onnx(
+    transformer_dir: Path, out_file: Path, weights_name: str, *, qa_head: bool = False
+) -> Path:
     """Write the encoder graph to `out_file` and its weights to `weights_name` beside it.
 
     Args:
         transformer_dir: the folder holding `config.json` and `model.safetensors`.
         out_file: the `.onnx` file to write.
         weights_name: file name of the external weights, in the same folder.
+        qa_head: end in the `qa_outputs` start/end head (outputs `QA_OUTPUT_NAMES`) instead
+            of the token embeddings.
 
     Returns:
         `out_file`.
@@ -89,7 +99,7 @@ def build_bert_onnx(transformer_dir: Path, out_file: Path, weights_name: str) ->
         raise ModelNotFound(f"cannot build the ONNX graph of {transformer_dir}: {reason}")
     config = _config(transformer_dir) or {}
     builder = _Builder(config, _Weights(read_safetensors(transformer_dir / _WEIGHTS)))
-    graph = builder.graph()
+    graph = builder.qa_graph() if qa_head else builder.graph()
     model = onnx.helper.make_model(
         graph,
         opset_imports=[onnx.helper.make_opsetid("", OPSET)],
@@ -125,6 +135,13 @@ class _Weights:
         except KeyError:
             raise ModelNotFound(f"the weights have no {self._prefix + name}") from None
 
+    def head(self, name: str) -> np.ndarray:
+        """A tensor of the task head, which sits beside the prefixed encoder (`qa_outputs.*`)."""
+        try:
+            return np.asarray(self._tensors[name], dtype=np.float32)
+        except KeyError:
+            raise ModelNotFound(f"the weights have no {name}: not a question-answering model") from None
+
 
 class _Builder:
     """Accumulates nodes and initializers; one method per block of the encoder."""
@@ -142,21 +159,51 @@ class _Builder:
         self._count = 0
 
     def graph(self) -> Any:
+        """The encoder: output `token_embeddings` (batch, sequence, hidden)."""
         from onnx import TensorProto, helper
 
+        self.nodes.append(helper.make_node("Identity", [self.encoder()], [OUTPUT_NAME]))
+        output = helper.make_tensor_value_info(
+            OUTPUT_NAME, TensorProto.FLOAT, ["batch", "sequence", self.hidden]
+        )
+        return helper.make_graph(self.nodes, "bert_encoder", self.inputs(), [output])
+
+    def qa_graph(self) -> Any:
+        """The encoder and the start/end head: outputs `QA_OUTPUT_NAMES`, each (batch, sequence)."""
+        from onnx import TensorProto, helper
+
+        weight = self.weights.head(QA_HEAD + "weight")
+        if weight.ndim != 2 or weight.shape != (2, self.hidden):
+            raise ModelNotFound(f"{QA_HEAD}weight has shape {weight.shape}, not (2, {self.hidden})")
+        matmul = self.op(
+            "MatMul", self.encoder(), self.tensor(QA_HEAD + "weight", np.ascontiguousarray(weight.T))
+        )
+        logits = self.op("Add", matmul, self.tensor(QA_HEAD + "bias", self.weights.head(QA_HEAD + "bias")))
+        start, end = self.op("Split", logits, axis=-1, outputs=2)
+        axis = self.const(np.array([-1], dtype=np.int64))
+        for name, value in zip(QA_OUTPUT_NAMES, (start, end)):
+            self.nodes.append(helper.make_node("Squeeze", [value, axis], [name]))
+        outputs = [
+            helper.make_tensor_value_info(name, TensorProto.FLOAT, ["batch", "sequence"])
+            for name in QA_OUTPUT_NAMES
+        ]
+        return helper.make_graph(self.nodes, "bert_question_answering", self.inputs(), outputs)
+
+    def encoder(self) -> str:
+        """The last hidden state (batch, sequence, hidden)."""
         x = self.embeddings()
         bias = self.mask_bias()
         for layer in range(int(self.config["num_hidden_layers"])):
             x = self.layer(f"encoder.layer.{layer}.", x, bias)
-        self.nodes.append(helper.make_node("Identity", [x], [OUTPUT_NAME]))
+        return x
+
+    def inputs(self) -> list[Any]:
+        from onnx import TensorProto, helper
+
         names = INPUT_NAMES if self.with_types else INPUT_NAMES[:2]
-        inputs = [
+        return [
             helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "sequence"]) for name in names
         ]
-        output = helper.make_tensor_value_info(
-            OUTPUT_NAME, TensorProto.FLOAT, ["batch", "sequence", self.hidden]
-        )
-        return helper.make_graph(self.nodes, "bert_encoder", inputs, [output])
 
     # -- blocks -------------------------------------------------------------------------
 
@@ -240,13 +287,14 @@ class _Builder:
 
     # -- plumbing -----------------------------------------------------------------------
 
-    def op(self, kind: str, *inputs: str, **attributes: Any) -> str:
+    def op(self, kind: str, *inputs: str, outputs: int = 1, **attributes: Any) -> Any:
+        """Add a node; its output's name, or a tuple of `outputs` names when more than one."""
         from onnx import helper
 
         self._count += 1
-        output = f"{kind.lower()}_{self._count}"
-        self.nodes.append(helper.make_node(kind, list(inputs), [output], **attributes))
-        return output
+        names = [f"{kind.lower()}_{self._count}" + (f"_{i}" if outputs > 1 else "") for i in range(outputs)]
+        self.nodes.append(helper.make_node(kind, list(inputs), names, **attributes))
+        return names[0] if outputs == 1 else tuple(names)
 
     def weight(self, name: str) -> str:
         return self.tensor(name, self.weights(name))
