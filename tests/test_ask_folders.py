@@ -2,8 +2,8 @@
 
 The folder holds what the issue's user asked about: why the Normans lost their Viking ways (an
 explanatory passage sharing few words with the question), and Melbourne having been the capital of
-Australia until Canberra was built. A why-question gets the best sentences, quoted and cited, not
-an abstention; a present-tense question the folder answers only for the past gets the sentence,
+Australia until Canberra was built. A why-question gets the passage that explains, quoted in document order and cited,
+not an abstention; a present-tense question the folder answers only for the past gets the sentence,
 not a short answer; a topic the folder lacks gets the abstention. Library and real CLI entry point.
 """
 
@@ -72,15 +72,16 @@ def test_why_question_gets_the_explaining_sentences_not_an_abstention(squad_inde
     lines = answer.text.split("\n")
     assert not answer.abstained and answer.short is None, answer.text
     assert 1 <= len(lines) <= 3 and all(QUOTED.fullmatch(line) for line in lines), answer.text
-    assert "replaced the Norse religion and the Old Norse language" in lines[0]
+    assert any("replaced the Norse religion and the Old Norse language" in line for line in lines)
     assert cited_files(answer) == {"normans.md"}
 
 
 def test_present_tense_question_answered_for_the_past_quotes_the_sentence(squad_index):
     answer = squad_index.ask(CAPITAL)
-    first = answer.text.split("\n")[0]
+    lines = answer.text.split("\n")
     assert not answer.abstained and answer.short is None, answer.text  # not "Melbourne", not "second"
-    assert QUOTED.fullmatch(first) and "until the construction of Canberra in 1927" in first
+    assert all(QUOTED.fullmatch(line) for line in lines), answer.text
+    assert any("until the construction of Canberra in 1927" in line for line in lines), answer.text
     assert cited_files(answer) == {"victoria.md"}
 
 
