@@ -35,7 +35,7 @@ from typing import Callable, Iterator
 from ragcli.answer.ask import AskOptions, _Run, stream_answer
 from ragcli.config import default_gguf_path
 from ragcli.answer.context import Source
-from ragcli.llm import LlamaCppGenerator
+from ragcli.generation.llama import LlamaCppGenerator
 from ragcli.answer.prompting import cited_prompt
 from ragcli.answer.support import annotate_support
 

@@ -56,10 +56,10 @@ def child(file: str, index: str) -> None:
 
     import numpy as np
 
-    import ragcli.models
+    import ragcli.generation.chooser
     from ragcli.cli import main
 
-    real_loader = ragcli.models.embedder_for
+    real_loader = ragcli.generation.chooser.embedder_for
 
     class HashedVectors:
         def __init__(self, real):
@@ -77,7 +77,7 @@ def child(file: str, index: str) -> None:
                 out[row] = vector / np.linalg.norm(vector)
             return out
 
-    ragcli.models.embedder_for = lambda *a, **k: HashedVectors(real_loader(*a, **k))
+    ragcli.generation.chooser.embedder_for = lambda *a, **k: HashedVectors(real_loader(*a, **k))
     sys.argv = ["rag", "ingest", "--index", index, file]
     main()
 

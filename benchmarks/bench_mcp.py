@@ -71,7 +71,7 @@ async def per_call(index: str, calls: int, mode: str) -> tuple[list[float], list
     """MCP and in-process library times of the same search, taken in turn (pairs), so a
     change in the machine's load affects both alike."""
     from ragcli import open_index
-    from ragcli.agent_tools import IndexTools
+    from ragcli.mcp.tools import IndexTools
 
     tools = IndexTools(open_index(index))
     query = {**QUERY, "mode": mode}

@@ -60,7 +60,7 @@ class Replay:
 
 def stored_vectors(index: Path) -> dict[str, np.ndarray]:
     """Chunk text hash -> vector, from a local index."""
-    from ragcli.store import Store
+    from ragcli.store.local.database import Store
 
     store = Store.open(index)
     try:

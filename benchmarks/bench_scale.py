@@ -213,7 +213,7 @@ def recall(args, real) -> None:
     """recall@10 of the group's vector index against exact inner product over the same vectors,
     for 200 real SciFact queries embedded with the real model (the documents' vectors are
     mixtures of SciFact vectors, so these queries meet them as real queries meet real text)."""
-    from ragcli.store import Store
+    from ragcli.store.local.database import Store
 
     lines = args.corpus.with_name("queries.jsonl").read_text(encoding="utf-8").splitlines()[:200]
     vectors = np.asarray(real.embed([json.loads(line)["text"] for line in lines]), dtype=np.float32)
@@ -252,7 +252,7 @@ def _batches(store, ids: np.ndarray, dimension: int, size: int = 50_000):
 
 def delete_few(args) -> None:
     """Time deleting 1, 1, 1, 10 and 40 documents, each batch in its own transaction (BM25 and SQLite)."""
-    from ragcli.store import Store
+    from ragcli.store.local.database import Store
 
     store = Store.open(args.index)
     try:
@@ -270,7 +270,7 @@ def delete_few(args) -> None:
 
 def delete_share(args, share: float = 0.01) -> None:
     from ragcli.ingest.pipeline import vector_params
-    from ragcli.store import Store
+    from ragcli.store.local.database import Store
 
     store = Store.open(args.index)
     try:
@@ -324,7 +324,7 @@ def main() -> None:
 
     from ragcli.config import load_settings
     from ragcli.embedding import load_embedder
-    from ragcli.store import DATABASE_NAME
+    from ragcli.store.local.database import DATABASE_NAME
 
     real = load_embedder(None, cache_dir=load_settings().cache_dir)
     base_vectors(real, args.work, args.corpus)

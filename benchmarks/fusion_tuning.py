@@ -86,7 +86,7 @@ def idfs(db, group: str, text: str) -> list[float]:
     import math
 
     from ragcli.analysis import analyze
-    from ragcli.store.postings import IDF_FLOOR, collection_stats, term_postings
+    from ragcli.store.local.postings import IDF_FLOOR, collection_stats, term_postings
 
     docs, _ = collection_stats(db, group)
     values = []

@@ -36,7 +36,7 @@ def __getattr__(name: str):
 
         return load_embedder
     if name == "Store":
-        from ragcli.store import Store
+        from ragcli.store.local.database import Store
 
         return Store
     raise AttributeError(name)

@@ -63,8 +63,8 @@ def diagnose(settings: Settings) -> list[Check]:
 
 
 def _embedding(settings: Settings) -> str:
-    from ragcli.models import embedder_for
-    from ragcli.store import read_index_meta
+    from ragcli.generation.chooser import embedder_for
+    from ragcli.store.local.database import read_index_meta
 
     embedder = embedder_for(
         settings,
@@ -82,7 +82,7 @@ def _llama_cpp() -> str:
 
 
 def _gguf(settings: Settings) -> str:
-    from ragcli.llm import load_generator
+    from ragcli.generation.llama import load_generator
 
     generator = load_generator(settings.gguf_model, settings, n_ctx=256)
     tokens = generator.count_tokens("doctor check")
@@ -98,7 +98,7 @@ def _disk(index: Path) -> str:
 
 
 def _open(index: Path) -> str:
-    from ragcli.store.backends import open_backend
+    from ragcli.store.chooser import open_backend
     from ragcli.store.errors import storage_errors
 
     backend = open_backend(index)
@@ -112,7 +112,7 @@ def _open(index: Path) -> str:
 
 
 def _index_checks(settings: Settings) -> list[Check]:
-    from ragcli.store.backends import open_backend
+    from ragcli.store.chooser import open_backend
 
     backend = open_backend(settings.index)
     try:
@@ -134,7 +134,7 @@ def _index_checks(settings: Settings) -> list[Check]:
 
 
 def _fingerprint(store, settings: Settings) -> str:
-    from ragcli.models import embedder_for
+    from ragcli.generation.chooser import embedder_for
 
     stored = store.get_meta("embedding_fingerprint")
     embedder = embedder_for(

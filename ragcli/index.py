@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     from ragcli.ingest.embedding_pass import EmbedReport
     from ragcli.ingest.pipeline import IngestReport
     from ragcli.ingest.watch import WatchBatch
-    from ragcli.llm import Generator
-    from ragcli.model_catalog import ModelEntry
+    from ragcli.generation.llama import Generator
+    from ragcli.generation.catalog import ModelEntry
     from ragcli.retrieval.documents import StoredText
     from ragcli.retrieval.search import QueryOptions, Searcher
     from ragcli.ingest.plan import IngestPlan
@@ -228,7 +228,7 @@ class Index:
                 searcher = self._searcher or self._asker.searcher
                 self._embedder = searcher.embedder()
             else:
-                from ragcli.store import read_index_meta
+                from ragcli.store.local.database import read_index_meta
 
                 self._embedder = self._load_embedder(
                     read_index_meta(self.path, "embedding_model"),
@@ -240,7 +240,7 @@ class Index:
     def _load_embedder(
         self, index_model: str | None, notify: Callable[[str], None] | None, fingerprint: str | None = None
     ) -> "Embedder":
-        from ragcli.models import embedder_for
+        from ragcli.generation.chooser import embedder_for
         from ragcli.stages import stage
 
         with stage("load embedding model", str(self.settings.embed_model or index_model or "default")):
@@ -249,7 +249,7 @@ class Index:
     def generator(self) -> "Generator":
         """The GGUF model for llm retrieval, llm reranking and evaluation, loaded once."""
         if self._generator is None:
-            from ragcli.models import generator_for
+            from ragcli.generation.chooser import generator_for
 
             self._generator = generator_for(self.settings)
         return self._generator
@@ -384,7 +384,7 @@ class Index:
             NotIndexed: there is no index.
         """
         from ragcli.ingest.background import start_background_embedding
-        from ragcli.store import Store
+        from ragcli.store.local.database import Store
 
         Store.open(self.path).close()
         options = [] if lock_timeout is None else ["--lock-timeout", str(lock_timeout)]
@@ -552,8 +552,8 @@ class Index:
         return get_document(self.path, str(target), group=self.settings.get("group"))
 
     def models(self) -> list["ModelEntry"]:
-        """Every GGUF model on this machine that `--model NAME` can name (`ragcli.model_catalog`)."""
-        from ragcli.model_catalog import list_models
+        """Every GGUF model on this machine that `--model NAME` can name (`ragcli.generation.catalog`)."""
+        from ragcli.generation.catalog import list_models
 
         return list_models(self.settings)
 
@@ -657,7 +657,7 @@ class Index:
     ) -> Iterator[dict[str, Any]]:
         """Synthetic QA records from a folder, made with the GGUF model (`generate_qa`)."""
         from ragcli.evaluation import generate_qa
-        from ragcli.models import generator_for
+        from ragcli.generation.chooser import generator_for
 
         generator = self.generator() if seed == 0 else generator_for(self.settings, seed=seed)
         return generate_qa(Path(folder), generator, n=n, seed=seed, progress=progress)

@@ -64,7 +64,7 @@ def bowl_index(tmp_path, isolated_home, monkeypatch):
     from ragcli.types import ChunkSettings
 
     fake = HashEmbedder(dimension=512)
-    monkeypatch.setattr("ragcli.models.embedder_for", lambda *args, **kwargs: fake)
+    monkeypatch.setattr("ragcli.generation.chooser.embedder_for", lambda *args, **kwargs: fake)
     root = tmp_path / "docs"
     root.mkdir()
     (root / "bowl.txt").write_text(BOWL)

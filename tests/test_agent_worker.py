@@ -10,8 +10,8 @@ import pytest
 
 from conftest import FIXTURES
 from ragcli import open_index
-from ragcli.agent_tools import IndexTools
-from ragcli.agent_worker import can_fork, start_worker
+from ragcli.mcp.tools import IndexTools
+from ragcli.mcp.worker import can_fork, start_worker
 from ragcli.errors import RagError
 
 pytestmark = pytest.mark.skipif(not can_fork(), reason="the worker needs os.fork")

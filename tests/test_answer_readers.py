@@ -136,7 +136,7 @@ def test_a_short_line_must_occur_in_the_quoted_evidence():
 @pytest.fixture
 def bowl_index(tmp_path, isolated_home, monkeypatch) -> Path:
     fake = HashEmbedder(dimension=512)
-    monkeypatch.setattr("ragcli.models.embedder_for", lambda *args, **kwargs: fake)
+    monkeypatch.setattr("ragcli.generation.chooser.embedder_for", lambda *args, **kwargs: fake)
     root = tmp_path / "docs"
     root.mkdir()
     (root / "bowl.txt").write_text(BOWL)

@@ -13,7 +13,7 @@ from ragcli.config import load_settings
 from ragcli.answer.context import ContextTooSmall
 from ragcli.errors import ModelNotFound
 from ragcli.ingest.pipeline import ingest
-from ragcli.llm import TEMPLATE_MARGIN
+from ragcli.generation.llama import TEMPLATE_MARGIN
 from ragcli.answer.prompting import NOT_FOUND, grounded_prompt, prompt_overhead
 from ragcli.retrieval.search import QueryOptions
 from ragcli.retrieval.rewrite import parse_queries
@@ -31,7 +31,7 @@ CAFE = "Les cafés de Vienne servent le café avec un verre d'eau. Müller's caf
 @pytest.fixture
 def embedder(monkeypatch):
     fake = HashEmbedder(dimension=512)  # few hash collisions: unrelated texts score ~0
-    monkeypatch.setattr("ragcli.models.embedder_for", lambda *args, **kwargs: fake)
+    monkeypatch.setattr("ragcli.generation.chooser.embedder_for", lambda *args, **kwargs: fake)
     return fake
 
 

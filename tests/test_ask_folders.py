@@ -2,9 +2,10 @@
 
 The folder holds what the issue's user asked about: why the Normans lost their Viking ways (an
 explanatory passage sharing few words with the question), and Melbourne having been the capital of
-Australia until Canberra was built. A why-question gets the passage that explains, quoted in document order and cited,
-not an abstention; a present-tense question the folder answers only for the past gets the sentence,
-not a short answer; a topic the folder lacks gets the abstention. Library and real CLI entry point.
+Australia until Canberra was built. A why-question gets the passage that explains, quoted in
+document order and cited, not an abstention; a present-tense question the folder answers only for
+the past gets the sentence, not a short answer; a topic the folder lacks gets the abstention.
+Library and real CLI entry point.
 """
 
 from __future__ import annotations

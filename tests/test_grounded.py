@@ -128,7 +128,7 @@ def test_a_declining_reply_abstains(bowl_index):
 def test_qwen_answers_with_the_words_of_the_source(bowl_index, model_cache_dir):
     from dataclasses import replace
 
-    from ragcli import qwen_model
+    from ragcli.generation import qwen as qwen_model
 
     path = qwen_model.qwen_gguf(model_cache_dir)  # assembled once per test session
     options = replace(AUTO, model=str(path), threads=2)

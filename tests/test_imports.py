@@ -38,9 +38,9 @@ sys.argv = ["rag", *json.loads(sys.argv[1])]
 FAKE = {fake}
 if FAKE:
     sys.path.insert(0, {tests!r})
-    import ragcli.models
+    import ragcli.generation.chooser
     from fakes import HashEmbedder
-    ragcli.models.embedder_for = lambda *args, **kwargs: HashEmbedder()
+    ragcli.generation.chooser.embedder_for = lambda *args, **kwargs: HashEmbedder()
 from ragcli.cli import main
 try:
     main()
@@ -100,7 +100,7 @@ def test_dense_query_does_not_import_torch(index):
 @pytest.mark.slow
 def test_dense_query_with_the_real_model_does_not_import_torch(tmp_path, monkeypatch, model_cache_dir):
     from ragcli.config import load_settings
-    from ragcli.models import embedder_for
+    from ragcli.generation.chooser import embedder_for
 
     embedder = embedder_for(load_settings())
     index = tmp_path / "real-index"

@@ -43,7 +43,7 @@ def loads(monkeypatch) -> list[str | None]:
         calls.append(index_model)
         return HashEmbedder()
 
-    monkeypatch.setattr("ragcli.models.embedder_for", embedder_for)
+    monkeypatch.setattr("ragcli.generation.chooser.embedder_for", embedder_for)
     return calls
 
 

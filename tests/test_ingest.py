@@ -12,7 +12,7 @@ from ragcli.errors import IndexMismatch, UsageError
 from ragcli.ingest.pipeline import ingest, remove_paths
 from ragcli.retrieval.dense import DenseRetriever
 from ragcli.store.status import index_status, list_documents
-from ragcli.store import Store
+from ragcli.store.local.database import Store
 from ragcli.types import ChunkSettings
 from ragcli.ingest.walk import FileFilter
 
@@ -245,8 +245,8 @@ def test_migrations_from_blank(isolated_home):
 
 
 def test_migration_names_list_every_migration():
-    from ragcli.store.migrations import migrations
-    from ragcli.store.schema import MIGRATION_NAMES
+    from ragcli.store.local.migrations import migrations
+    from ragcli.store.local.schema import MIGRATION_NAMES
 
     assert tuple(m.name for m in migrations._migrations) == MIGRATION_NAMES
 
@@ -257,7 +257,7 @@ def test_opening_a_current_index_does_not_import_sqlite_utils(tmp_path, isolated
 
     Store.create(isolated_home).close()
     code = (
-        "import sys; from pathlib import Path; from ragcli.store import Store; "
+        "import sys; from pathlib import Path; from ragcli.store.local.database import Store; "
         f"Store.open(Path({str(isolated_home)!r})).close(); print('sqlite_utils' in sys.modules)"
     )
     assert (

@@ -9,7 +9,7 @@ import pytest
 
 from ragcli.config import default_gguf_path, load_settings
 from ragcli.errors import ModelNotFound
-from ragcli.llm import LlamaCppGenerator, check_gguf, load_generator
+from ragcli.generation.llama import LlamaCppGenerator, check_gguf, load_generator
 
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
 LONG_REQUEST = [{"role": "user", "content": "Write a long story about a lighthouse keeper and the sea."}]
@@ -83,7 +83,7 @@ def test_settings_model_is_used_when_no_flag(tmp_path):
 
 def test_no_llama_cpp_noise_on_stdout():
     code = (
-        "from ragcli.llm import load_generator; from ragcli.config import load_settings\n"
+        "from ragcli.generation.llama import load_generator; from ragcli.config import load_settings\n"
         "g = load_generator(None, load_settings(), n_ctx=256, threads=1)\n"
         "''.join(g.stream([{'role': 'user', 'content': 'hi'}], max_tokens=3))\n"
     )

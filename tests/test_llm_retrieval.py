@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fakes import ScriptedGenerator, hits_for
 
-from ragcli.retrieval.llm import (
+from ragcli.retrieval.model_select import (
     SELECTION_GRAMMAR,
     build_messages,
     parse_selection,
@@ -137,7 +137,7 @@ def test_build_messages_shape():
 def test_select_with_the_real_gguf_model():
     """SmolLM2-135M under the grammar: whatever it answers, the result is a clean ranked subset."""
     from ragcli.config import load_settings
-    from ragcli.llm import load_generator
+    from ragcli.generation.llama import load_generator
 
     generator = load_generator(None, load_settings(), n_ctx=512, threads=2)
     hits = make_hits(TEXTS[:4])

@@ -174,7 +174,7 @@ def test_doctor_checks_connection_and_schema(tmp_path, store, monkeypatch):
 
     index = tmp_path / "index"
     run(index, corpus(tmp_path / "docs"), store)
-    monkeypatch.setattr("ragcli.models.embedder_for", lambda *args, **kwargs: HashEmbedder())
+    monkeypatch.setattr("ragcli.generation.chooser.embedder_for", lambda *args, **kwargs: HashEmbedder())
     checks = {check.name: check for check in _index_checks(load_settings(index=index))}
     assert checks["milvus connection"].ok and checks["milvus collections"].ok, checks
     assert checks["model fingerprint"].ok and checks["sqlite integrity"].ok
@@ -259,7 +259,7 @@ def test_watched_changes_apply_to_milvus(tmp_path, store):
 def test_eval_retrieval_builds_its_index_on_the_store(tmp_path, store, monkeypatch, fixtures_dir):
     from ragcli.index import open_index
 
-    monkeypatch.setattr("ragcli.models.embedder_for", lambda *args, **kwargs: HashEmbedder())
+    monkeypatch.setattr("ragcli.generation.chooser.embedder_for", lambda *args, **kwargs: HashEmbedder())
     with open_index(tmp_path / "unused", cache_dir=str(tmp_path / "cache")) as opened:
         report = opened.evaluate_retrieval(fixtures_dir / "beir-mini", store=store)
     assert report.configurations[0].metrics["ndcg@10"] > 0

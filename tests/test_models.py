@@ -12,8 +12,8 @@ import pytest
 
 from ragcli.config import load_settings
 from ragcli.errors import ModelNotFound
-from ragcli.gguf_info import NotGGUF, read_gguf, write_tiny_gguf
-from ragcli.model_catalog import list_models, resolve_model
+from ragcli.generation.gguf import NotGGUF, read_gguf, write_tiny_gguf
+from ragcli.generation.catalog import list_models, resolve_model
 
 TINY_META = {
     "general.architecture": "llama",

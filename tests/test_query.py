@@ -15,7 +15,7 @@ from ragcli.ingest.pipeline import ingest, ingest_documents
 from ragcli.retrieval.search import QueryOptions, Searcher
 from ragcli.retrieval.filters import filters_sql, matches, parse_condition, parse_filters
 from ragcli.retrieval.fusion import GAP_BOOST, fuse_hits, normalise, rrf, score_fusion
-from ragcli.store import Store
+from ragcli.store.local.database import Store
 from ragcli.types import Chunk, ChunkSettings, Document, Hit
 
 WHOLE = ChunkSettings("word", 2000, 0)
@@ -75,7 +75,7 @@ def fake_models(monkeypatch):
         loads.append(index_model)
         return HashEmbedder()
 
-    monkeypatch.setattr("ragcli.models.embedder_for", embedder_for)
+    monkeypatch.setattr("ragcli.generation.chooser.embedder_for", embedder_for)
     return loads
 
 
@@ -310,7 +310,9 @@ def test_unknown_group_lists_the_known_ones(searcher):
 
 def test_model_mismatch(isolated_home, monkeypatch):
     ingest_documents(isolated_home, DOCS, embedder=HashEmbedder(), group="medium", chunking=WHOLE)
-    monkeypatch.setattr("ragcli.models.embedder_for", lambda settings, model=None, **kw: HashEmbedder(32))
+    monkeypatch.setattr(
+        "ragcli.generation.chooser.embedder_for", lambda settings, model=None, **kw: HashEmbedder(32)
+    )
     with Searcher(isolated_home, settings=load_settings()) as searcher:
         assert searcher.search("router", QueryOptions(mode="bm25"))  # BM25 needs no model
         with pytest.raises(IndexMismatch, match="rebuild"):

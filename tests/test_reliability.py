@@ -414,7 +414,7 @@ def test_a_streamed_vector_file_is_byte_for_byte_what_faiss_writes(tmp_path):
     import faiss
     import numpy as np
 
-    from ragcli.store.vectors import FaissIndex, write_streamed
+    from ragcli.store.local.vectors import FaissIndex, write_streamed
 
     ids = np.array([3, 8, 21, 55, 89], dtype=np.int64)
     vectors = np.random.default_rng(1).standard_normal((5, 16)).astype(np.float32)

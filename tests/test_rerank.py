@@ -165,7 +165,7 @@ def test_llm_reranker_passages_fit_a_small_context():
 def test_llm_reranker_with_the_real_gguf_model():
     """SmolLM2-135M scores through the digit grammar: every answer is readable."""
     from ragcli.config import load_settings
-    from ragcli.llm import load_generator
+    from ragcli.generation.llama import load_generator
 
     generator = load_generator(None, load_settings(), n_ctx=512, threads=2)
     hits = make_hits()[:3]

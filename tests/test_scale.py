@@ -17,10 +17,10 @@ from ragcli.ingest.pipeline import ingest_documents, vector_params
 from ragcli.analysis import index_terms
 from ragcli.retrieval.bm25 import BM25Retriever
 from ragcli.retrieval.dense import DenseRetriever
-from ragcli.store import Store
-from ragcli.store import ann
-from ragcli.store.postings import merge_segments
-from ragcli.store.vectors import FaissIndex, read_params
+from ragcli.store.local.database import Store
+from ragcli.store.local import ann
+from ragcli.store.local.postings import merge_segments
+from ragcli.store.local.vectors import FaissIndex, read_params
 from ragcli.types import ChunkSettings, Document
 from test_bm25 import ENGLISH, QUERIES
 
@@ -294,7 +294,7 @@ def test_a_new_ivf_index_is_filled_batch_by_batch_and_equals_a_one_shot_build(is
 def test_the_checksum_read_window_by_window_is_the_whole_file_crc(tmp_path, monkeypatch):
     import zlib
 
-    from ragcli.store import vectors
+    from ragcli.store.local import vectors
 
     monkeypatch.setattr(vectors, "_CRC_WINDOW", 1 << 16)
     for size in (0, 1, 1 << 16, (1 << 16) + 1, 300_000):

@@ -1,4 +1,4 @@
-"""Both store backends implement the whole `ragcli.store.backend` interface."""
+"""Both store backends implement the whole `ragcli.store.interface` interface."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from ragcli.store.backend import Backend, DenseSearch, LexicalSearch
-from ragcli.store.local import LocalBackend, LocalDense, LocalLexical
-from ragcli.store.milvus import MilvusBackend
-from ragcli.store.milvus_search import MilvusDense, MilvusLexical
+from ragcli.store.interface import Backend, DenseSearch, LexicalSearch
+from ragcli.store.local.backend import LocalBackend, LocalDense, LocalLexical
+from ragcli.store.milvus.backend import MilvusBackend
+from ragcli.store.milvus.search import MilvusDense, MilvusLexical
 
 
 def methods(cls) -> set[str]:
@@ -31,6 +31,6 @@ def test_every_backend_has_every_method_of_the_interface(protocol, implementatio
 
 
 def test_the_milvus_backend_module_imports_no_client_until_it_connects():
-    code = "import sys, ragcli.store.milvus; print('pymilvus' in sys.modules)"
+    code = "import sys, ragcli.store.milvus.backend; print('pymilvus' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"

@@ -74,7 +74,7 @@ from ragcli.answer.evidence import render, select_evidence
 from ragcli.answer.qa_reader import reader_for
 from ragcli.answer.readers import Reader
 from ragcli.answer.summary import asks_about_document, extractive_summary
-from ragcli.llm import Generator, Message, check_gguf, load_generator
+from ragcli.generation.llama import Generator, Message, check_gguf, load_generator
 from ragcli.answer.prompting import (
     NOT_FOUND,
     PROMPT_VERSION,
@@ -124,7 +124,7 @@ class AskOptions:
         seed: sampling seed.
         rewrite: None, "multi" or "hyde".
         use_cache: look up and store answers in the index's answer cache.
-        answer_style: "auto" (generative with a capable model, `ragcli.model_catalog.is_capable`,
+        answer_style: "auto" (generative with a capable model, `ragcli.generation.catalog.is_capable`,
             else evidence), "evidence" (the passage that answers, quoted and cited, under a short
             line where the reader gives one: `ragcli.answer.evidence`) or "generative" (the model
             writes the answer from the best sentences). The old names extractive, sentence and
@@ -459,14 +459,14 @@ class Asker:
 
     def model_path(self, options: AskOptions) -> Path:
         """The GGUF file the options name (a path or a `rag models` name), else the default."""
-        from ragcli.model_catalog import resolve_model
+        from ragcli.generation.catalog import resolve_model
 
         return resolve_model(options.model, self.settings)
 
     def style(self, options: AskOptions) -> str:
         """The answer style to use: ``auto`` becomes generative for a capable model, else evidence.
 
-        Capable is decided from the GGUF header (`ragcli.model_catalog.is_capable`), never by
+        Capable is decided from the GGUF header (`ragcli.generation.catalog.is_capable`), never by
         loading the model; an injected generator says so with a true ``capable`` attribute.
         """
         style = resolve_style(options.answer_style)
@@ -474,7 +474,7 @@ class Asker:
             return style
         if self._injected is not None:
             return "generative" if getattr(self._injected, "capable", False) else "evidence"
-        from ragcli.model_catalog import is_capable, model_info
+        from ragcli.generation.catalog import is_capable, model_info
 
         path = self.model_path(options)
         key = (str(path), options.model)

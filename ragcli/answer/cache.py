@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from ragcli.store.answers import CACHE_FILE, AnswerCache, state_digest
 
 if TYPE_CHECKING:
-    from ragcli.store import Store
+    from ragcli.store.local.database import Store
 
 __all__ = ["CACHE_FILE", "AnswerCache", "cache_key", "index_state", "state_digest"]
 

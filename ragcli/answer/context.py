@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 from ragcli.errors import RagError
-from ragcli.llm import TEMPLATE_MARGIN
+from ragcli.generation.llama import TEMPLATE_MARGIN
 from ragcli.types import Hit
 
 CountTokens = Callable[[str], int]

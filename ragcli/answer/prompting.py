@@ -2,7 +2,7 @@
 
 A prompt shape is a function ``(question, sources) -> messages``; `PROMPTS` names the
 built-in ones so a later shape (extractive, grammar-constrained) is one registry entry.
-The model's own chat template turns the messages into text (see `ragcli.llm`).
+The model's own chat template turns the messages into text (see `ragcli.generation.llama`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import re
 from typing import Callable, Mapping, Sequence
 
 from ragcli.answer.context import Source
-from ragcli.llm import Message
+from ragcli.generation.llama import Message
 
 NOT_FOUND = "I could not find this in your documents."
 # Raised whenever a prompt or how a reply is read back changes: cached answers of the old one

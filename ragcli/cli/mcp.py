@@ -37,14 +37,14 @@ def mcp(
 
         rag mcp --index ~/.local/share/ragcli/indexes/default
     """
-    from ragcli.agent_worker import start_tools
+    from ragcli.mcp.worker import start_tools
     from ragcli.index import open_index
 
     index_ = open_index(index, embed_model=embed_model, gguf_model=model)
     _say_if_no_index(index_.path)
     tools = start_tools(index_)
     with _deferred_model_builds():  # the SDK's import: ~0.6 s, while the models load
-        from ragcli.mcp_server import serve
+        from ragcli.mcp.server import serve
     serve(tools)
 
 

@@ -21,7 +21,7 @@ def models(
     Example: rag models --json
     """
     from ragcli.index import open_index
-    from ragcli.model_catalog import is_capable
+    from ragcli.generation.catalog import is_capable
 
     entries = open_index().models()
     if json_output:

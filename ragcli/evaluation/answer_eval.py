@@ -56,7 +56,7 @@ from ragcli.types import Progress
 if TYPE_CHECKING:
     from ragcli.answer.ask import Answer, AskOptions
     from ragcli.config import Settings
-    from ragcli.llm import Generator
+    from ragcli.generation.llama import Generator
 
 ANSWER_METRICS = (
     "exact_match",

@@ -28,7 +28,7 @@ from ragcli.evaluation.metrics import normalize_answer
 from ragcli.types import Document, Progress
 
 if TYPE_CHECKING:
-    from ragcli.llm import Generator
+    from ragcli.generation.llama import Generator
 
 CHUNK_WORDS = 120
 CHUNK_OVERLAP = 12
@@ -209,7 +209,7 @@ def generate_qa(
 
     Args:
         folder: a folder of documents, or a BEIR folder (its corpus.jsonl is used).
-        generator: the language model (`ragcli.llm.Generator`).
+        generator: the language model (`ragcli.generation.llama.Generator`).
         n: records wanted.
         seed: sampling seed; the same seed, corpus and model give the same records.
         max_attempts: chunks tried at most (default 4 x n), since small models often fail.

@@ -19,7 +19,7 @@ from ragcli.choices import DEFAULT_GROUP
 from ragcli.config import Settings
 from ragcli.evaluation.datasets import read_corpus
 from ragcli.ingest.splitting import PRESETS
-from ragcli.store import read_index_meta
+from ragcli.store.local.database import read_index_meta
 
 if TYPE_CHECKING:
     from ragcli.embedding.base import Embedder
@@ -35,7 +35,7 @@ def dataset_index_path(
     embedding model and the store (when not local), so changing any of them builds a
     separate index instead of churning one.
     """
-    from ragcli.store.backend import normalise_uri
+    from ragcli.store.interface import normalise_uri
 
     dataset = Path(dataset).expanduser().resolve()
     chunking = PRESETS.get(group, PRESETS[DEFAULT_GROUP])
@@ -82,7 +82,7 @@ def prepare_index(
     from ragcli.ingest.pipeline import ingest, ingest_documents
 
     if embedder is None:
-        from ragcli.models import embedder_for
+        from ragcli.generation.chooser import embedder_for
 
         embedder = embedder_for(settings, read_index_meta(index, "embedding_model"))
     if corpus.is_dir():  # a folder of documents: read as `rag ingest` reads it

@@ -23,7 +23,7 @@ from ragcli.types import Hit, Progress
 
 if TYPE_CHECKING:
     from ragcli.config import Settings
-    from ragcli.llm import Generator
+    from ragcli.generation.llama import Generator
     from ragcli.retrieval.search import QueryOptions
 
 DEFAULT_TOP_K = 100

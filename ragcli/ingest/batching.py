@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ragcli.ingest.splitting import page_at
-from ragcli.store.backend import Backend, DocumentPiece, PieceChunk
+from ragcli.store.interface import Backend, DocumentPiece, PieceChunk
 from ragcli.types import Span
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:
     from ragcli.embedding.base import Embedder
-    from ragcli.store.backend import Backend
+    from ragcli.store.interface import Backend
 
 # A batch (one transaction) is about BATCH_SECONDS of embedding, adapted to the measured speed,
 # and never under FIRST_BATCH chunks: texts are sorted by length within a batch so each forward

@@ -35,9 +35,9 @@ from ragcli.ingest.batching import COMMIT_SECONDS, FIRST_BATCH, _Batcher, _Piece
 from ragcli.ingest.embedding_pass import EmbedReport, embed_pending, pending_count, tell
 from ragcli.ingest.readers.ocr import OcrUnavailable
 from ragcli.ingest.splitting import PRESETS, page_starts, section_bounds, split, validate_settings
-from ragcli.store import Store
-from ragcli.store.backend import Backend
-from ragcli.store.backends import create_backend, open_backend
+from ragcli.store.local.database import Store
+from ragcli.store.interface import Backend
+from ragcli.store.chooser import create_backend, open_backend
 from ragcli.store.errors import storage_errors
 from ragcli.store.ownership import (
     claim_index_dir,
@@ -258,7 +258,7 @@ def ingest(
         lock_timeout: seconds to wait for another process writing the same index.
         on_wait: told once (one line) when this run has to wait for that process.
         store: where a new index keeps its content: None or "local", a Milvus Lite file
-            (``*.db``) or a Milvus server URL (`ragcli.store.backend`); an existing index
+            (``*.db``) or a Milvus server URL (`ragcli.store.interface`); an existing index
             keeps the store it was created with.
         defer_embedding: return once the text is indexed (searchable by BM25); `embed_index`
             (`rag embed`), the next ingest or a watcher embeds the rest. The local store
@@ -695,8 +695,8 @@ def _refuse_remote_rebuild(index: Path, uri: str | None) -> None:
         UsageError: the index (or the requested store) is on Milvus.
     """
     from ragcli.errors import UsageError
-    from ragcli.store import read_index_meta
-    from ragcli.store.backend import STORE_URI_KEY, normalise_uri
+    from ragcli.store.local.database import read_index_meta
+    from ragcli.store.interface import STORE_URI_KEY, normalise_uri
 
     recorded = read_index_meta(index, STORE_URI_KEY)
     remote = recorded or (normalise_uri(uri) if uri else "local")
@@ -749,7 +749,7 @@ def known_roots(index: Path) -> list[str]:
         UsageError: nothing was ingested before, so there is nothing to default to.
     """
     from ragcli.errors import UsageError
-    from ragcli.store import read_index_meta
+    from ragcli.store.local.database import read_index_meta
 
     roots = json.loads(read_index_meta(index, "roots") or "[]")
     if not roots:
@@ -763,7 +763,7 @@ def chunking_override(
     """Settings from the flags given, the rest from the group's current settings or preset."""
     from dataclasses import replace
 
-    from ragcli.store import DATABASE_NAME
+    from ragcli.store.local.database import DATABASE_NAME
 
     given = {
         k: v

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ragcli.retrieval.base import EmbedderLoader, Retriever, RetrieverFactory
 
 if TYPE_CHECKING:
-    from ragcli.store.backend import Backend
+    from ragcli.store.interface import Backend
 
 
 def _bm25(store: Backend, group: str, embedder: EmbedderLoader) -> Retriever:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Protocol
 
-from ragcli.store.backend import ChunkFilter
+from ragcli.store.interface import ChunkFilter
 from ragcli.types import Hit
 
 if TYPE_CHECKING:
     from ragcli.embedding.base import Embedder
-    from ragcli.store.backend import Backend
+    from ragcli.store.interface import Backend
 
 # Compiled by the index's backend (`Backend.compile_filter`); re-exported for retrievers.
 __all__ = ["ChunkFilter", "EmbedderLoader", "Retriever", "RetrieverFactory"]

@@ -1,4 +1,4 @@
-"""BM25 over the index's own postings (`ragcli.store.postings`): on disk, updated in the
+"""BM25 over the index's own postings (`ragcli.store.local.postings`): on disk, updated in the
 ingest transaction, scored exactly like rank-bm25's `BM25Okapi(k1=1.2, b=0.75)`.
 
 Chunks and queries go through the same analyser (`analysis.analyze`); a query's terms
@@ -9,7 +9,7 @@ where rank-bm25 keeps 0 or uses a fraction of the mean idf over its whole vocabu
 `tests/test_bm25.py` checks bit-for-bit equality on real text.
 
 That is the local store's engine; an index on Milvus scores with Milvus's BM25 function
-over the same terms (`ragcli.store.milvus`).
+over the same terms (`ragcli.store.milvus.backend`).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 
 from ragcli.retrieval.base import ChunkFilter
-from ragcli.store.backends import as_backend
+from ragcli.store.chooser import as_backend
 from ragcli.types import Hit
 
 if TYPE_CHECKING:
-    from ragcli.store.backend import Backend
+    from ragcli.store.interface import Backend
 
 
 class BM25Retriever:
@@ -49,7 +49,7 @@ class BM25Retriever:
         """`search` for several queries at once: one snapshot, one read of the hit chunks.
 
         Chunks already read for an earlier query of this retriever are reused while the
-        database is unchanged (`ragcli.store.chunkcache`).
+        database is unchanged (`ragcli.store.local.chunkcache`).
         """
         if k <= 0:
             return [[] for _ in queries]

@@ -16,8 +16,8 @@ from typing import Mapping
 import numpy as np
 
 from ragcli.retrieval.base import ChunkFilter, EmbedderLoader
-from ragcli.store.backend import Backend
-from ragcli.store.backends import as_backend
+from ragcli.store.interface import Backend
+from ragcli.store.chooser import as_backend
 from ragcli.types import Chunk, Hit
 
 

@@ -17,8 +17,8 @@ from typing import Any, Sequence
 
 from ragcli.errors import RagError, UsageError
 from ragcli.ingest.splitting import PAGE_BREAK
-from ragcli.store.backend import Backend
-from ragcli.store.backends import open_backend
+from ragcli.store.interface import Backend
+from ragcli.store.chooser import open_backend
 
 _PAGE_SUFFIX = re.compile(r"^(?P<path>.+):(?P<page>\d+)$")
 

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 from ragcli.errors import ModelNotFound, UsageError
-from ragcli.llm import TEMPLATE_MARGIN, Generator, Message
+from ragcli.generation.llama import TEMPLATE_MARGIN, Generator, Message
 from ragcli.analysis import fold
-from ragcli.retrieval.llm import truncate_to_tokens
+from ragcli.retrieval.model_select import truncate_to_tokens
 from ragcli.types import Hit
 
 if TYPE_CHECKING:

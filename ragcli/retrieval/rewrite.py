@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from ragcli.errors import UsageError
 from ragcli.choices import REWRITES
-from ragcli.llm import Generator, Message
+from ragcli.generation.llama import Generator, Message
 from ragcli.retrieval.fusion import rrf
 from ragcli.types import Hit
 

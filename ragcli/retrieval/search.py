@@ -34,12 +34,12 @@ from ragcli.retrieval.coverage import coverage_note, splice, splice_hits
 from ragcli.retrieval.filters import check_keys
 from ragcli.retrieval.fusion import adaptive_fusion, fuse_hits, scaled_priors
 from ragcli.stages import stage
-from ragcli.store.backends import open_backend
+from ragcli.store.chooser import open_backend
 from ragcli.types import Hit
 
 if TYPE_CHECKING:
     from ragcli.embedding.base import Embedder
-    from ragcli.llm import Generator
+    from ragcli.generation.llama import Generator
 
 log = logging.getLogger(__name__)
 
@@ -211,7 +211,7 @@ class Searcher:
             IndexMismatch: the chosen model (flag or environment) is not the index's.
         """
         if self._embedder is None:
-            from ragcli.models import embedder_for
+            from ragcli.generation.chooser import embedder_for
 
             index_model = self.store.get_meta("embedding_model")
             embedder = self._given_embedder
@@ -303,7 +303,7 @@ class Searcher:
             hits = [hit for hit in hits if hit.score >= options.min_score]
         keywords = bool(options.require or options.exclude)
         if options.mode == "llm":
-            from ragcli.retrieval.llm import select
+            from ragcli.retrieval.model_select import select
 
             if keywords:  # filter before the model reads the candidates
                 hits = self._rerank(query, hits, replace(options, rerank=None, top_k=len(hits) or 1))

@@ -48,7 +48,7 @@ class ServeOptions:
 
 def build_app(engine: Engine, options: ServeOptions) -> Starlette:
     """The application over `engine`, with the MCP transport at /mcp."""
-    from ragcli.mcp_server import build_server
+    from ragcli.mcp.server import build_server
 
     mcp = build_server(McpTools(engine))
     mcp_app = mcp.streamable_http_app(

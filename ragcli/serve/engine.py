@@ -1,6 +1,6 @@
 """The served index: models loaded once, searches and answers on worker threads.
 
-Two `IndexTools` (`ragcli.agent_tools`) over the same index, so a long generation holding one
+Two `IndexTools` (`ragcli.mcp.tools`) over the same index, so a long generation holding one
 never delays the other: searches, documents and status run on the *search* thread, answers on
 the *answer* thread. Both notice when another process changed the index (`rag ingest`) and
 re-read it before the next call, keeping the models loaded. The answer side takes at most
@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from ragcli.agent_tools import IndexTools
+from ragcli.mcp.tools import IndexTools
 from ragcli.errors import RagError
 
 if TYPE_CHECKING:

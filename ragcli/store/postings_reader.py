@@ -1,4 +1,4 @@
-"""Scoring BM25 queries from the postings of `ragcli.store.postings`, kept in memory between queries.
+"""Scoring BM25 queries from the postings of `ragcli.store.local.postings`, kept in memory between queries.
 
 `PostingsReader` caches each term's live postings and their BM25 contributions per index
 generation; a query sums the contributions of its terms per chunk (`numpy.bincount`) and keeps
@@ -10,7 +10,13 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING, Hashable, Sequence
 
-from ragcli.store.postings import GENERATION_KEY, collection_stats, deleted_ids, term_postings, term_scores
+from ragcli.store.local.postings import (
+    GENERATION_KEY,
+    collection_stats,
+    deleted_ids,
+    term_postings,
+    term_scores,
+)
 
 if TYPE_CHECKING:
     import numpy as np

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ragcli.store import Store
-from ragcli.store.backend import Backend
+from ragcli.store.local.database import Store
+from ragcli.store.interface import Backend
 
 META_KEY = "excluded"
 
@@ -43,7 +43,7 @@ def plan_removal(index: Path, paths: Sequence[str]) -> RemovalPlan:
     Raises:
         NotIndexed: there is no index.
     """
-    from ragcli.store.backends import open_backend
+    from ragcli.store.chooser import open_backend
 
     targets = tuple(Path(stored_form(Path(p).expanduser().resolve())) for p in paths)
     backend = open_backend(index)

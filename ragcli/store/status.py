@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ragcli.store import DATABASE_NAME
-from ragcli.store.backend import Backend
-from ragcli.store.backends import open_backend
+from ragcli.store.local.database import DATABASE_NAME
+from ragcli.store.interface import Backend
+from ragcli.store.chooser import open_backend
 
 
 EMBED_LOG = "embed.log"  # `rag embed --background`'s output, in the index folder

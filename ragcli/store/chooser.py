@@ -1,6 +1,6 @@
-"""Which backend an index uses, and opening it (`ragcli.store.backend` is the interface).
+"""Which backend an index uses, and opening it (`ragcli.store.interface` is the interface).
 
-`ragcli.store.local` is imported for a local index, `ragcli.store.milvus` (and pymilvus)
+`ragcli.store.local.backend` is imported for a local index, `ragcli.store.milvus.backend` (and pymilvus)
 only for an index on Milvus.
 """
 
@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragcli.errors import UsageError
-from ragcli.store.backend import STORE_URI_KEY, Backend, normalise_uri
+from ragcli.store.interface import STORE_URI_KEY, Backend, normalise_uri
 
 if TYPE_CHECKING:
-    from ragcli.store import Store
+    from ragcli.store.local.database import Store
 
 
 def recorded_uri(store: Store) -> str:
@@ -52,10 +52,10 @@ def backend_for(store: Store, uri: str | None = None) -> Backend:
     recorded = recorded_uri(store)
     uri = uri or recorded
     if uri == "local":
-        from ragcli.store.local import LocalBackend
+        from ragcli.store.local.backend import LocalBackend
 
         return LocalBackend(store)
-    from ragcli.store.milvus import MilvusBackend
+    from ragcli.store.milvus.backend import MilvusBackend
 
     backend = MilvusBackend(store, uri)
     if uri != recorded:
@@ -70,7 +70,7 @@ def open_backend(index: Path) -> Backend:
         NotIndexed: there is no index at `index`.
         StoreUnavailable: its Milvus store cannot be reached.
     """
-    from ragcli.store import Store
+    from ragcli.store.local.database import Store
 
     store = Store.open(Path(index))
     try:
@@ -87,7 +87,7 @@ def create_backend(index: Path, uri: str | None = None) -> Backend:
         UsageError: `uri` differs from the index's recorded store.
         StoreUnavailable: the Milvus store cannot be reached.
     """
-    from ragcli.store import Store
+    from ragcli.store.local.database import Store
 
     store = Store.create(Path(index))
     try:
@@ -99,6 +99,6 @@ def create_backend(index: Path, uri: str | None = None) -> Backend:
 
 def as_backend(store: Any) -> Backend:
     """A backend as given, or an open local `Store` wrapped as its backend (library callers)."""
-    from ragcli.store import Store
+    from ragcli.store.local.database import Store
 
     return backend_for(store) if isinstance(store, Store) else store

@@ -1,8 +1,8 @@
 """Named schema migrations, applied in order when a store is opened.
 
 Never edit or rename a shipped migration: add a new one with the next number, and its
-name to `ragcli.store.schema.MIGRATION_NAMES` (the store checks that list to skip importing sqlite-utils when
-nothing is pending; a test keeps the two in step).
+name to `ragcli.store.local.schema.MIGRATION_NAMES` (the store checks that list to skip importing sqlite-utils
+when nothing is pending; a test keeps the two in step).
 """
 
 from __future__ import annotations
@@ -92,11 +92,11 @@ def m006_create_doc_groups(db):
 
 @migrations()
 def m007_bm25_postings(db):
-    # BM25 moves from per-group FTS5 tables to numpy-scored postings (ragcli.store.postings):
+    # BM25 moves from per-group FTS5 tables to numpy-scored postings (ragcli.store.local.postings):
     # each chunk keeps its analysed terms, and each group's chunks become segments of at
     # most MIGRATION_BATCH chunks (merged as usual), so memory stays bounded on big indexes.
     from ragcli.analysis import term_string
-    from ragcli.store.postings import SCHEMA, write_segment
+    from ragcli.store.local.postings import SCHEMA, write_segment
 
     db.execute("ALTER TABLE chunks ADD COLUMN tokens TEXT")
     db.execute("ALTER TABLE chunks ADD COLUMN bm25_segment INTEGER")
@@ -135,8 +135,8 @@ def m007_bm25_postings(db):
 @migrations()
 def m014_bm25_deleted(db):
     # Deleted chunks become marks per segment instead of rewritten postings rows
-    # (ragcli.store.postings.apply_removals); readers cache postings per generation.
-    from ragcli.store.postings import DELETED_SCHEMA, GENERATION_KEY
+    # (ragcli.store.local.postings.apply_removals); readers cache postings per generation.
+    from ragcli.store.local.postings import DELETED_SCHEMA, GENERATION_KEY
 
     db.execute(DELETED_SCHEMA)
     db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, 1)", [GENERATION_KEY])
@@ -148,6 +148,6 @@ def m015_bm25_whole_technical_tokens(db):
     # their split words, and a chunk's terms include its document's title (ragcli.analysis,
     # ANALYZER_VERSION 2): every chunk's terms are made again and each group's postings rebuilt
     # from them, so old and new chunks score alike.
-    from ragcli.store.postings import rebuild_postings
+    from ragcli.store.local.postings import rebuild_postings
 
     rebuild_postings(db.conn, MIGRATION_BATCH)

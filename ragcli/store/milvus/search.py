@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-from ragcli.store.backend import ChunkFilter
-from ragcli.store.milvus_schema import CHUNK_FIELDS, CHUNKS, chunk_from_row, quoted
+from ragcli.store.interface import ChunkFilter
+from ragcli.store.milvus.schema import CHUNK_FIELDS, CHUNKS, chunk_from_row, quoted
 from ragcli.types import Chunk
 
 if TYPE_CHECKING:

@@ -41,7 +41,7 @@ def embed_runtime(setting: str | None, index_fingerprint: str | None) -> str:
 
 def generator_for(settings: Settings, *, n_ctx: int | None = None, threads: int | None = None, seed: int = 0):
     """Load the GGUF model: --model / $RAG_MODEL / config, else the packaged SmolLM2."""
-    from ragcli.llm import load_generator
+    from ragcli.generation.llama import load_generator
 
     return load_generator(
         settings.gguf_model,

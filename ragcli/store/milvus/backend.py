@@ -30,11 +30,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from ragcli.errors import IndexMismatch, StoreUnavailable
-from ragcli.store.backend import ChunkFilter, DocumentPiece
+from ragcli.store.interface import ChunkFilter, DocumentPiece
 from ragcli.store.filters import COLUMNS
-from ragcli.store.local import DirectorySettings
-from ragcli.store.milvus_search import MilvusDense, MilvusLexical
-from ragcli.store.milvus_schema import (
+from ragcli.store.local.backend import DirectorySettings
+from ragcli.store.milvus.search import MilvusDense, MilvusLexical
+from ragcli.store.milvus.schema import (
     CHUNK_FIELDS,
     analyzer_for,
     chunk_from_row,
@@ -50,7 +50,7 @@ from ragcli.store.milvus_schema import (
 from ragcli.types import Chunk
 
 if TYPE_CHECKING:
-    from ragcli.store import Store
+    from ragcli.store.local.database import Store
 
 TIMEOUT = 10.0  # seconds for a connection or one call: a dead server is an error, not a hang
 _BATCH = 500
@@ -450,8 +450,8 @@ class MilvusBackend(DirectorySettings):
         return {"documents": self._count(DOCUMENTS), "chunks": chunks, "embeddings": chunks}
 
     def describe(self) -> dict[str, Any]:
-        from ragcli.store import DATABASE_NAME
-        from ragcli.store.local import directory_size
+        from ragcli.store.local.database import DATABASE_NAME
+        from ragcli.store.local.backend import directory_size
 
         groups = {
             name: {
@@ -535,7 +535,7 @@ class MilvusBackend(DirectorySettings):
 
 
 def _local_integrity(store: Store) -> str:
-    from ragcli.store.health import integrity
+    from ragcli.store.local.health import integrity
 
     return integrity(store)
 

@@ -22,7 +22,7 @@ import re
 from dataclasses import replace
 from typing import Callable, Sequence
 
-from ragcli.llm import TEMPLATE_MARGIN, Generator, Message
+from ragcli.generation.llama import TEMPLATE_MARGIN, Generator, Message
 from ragcli.types import Hit
 
 SOURCE = "llm"

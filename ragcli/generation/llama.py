@@ -298,7 +298,7 @@ def load_generator(
     Raises:
         ModelNotFound: the chosen file is missing or not GGUF, or the default package is absent.
     """
-    from ragcli.model_catalog import resolve_model
+    from ragcli.generation.catalog import resolve_model
 
     path = resolve_model(model, settings)
     return LlamaCppGenerator(path, n_ctx=n_ctx, threads=threads, seed=seed)

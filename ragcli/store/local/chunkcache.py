@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Iterable
 from ragcli.types import Chunk
 
 if TYPE_CHECKING:
-    from ragcli.store import Store
+    from ragcli.store.local.database import Store
 
 
 class ChunkCache:

@@ -1,4 +1,4 @@
-"""The Milvus collections' schema (`ragcli.store.milvus`): creating, checking, and their rows.
+"""The Milvus collections' schema (`ragcli.store.milvus.backend`): creating, checking, and their rows.
 
 BM25 analysis: Milvus's analyzers have no CJK bigrams (a server's `standard` tokenizer
 splits CJK into single characters, its `english` analyzer has no accent folding; Milvus
@@ -18,7 +18,7 @@ import hashlib
 import json
 from typing import Any, Mapping
 
-from ragcli.store.backend import DocumentPiece
+from ragcli.store.interface import DocumentPiece
 from ragcli.types import Chunk
 
 CHUNKS = "ragcli_chunks"
@@ -189,7 +189,7 @@ def document_row(
     piece: DocumentPiece, doc_id: int, count: int, old: Mapping[str, Any] | None
 ) -> dict[str, Any]:
     """The documents collection's row once all of a document's chunks in a group are in."""
-    from ragcli.store import now_iso
+    from ragcli.store.local.database import now_iso
 
     record = piece.record
     chunked = dict((old or {}).get("chunked") or {})

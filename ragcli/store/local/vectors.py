@@ -112,7 +112,7 @@ class FaissIndex:
         return int(self._index.ntotal)
 
     def describe(self) -> Mapping[str, Any]:
-        """What kind of index this is, for the params file (`ragcli.store.ann` adds IVF)."""
+        """What kind of index this is, for the params file (`ragcli.store.local.ann` adds IVF)."""
         return {"index_type": "flat"}
 
     def save(self, path: Path, params: Mapping[str, Any]) -> None:
@@ -145,7 +145,7 @@ class FaissIndex:
     def load(cls, path: Path, *, mmap: bool = False) -> "FaissIndex":
         """Read an index; `mmap` maps the file read-only (3x faster to open, for searching only).
 
-        `ragcli.store.ann.load_vector_index` wraps an approximate (IVF) file in its own class.
+        `ragcli.store.local.ann.load_vector_index` wraps an approximate (IVF) file in its own class.
         """
         import faiss
 

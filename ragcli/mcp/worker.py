@@ -28,11 +28,11 @@ import time
 import traceback
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ragcli.agent_tools import ProgressFn, no_progress
+from ragcli.mcp.tools import ProgressFn, no_progress
 from ragcli.errors import RagError
 
 if TYPE_CHECKING:
-    from ragcli.agent_tools import IndexTools
+    from ragcli.mcp.tools import IndexTools
     from ragcli.index import Index
 
 
@@ -47,7 +47,7 @@ def start_tools(index: Index) -> "WorkerTools | IndexTools":
     else on a thread of this process."""
     if can_fork():
         return start_worker(index)
-    from ragcli.agent_tools import IndexTools
+    from ragcli.mcp.tools import IndexTools
 
     tools = IndexTools(index)
     tools.warm_in_background()
@@ -159,7 +159,7 @@ class WorkerTools:
         if self._index is None or self._gone == "the server is closing":
             raise RagError(self._gone or "the index worker is gone")
         if self._local is None:
-            from ragcli.agent_tools import IndexTools
+            from ragcli.mcp.tools import IndexTools
 
             self._local = IndexTools(self._index)
         call = getattr(self._local, name)
@@ -195,7 +195,7 @@ def _detach_from_stdio() -> None:
 
 def _serve(index: Index, requests: BinaryIO, responses: BinaryIO) -> None:
     """The child's loop: warm up, then answer each request until the pipe closes."""
-    from ragcli.agent_tools import IndexTools
+    from ragcli.mcp.tools import IndexTools
 
     tools = IndexTools(index)
     tools.warm()

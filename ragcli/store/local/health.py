@@ -7,7 +7,7 @@ import shlex
 import sqlite3
 from typing import Any
 
-from ragcli.store import Store
+from ragcli.store.local.database import Store
 
 
 def local_checks(store: Store) -> list[tuple[str, Any, str]]:
@@ -47,7 +47,7 @@ def roots(store: Store) -> str:
 
 
 def vectors(store: Store, group: str) -> str:
-    from ragcli.store.vectors import checksum_problem, read_params
+    from ragcli.store.local.vectors import checksum_problem, read_params
 
     path = store.vector_path(group)
     params = read_params(path)

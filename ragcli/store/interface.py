@@ -5,8 +5,8 @@ settings: meta, groups, roots, `rag rm` exclusions). Where the documents, chunks
 terms and vectors live is the backend's business:
 
 - ``local`` (the default): the same SQLite database, BM25 postings and FAISS files
-  (`ragcli.store.local`);
-- ``milvus``: a Milvus deployment or a Milvus Lite file (`ragcli.store.milvus`, imported only
+  (`ragcli.store.local.backend`);
+- ``milvus``: a Milvus deployment or a Milvus Lite file (`ragcli.store.milvus.backend`, imported only
   for an index that uses it), shared by every index directory that names the same URI.
 
 The choice is made when the index is created (`rag ingest DIR --store URI`) and recorded in

@@ -1,8 +1,8 @@
 """The local backend: SQLite (documents, chunks, BM25 postings, vectors) plus FAISS files.
 
-`LocalBackend` wraps an open `Store`; the BM25 engine (`ragcli.store.postings`) and the
-vector files (`ragcli.store.vectors`, `ragcli.store.ann`) stay behind it, so retrieval and
-ingest see only the `ragcli.store.backend.Backend` interface.
+`LocalBackend` wraps an open `Store`; the BM25 engine (`ragcli.store.local.postings`) and the
+vector files (`ragcli.store.local.vectors`, `ragcli.store.local.ann`) stay behind it, so retrieval and
+ingest see only the `ragcli.store.interface.Backend` interface.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from ragcli.store import DATABASE_NAME, VECTORS_DIR, NewChunk, Store, open_vector_file
-from ragcli.store.backend import ChunkFilter, DocumentPiece
-from ragcli.store.chunkcache import ChunkCache
+from ragcli.store.local.database import DATABASE_NAME, VECTORS_DIR, NewChunk, Store, open_vector_file
+from ragcli.store.interface import ChunkFilter, DocumentPiece
+from ragcli.store.local.chunkcache import ChunkCache
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from ragcli.store.vectors import VectorIndex
+    from ragcli.store.local.vectors import VectorIndex
     from ragcli.types import Chunk, ChunkSettings
 
 log = logging.getLogger(__name__)
@@ -164,7 +164,7 @@ class LocalBackend(DirectorySettings):
     def embedding_coverage(self, group: str) -> tuple[int, int]:
         """(chunks with a vector, chunks) of the group, from one committed state: what a
         current vector file recorded when it was written (no count), else counted."""
-        from ragcli.store.vectors import read_params
+        from ragcli.store.local.vectors import read_params
 
         with self.store.snapshot():
             path = self.store.current_vector_file(group)
@@ -235,7 +235,7 @@ class LocalBackend(DirectorySettings):
 
     def describe(self) -> dict[str, Any]:
         """Per-group vector files (count, current, exact or IVF) and sizes on disk."""
-        from ragcli.store.vectors import read_params
+        from ragcli.store.local.vectors import read_params
 
         groups = {}
         for name in self.store.groups():
@@ -257,7 +257,7 @@ class LocalBackend(DirectorySettings):
         return {"groups": groups, "sizes": sizes}
 
     def health_checks(self) -> list[tuple[str, Any, str]]:
-        from ragcli.store.health import local_checks
+        from ragcli.store.local.health import local_checks
 
         return local_checks(self.store)
 

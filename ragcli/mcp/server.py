@@ -1,6 +1,6 @@
 """`rag mcp`: the index as a Model Context Protocol server over stdio (official `mcp` SDK 2.x).
 
-Four tools wrap `ragcli.agent_tools.IndexTools`: `search`, `ask`, `get` and `status`. Each
+Four tools wrap `ragcli.mcp.tools.IndexTools`: `search`, `ask`, `get` and `status`. Each
 runs its work on a worker thread, so the server keeps reading the client (pings,
 cancellations) and sends progress notifications while a call runs; the client receives them
 when it sent a progressToken. A failure comes back as a tool result with ``isError`` set and
@@ -27,8 +27,8 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from ragcli import __version__
-from ragcli.agent_tools import IndexTools
-from ragcli.agent_worker import WorkerTools
+from ragcli.mcp.tools import IndexTools
+from ragcli.mcp.worker import WorkerTools
 from ragcli.choices import ANSWER_STYLES, MODES
 from ragcli.errors import RagError
 
