@@ -343,11 +343,13 @@ def test_a_symlink_outside_the_folder_is_unchanged_on_reingest_and_pruned_when_g
     assert pruned["removed"] == 1 and documents(index) == [str(docs / "note-000.txt")]
 
 
-def test_ask_with_a_missing_model_works_when_the_answer_needs_none(small_index, tmp_path):
+def test_ask_with_a_missing_model_named_explicitly_is_an_error(small_index, tmp_path):
+    """A model the user named and that does not exist is an error naming it, whatever the style
+    (the evidence answer needs no model, but answering without the one asked for hides a typo)."""
     _, index = small_index
     missing = str(tmp_path / "missing.gguf")
-    extractive = rag("ask", "--index", str(index), "--model", missing, "what does the keeper write?")
-    assert extractive.returncode == 0, err(extractive)
+    evidence = rag("ask", "--index", str(index), "--model", missing, "what does the keeper write?")
+    assert evidence.returncode == 1 and "missing.gguf" in one_line_error(evidence)
     generative = rag("ask", "--index", str(index), "--model", missing, "--answer-style", "generative", "why?")
     assert generative.returncode == 1 and "missing.gguf" in one_line_error(generative)
 

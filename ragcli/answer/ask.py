@@ -56,7 +56,6 @@ Example::
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import partial
@@ -91,8 +90,6 @@ from ragcli.retrieval.rewrite import SearchRequest, retrieve_all, rewrite
 from ragcli.answer.sentences import Sentence
 from ragcli.answer.support import SentenceSupport, annotate_support
 from ragcli.types import Hit
-
-_log = logging.getLogger("ragcli.answer")
 
 if TYPE_CHECKING:
     from ragcli.embedding.base import Embedder
@@ -479,10 +476,7 @@ class Asker:
         path = self.model_path(options)
         key = (str(path), options.model)
         if self._capable is None or self._capable[0] != key:
-            info = model_info(path)
-            if info is None and options.model is not None:
-                _log.warning("model %s cannot be read; answering with quoted evidence", path)
-            self._capable = (key, is_capable(info))
+            self._capable = (key, is_capable(model_info(path)))
         return "generative" if self._capable[1] else "evidence"
 
     # -- answering ------------------------------------------------------------------------
@@ -507,9 +501,8 @@ class Asker:
         started = time.perf_counter()
         self._active = options
         style = self.style(options)
-        # A missing model or reader fails before any retrieval when the answer needs it; an
-        # evidence answer needs none, so a named model that is missing only earns a warning.
-        named = needs_model(options) or style == "generative"
+        # A missing model or reader fails before any retrieval: always when named explicitly.
+        named = needs_model(options) or style == "generative" or options.model is not None
         model = self.model_fingerprint(options) if named else "no-model"
         reader = self.reader(options) if style == "evidence" else None
         key = self._cache_key(question, options, model, style) if options.use_cache else None
