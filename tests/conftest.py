@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+# The Milvus tests load gRPC into this process; its fork handlers then run in every child that
+# pexpect forks (before the exec) and can kill it with an epoll error. Read when gRPC is imported.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
