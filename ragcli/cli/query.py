@@ -384,8 +384,9 @@ def _print_stacked(out, text: str, hits: list, explain: bool) -> None:
 
 
 def _source(hit) -> str:
-    page = f":{hit.chunk.page}" if hit.chunk.page is not None else ""
-    return f"{hit.chunk.path}{page}"
+    from ragcli.places import cited_place
+
+    return cited_place(hit.chunk.path, hit.chunk.page, hit.chunk.text)
 
 
 def highlighted_snippet(text: str, query: str, width: int = 300):
