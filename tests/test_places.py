@@ -69,3 +69,43 @@ def test_ask_cites_the_sheet_and_rows_it_quotes(office_index):
     assert answer.returncode == 0, answer.stderr
     assert "Tonnes: 310" in answer.stdout
     assert "tea_harvests.xlsx:1 (sheet 1, row" in answer.stdout, answer.stdout
+
+
+def test_open_a_mailbox_message_opens_its_mailbox_and_says_so(tmp_path, isolated_home):
+    """A message stored as ``inbox.mbox#2`` has no file of its own: `rag get` prints it, `rag
+    open` starts the viewer on the mailbox and names the part, with a stand-in viewer on PATH."""
+    import mailbox
+    import os
+    import subprocess
+    import sys
+    import time
+    from email.message import EmailMessage
+
+    docs = tmp_path / "mail"
+    docs.mkdir()
+    box = mailbox.mbox(docs / "inbox.mbox")
+    messages = (("Budget", "The budget is four million."), ("Picnic", "The picnic is at the lake."))
+    for subject, body in messages:
+        message = EmailMessage()
+        message["From"], message["To"], message["Subject"] = "a@example.com", "b@example.com", subject
+        message.set_content(body)
+        box.add(message)
+    box.flush()
+    assert rag("ingest", str(docs)).returncode == 0
+    part = f"{docs / 'inbox.mbox'}#2"
+    assert "The picnic is at the lake." in rag("get", part).stdout
+
+    bin_dir, record = tmp_path / "bin", tmp_path / "opened.txt"
+    bin_dir.mkdir()
+    (bin_dir / "xdg-open").write_text(f'#!/bin/sh\necho "$@" >> {record}\n')
+    (bin_dir / "xdg-open").chmod(0o755)
+    env = {**os.environ, "DISPLAY": ":0", "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    done = subprocess.run(
+        [sys.executable, "-m", "ragcli", "open", part], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and done.stdout == "", done.stderr
+    assert "#2 is inside it" in done.stderr
+    deadline = time.monotonic() + 30
+    while not record.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert record.read_text().split() == [str(docs / "inbox.mbox")]
