@@ -181,6 +181,50 @@ def test_ingest_changes_touches_only_what_changed(tmp_path, fake_embedder):
     ]
 
 
+def test_changes_get_the_ignore_files_and_patterns_a_whole_ingest_applies(tmp_path, fake_embedder):
+    """A watcher reports paths one by one: a changed file under an ignored folder, a file a
+    parent's .gitignore names, a new folder of build output, or a file an --exclude pattern
+    (relative to the root) leaves out are not read, as a whole ingest would not read them."""
+    from ragcli.ingest.pipeline import ingest, ingest_changes
+    from ragcli.ingest.walk import FileFilter
+    from ragcli.types import ChunkSettings
+
+    folder, index = tmp_path / "repo", tmp_path / "index"
+    (folder / "notes").mkdir(parents=True)
+    (folder / ".gitignore").write_text("*.log.md\ngenerated/\n")
+    (folder / "notes" / ".ragignore").write_text("private.md\n")
+    (folder / "notes" / "kept.md").write_text("Kept note about tides.")
+    settings = dict(
+        embedder=fake_embedder,
+        chunking=ChunkSettings("word", 50, 0),
+        file_filter=FileFilter(exclude=("drafts/*",)),
+    )
+    ingest(index, [folder], **settings)
+
+    (folder / "notes" / "run.log.md").write_text("a log the root .gitignore names")
+    (folder / "notes" / "private.md").write_text("a file the folder's .ragignore names")
+    (folder / "generated" / "deep").mkdir(parents=True)
+    (folder / "generated" / "deep" / "out.md").write_text("generated output")
+    (folder / "node_modules").mkdir()
+    (folder / "node_modules" / "readme.md").write_text("a dependency")
+    (folder / "drafts").mkdir()
+    (folder / "drafts" / "d.md").write_text("a draft the pattern excludes")
+    (folder / "notes" / "new.md").write_text("A new note about harbours.")
+    changed = [
+        folder / "notes" / "run.log.md",
+        folder / "notes" / "private.md",
+        folder / "generated",
+        folder / "generated" / "deep" / "out.md",
+        folder / "node_modules" / "readme.md",
+        folder / "drafts",
+        folder / "notes" / "new.md",
+    ]
+    report = ingest_changes(index, [folder], changed, **settings)
+
+    assert _paths(index) == {str(folder / "notes" / "kept.md"), str(folder / "notes" / "new.md")}
+    assert report.added == 1 and report.failed == []
+
+
 def test_watch_applies_changes_and_commits_what_it_saw_when_stopped(tmp_path, fake_embedder):
     import threading
 

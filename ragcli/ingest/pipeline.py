@@ -53,6 +53,7 @@ from ragcli.ingest.walk import (
     FileFilter,
     disk_path,
     display_path,
+    files_to_read,
     refuse_index_in_roots,
     resolve_roots,
     walk_files,
@@ -851,12 +852,8 @@ def _classify_changes(
         relative = path.relative_to(root).parts if path != root else ()
         if any(part.startswith(".") for part in relative):
             continue
-        if path.is_dir():
-            files.update(dict.fromkeys(walk_files(path, file_filter)))
-        elif path.is_file():
-            # A root that is a file was named explicitly: it is wanted whatever the globs say.
-            if path == root or file_filter.accepts("/".join(relative)):
-                files[path] = None
+        if path.is_dir() or path.is_file():
+            files.update(dict.fromkeys(files_to_read(root, path, file_filter)))
         else:
             gone.append(path)
     return list(files), gone

@@ -218,6 +218,37 @@ class IgnoreRules:
         return False
 
 
+def ignored_under(root: Path, path: Path) -> bool:
+    """Whether a walk of `root` leaves out `path`, a file or folder under it: what a watcher
+    reports one path at a time gets the rules the walk would have applied on its way down
+    (every folder's ignore files from `root` to it, generated folders on the way)."""
+    rules = IgnoreRules(root)
+    rules.enter(root)
+    folder = root
+    for part in path.relative_to(root).parts[:-1]:
+        folder = folder / part
+        if rules.skips(folder, is_folder=True):
+            return True
+        rules.enter(folder)
+    return path != root and rules.skips(path, is_folder=path.is_dir())
+
+
+def files_to_read(root: Path, path: Path, file_filter: FileFilter) -> list[Path]:
+    """The files a walk of `root` would read at or under `path` (a file or a folder a watcher
+    saw change): patterns and ignore files matched from the root, as for a whole ingest. A root
+    that is a file was named explicitly and is read whatever the patterns say."""
+    if path == root:
+        return list(walk_files(root, file_filter))
+    if ignored_under(root, path):
+        return []
+    found = walk_files(path, FileFilter()) if path.is_dir() else [path]
+    return [
+        file
+        for file in found
+        if file_filter.accepts(file.relative_to(root).as_posix()) and not ignored_under(root, file)
+    ]
+
+
 def _generated_folder(path: Path) -> bool:
     if path.name in _GENERATED_FOLDERS or (path / "pyvenv.cfg").is_file():
         return True
