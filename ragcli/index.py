@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ragcli.evaluation.answer_eval import AnswerConfiguration
     from ragcli.evaluation.retrieval_eval import Configuration
     from ragcli.ingest.embedding_pass import EmbedReport
-    from ragcli.ingest.pipeline import IngestReport
+    from ragcli.ingest.report import IngestReport
     from ragcli.ingest.watch import WatchBatch
     from ragcli.generation.llama import Generator
     from ragcli.generation.catalog import ModelEntry
@@ -325,7 +325,8 @@ class Index:
         Raises:
             IndexMismatch, IndexBusy, UsageError, StoreUnavailable: see `ragcli.ingest.pipeline.ingest`.
         """
-        from ragcli.ingest.pipeline import ingest, merge_reports
+        from ragcli.ingest.pipeline import ingest
+        from ragcli.ingest.report import merge_reports
 
         plan = self.ingest_plan(
             paths, group, split_by, chunk_size, chunk_overlap, include, exclude, forget_filters=forget_filters
@@ -446,7 +447,7 @@ class Index:
 
     def ingest_roots(self, paths: Sequence[str | Path] | None = None) -> list[Path]:
         """The folders and files an ingest of `paths` reads: those, else the roots ingested before."""
-        from ragcli.ingest.pipeline import known_roots
+        from ragcli.ingest.remembered import known_roots
 
         return [Path(path) for path in paths] if paths else list(known_roots(self.path))
 

@@ -243,7 +243,7 @@ def test_ask_answers_from_milvus_and_its_cache_follows_a_change(tmp_path, store)
 
 
 def test_watched_changes_apply_to_milvus(tmp_path, store):
-    from ragcli.ingest.pipeline import ingest_changes
+    from ragcli.ingest.changes import ingest_changes
 
     index, root = tmp_path / "index", corpus(tmp_path / "docs")
     run(index, root, store)

@@ -13,7 +13,8 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from fakes import HashEmbedder
-from ragcli.ingest.pipeline import ingest_documents, vector_params
+from ragcli.ingest.index_model import vector_params
+from ragcli.ingest.pipeline import ingest_documents
 from ragcli.analysis import index_terms
 from ragcli.retrieval.bm25 import BM25Retriever
 from ragcli.retrieval.dense import DenseRetriever

@@ -143,7 +143,8 @@ def _paths(index: Path) -> set[str]:
 
 
 def test_ingest_changes_touches_only_what_changed(tmp_path, fake_embedder):
-    from ragcli.ingest.pipeline import ingest, ingest_changes
+    from ragcli.ingest.changes import ingest_changes
+    from ragcli.ingest.pipeline import ingest
     from ragcli.types import ChunkSettings
 
     folder, index = tmp_path / "docs", tmp_path / "index"
