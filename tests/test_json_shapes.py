@@ -82,6 +82,7 @@ def arguments(command: str, docs: Path) -> list[str] | None:
     return words + extra.get(command, [])
 
 
+@pytest.mark.model
 def test_documented_keys_are_what_the_commands_print(tmp_path, isolated_home):
     docs = notes(tmp_path / "docs", 3)
     (tmp_path / "broken").mkdir()

@@ -17,12 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from runner import rag
+
 RAG = shutil.which("rag") or "rag"
 DEADLINE = 180.0
-
-
-def rag(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([RAG, *args], capture_output=True, text=True, timeout=300)
 
 
 def indexed(index: Path) -> set[str]:

@@ -71,9 +71,8 @@ class IngestRun:
             return self._ingest_parts(path, reader)
         try:
             content_hash = file_hash(path)
-            existing = self.store.document_by_path(shown)
-            if self.unchanged(existing, content_hash):
-                self.report.unchanged += 1
+            existing, unchanged = self._stored(shown, content_hash)
+            if unchanged:
                 return "unchanged"
             # Keyed by the walked path, not the reader's resolved one: a symlink to a file outside
             # the folder is then one document of this folder, pruned when the link goes.
@@ -102,9 +101,8 @@ class IngestRun:
         first = None
         try:
             content_hash = file_hash(path)
-            existing = self.store.document_by_path(shown)
-            if self.unchanged(existing, content_hash):
-                self.report.unchanged += 1
+            existing, unchanged = self._stored(shown, content_hash)
+            if unchanged:
                 return "unchanged"
             stale = {p: i for p, i in self.store.documents_under([Path(shown)]).items() if p != shown}
             for document in reader.read_all(path):
@@ -126,11 +124,18 @@ class IngestRun:
     def ingest_text(self, document: Document) -> str:
         """An in-memory document, keyed by its path, unless its text is unchanged."""
         content_hash = span_hash(document.text)
-        existing = self.store.document_by_path(document.path)
-        if self.unchanged(existing, content_hash):
-            self.report.unchanged += 1
+        existing, unchanged = self._stored(document.path, content_hash)
+        if unchanged:
             return "unchanged"
         return self.queue(document, content_hash, existing is not None)
+
+    def _stored(self, key: str, content_hash: str) -> tuple[dict | None, bool]:
+        """The document stored under `key`, and whether it is unchanged (then counted so)."""
+        existing = self.store.document_by_path(key)
+        unchanged = self.unchanged(existing, content_hash)
+        if unchanged:
+            self.report.unchanged += 1
+        return existing, unchanged
 
     def unchanged(self, existing: dict | None, content_hash: str) -> bool:
         """Same content, already chunked with the group's current settings."""
