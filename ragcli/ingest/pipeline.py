@@ -26,7 +26,7 @@ from ragcli.errors import RagError
 from ragcli.ingest.embedding_pass import EmbedReport, embed_pending, pending_count, tell
 from ragcli.ingest.index_model import check_model, record_model, vector_params
 from ragcli.ingest.report import IngestReport
-from ragcli.ingest.run import finish, open_run, remove_documents
+from ragcli.ingest.run import IngestRun, finish, open_run, remove_documents
 from ragcli.ingest.walk import FileFilter, display_path, refuse_index_in_roots, resolve_roots, walk_files
 from ragcli.locking import DEFAULT_TIMEOUT, index_writer
 from ragcli.store.chooser import open_backend
@@ -131,19 +131,24 @@ def ingest(
         # dict.fromkeys: a file root inside a folder root is one file, read (and counted) once
         files = list(dict.fromkeys(p for root in roots for p in walk_files(root, file_filter)))
         files = apply_exclusions(run.store, files)  # what `rag rm` removed stays out
-        sizes = _file_sizes(files) if progress else []
-        if progress:
-            progress.start(len(files))
-            tell(progress, "start_bytes", sum(sizes))
-        for number, path in enumerate(files):
-            status = run.ingest_file(path)
-            if progress:
-                progress.advance(str(path), status)
-                tell(progress, "read_bytes", sizes[number])
+        _read_files(run, files, progress)
         run.batcher.flush()
         if prune:
             run.prune(roots, {display_path(str(p)) for p in files})
     return run.report
+
+
+def _read_files(run: IngestRun, files: Sequence[Path], progress: Progress | None) -> None:
+    """Each file read and queued, the progress told files and bytes."""
+    sizes = _file_sizes(files) if progress else []
+    if progress:
+        progress.start(len(files))
+        tell(progress, "start_bytes", sum(sizes))
+    for number, path in enumerate(files):
+        status = run.ingest_file(path)
+        if progress:
+            progress.advance(str(path), status)
+            tell(progress, "read_bytes", sizes[number])
 
 
 def _file_sizes(files: Sequence[Path]) -> list[int]:
