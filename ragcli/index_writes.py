@@ -59,6 +59,7 @@ class IndexWrites:
         on_wait: Callable[[str], None] | None = None,
         store: str | None = None,
         defer_embedding: bool = False,
+        plan: IngestPlan | None = None,
     ) -> "IngestReport":
         """Read files and folders into the index (`ingest`); unchanged files are skipped.
 
@@ -83,6 +84,8 @@ class IndexWrites:
                 a Milvus URL); recorded in the index, so later calls need not repeat it.
             defer_embedding: return once the text is indexed (BM25 finds it); `embed` adds
                 the vectors later.
+            plan: what `ingest_plan` returned for these same paths and options (a caller that
+                showed it first): used as it is, not worked out again.
 
         Raises:
             IndexMismatch, IndexBusy, UsageError, StoreUnavailable: see `ragcli.ingest.pipeline.ingest`.
@@ -90,7 +93,7 @@ class IndexWrites:
         from ragcli.ingest.pipeline import ingest
         from ragcli.ingest.report import merge_reports
 
-        plan = self.ingest_plan(
+        plan = plan or self.ingest_plan(
             paths, group, split_by, chunk_size, chunk_overlap, include, exclude, forget_filters=forget_filters
         )
         if rebuild and len(plan.batches) > 1:
@@ -168,6 +171,7 @@ class IndexWrites:
         exclude: Iterable[str] = (),
         forget_filters: bool = False,
         batch_chunks: int = 256,
+        plan: IngestPlan | None = None,
     ) -> Iterator["WatchBatch"]:
         """`ingest`, then every change under the folders as it happens (`ragcli.ingest.watch.watch`).
 
@@ -181,7 +185,7 @@ class IndexWrites:
         """
         from ragcli.ingest.watch import watch
 
-        plan = self.ingest_plan(
+        plan = plan or self.ingest_plan(
             paths, group, split_by, chunk_size, chunk_overlap, include, exclude, forget_filters=forget_filters
         )
         if len(plan.batches) > 1:
