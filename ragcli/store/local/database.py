@@ -23,6 +23,7 @@ from ragcli.store.local.connection import DATABASE_NAME, connect_database
 from ragcli.store.local.embedding_rows import ID_BATCH, EmbeddingRows
 from ragcli.store.local.postings import PostingsWriter
 from ragcli.store.local.vector_files import VectorFiles
+from ragcli.store.interface import PieceChunk
 from ragcli.store.ownership import check_format, claim_index_dir
 from ragcli.types import Chunk, ChunkSettings
 
@@ -30,15 +31,10 @@ GROUP_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,39}$")
 
 
 @dataclass(frozen=True)
-class NewChunk:
-    """A chunk about to be stored: its window, hash, BM25 tokens and embedding id."""
+class NewChunk(PieceChunk):
+    """A chunk about to be stored: the piece's chunk (window, page, hash) with its BM25 tokens
+    and embedding id."""
 
-    order: int
-    text: str
-    start: int
-    end: int
-    page: int | None
-    hash: str
     tokens: str
     embedding_id: int | None
 
