@@ -18,8 +18,9 @@
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from ragcli.choices import DEFAULT_GROUP
 from ragcli.errors import RagError
@@ -31,6 +32,7 @@ from ragcli.ingest.walk import FileFilter, display_path, refuse_index_in_roots, 
 from ragcli.locking import DEFAULT_TIMEOUT, index_writer
 from ragcli.store.chooser import open_backend
 from ragcli.store.errors import storage_errors
+from ragcli.store.interface import Backend
 from ragcli.store.local.database import Store
 from ragcli.store.ownership import (
     claim_index_dir,
@@ -209,20 +211,15 @@ def remove_paths(
         RagError: nothing in the index matches a given path.
         IndexBusy: another process kept the index locked for longer than `lock_timeout`.
     """
-    Store.open(index).close()  # NotIndexed before creating a lock file anywhere (or connecting)
-    with index_writer(index, timeout=lock_timeout, on_wait=on_wait), storage_errors(index):
-        store = open_backend(index)
-        try:
-            targets = [display_path(str(Path(p).expanduser().resolve())) for p in paths]
-            found = store.documents_under([Path(t) for t in targets])
-            if not found:
-                raise RagError(f"nothing indexed under {', '.join(map(display_path, paths))}: see `rag ls`")
-            report = IngestReport(index=str(index), group="")
-            remove_documents(store, list(found.values()), report)
-            finish(store, report, [])
-            return report.removed
-        finally:
-            store.close()
+    with _existing_index(index, lock_timeout, on_wait) as store:
+        targets = [display_path(str(Path(p).expanduser().resolve())) for p in paths]
+        found = store.documents_under([Path(t) for t in targets])
+        if not found:
+            raise RagError(f"nothing indexed under {', '.join(map(display_path, paths))}: see `rag ls`")
+        report = IngestReport(index=str(index), group="")
+        remove_documents(store, list(found.values()), report)
+        finish(store, report, [])
+        return report.removed
 
 
 def embed_index(
@@ -243,23 +240,37 @@ def embed_index(
         IndexBusy: another process kept the index locked for longer than `lock_timeout`.
     """
     started = time.perf_counter()
-    Store.open(index).close()  # NotIndexed before creating a lock file anywhere (or connecting)
+    with _existing_index(index, lock_timeout, on_wait) as store:
+        check_model(store, embedder)
+        if store.get_meta("embedding_fingerprint") is None:
+            record_model(store, embedder)
+        report = embed_pending(store, embedder, progress=progress, batch_chunks=batch_chunks)
+        for group in store.groups():
+            store.sync_vectors(group, vector_params(store, group))
+        with store.transaction():
+            store.drop_unused_vectors()
+        report.remaining = pending_count(store)
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
+@contextmanager
+def _existing_index(
+    index: Path, lock_timeout: float, on_wait: Callable[[str], None] | None
+) -> Iterator[Backend]:
+    """The existing index's store under its write lock, closed after; storage failures as one line.
+
+    Raises:
+        NotIndexed: there is no index (said before a lock file is made anywhere, or a connection).
+        IndexBusy: another process kept the index locked for longer than `lock_timeout`.
+    """
+    Store.open(index).close()
     with index_writer(index, timeout=lock_timeout, on_wait=on_wait), storage_errors(index):
         store = open_backend(index)
         try:
-            check_model(store, embedder)
-            if store.get_meta("embedding_fingerprint") is None:
-                record_model(store, embedder)
-            report = embed_pending(store, embedder, progress=progress, batch_chunks=batch_chunks)
-            for group in store.groups():
-                store.sync_vectors(group, vector_params(store, group))
-            with store.transaction():
-                store.drop_unused_vectors()
-            report.remaining = pending_count(store)
+            yield store
         finally:
             store.close()
-    report.seconds = round(time.perf_counter() - started, 3)
-    return report
 
 
 def _refuse_remote_rebuild(index: Path, uri: str | None) -> None:
