@@ -35,7 +35,8 @@ import numpy as np
 from ragcli.config import load_settings
 from ragcli.embedding import load_embedder
 from ragcli.evaluation.datasets import read_corpus
-from ragcli.ingest.pipeline import ingest_documents, span_hash
+from ragcli.ingest.batching import span_hash
+from ragcli.ingest.pipeline import ingest_documents
 
 
 class Replay:

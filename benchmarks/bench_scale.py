@@ -269,7 +269,7 @@ def delete_few(args) -> None:
 
 
 def delete_share(args, share: float = 0.01) -> None:
-    from ragcli.ingest.pipeline import vector_params
+    from ragcli.ingest.index_model import vector_params
     from ragcli.store.local.database import Store
 
     store = Store.open(args.index)

@@ -54,7 +54,7 @@ def beir(folder: Path, others: int | None, seed: int = 0):
 
 
 def docs_qa(folder: Path, others: int, embedder, seed: int = 0):
-    from ragcli.ingest.pipeline import split_document
+    from ragcli.ingest.chunking import split_document
     from ragcli.ingest.readers import read_document
     from ragcli.ingest.splitting import PRESETS
 

@@ -54,3 +54,8 @@ MAX_QUERY_CHARS = 10_000
 # Embedding runtimes a new index can be built with: fp32 (the model as trained) or int8
 # (dynamically quantised: faster on a CPU, vectors a little different, so its own fingerprint).
 EMBED_RUNTIMES = ("fp32", "int8")
+
+
+def plain_value(value: object) -> object:
+    """An enum member's value (typer passes CLI choices as enum members), else the value."""
+    return getattr(value, "value", value)

@@ -16,46 +16,35 @@ An `Index` resolves its settings once, with the same precedence as the CLI (keyw
 each model lazily, once. Every method delegates to the library function that does the work
 (`ragcli.ingest.pipeline`, `ragcli.retrieval.search.Searcher`, `ragcli.answer.ask.Asker`,
 `ragcli.store.status`, `ragcli.evaluation`), so the CLI commands are: parse, one call here, render.
+What an `Index` writes (ingest, embed, watch, remove) is in `ragcli.index_writes`, a base class.
 """
 
 from __future__ import annotations
 
 from dataclasses import fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
-from ragcli.choices import ASK_TOP_K, DEFAULT_GROUP
+from ragcli.choices import ASK_TOP_K, plain_value
 from ragcli.config import KEYS, Settings, load_settings
 from ragcli.errors import UsageError
+from ragcli.index_writes import IndexWrites
 
 if TYPE_CHECKING:
-    import threading
-
     from ragcli.answer.ask import Answer, Asker, AskOptions
     from ragcli.doctor import Check
     from ragcli.embedding.base import Embedder
     from ragcli.evaluation import AnswerReport, RetrievalReport
     from ragcli.evaluation.answer_eval import AnswerConfiguration
     from ragcli.evaluation.retrieval_eval import Configuration
-    from ragcli.ingest.embedding_pass import EmbedReport
-    from ragcli.ingest.pipeline import IngestReport
-    from ragcli.ingest.watch import WatchBatch
     from ragcli.generation.llama import Generator
     from ragcli.generation.catalog import ModelEntry
     from ragcli.retrieval.documents import StoredText
     from ragcli.retrieval.search import QueryOptions, Searcher
-    from ragcli.ingest.plan import IngestPlan
-    from ragcli.store.removal import RemovalPlan
     from ragcli.types import Hit, Progress
 
 __all__ = ["Index", "open_index"]
 
-# A bare ingest whose roots were read with different options runs once per set of options;
-# a rebuild or a watch is one run, so it needs them named.
-_ONE_BATCH = (
-    "the roots ingested before were read with different options (see `rag status`): "
-    "{what} them one set at a time, naming the roots and their flags"
-)
 # Settings an `open_index` keyword may name; `gguf_model` is the CLI's name for `model`.
 SETTING_NAMES = frozenset(KEYS) | {"gguf_model"}
 # Option names that are settings too, so the settings layers apply to them (see `Index.ask_options`).
@@ -91,11 +80,11 @@ def open_index(
     unknown = sorted(set(settings) - SETTING_NAMES)
     if unknown:
         raise UsageError(f"unknown setting {', '.join(unknown)} (known: {', '.join(KEYS)})")
-    flags = {name: _plain(value) for name, value in settings.items()}
+    flags = {name: plain_value(value) for name, value in settings.items()}
     return Index(load_settings(environ, index=path, **flags))
 
 
-class Index:
+class Index(IndexWrites):
     """One index with its resolved settings; models load on first need and are reused.
 
     Args:
@@ -152,7 +141,7 @@ class Index:
             "top_k": self.settings.get("top_k"),
             "group": self.settings.get("group"),
         }
-        values.update({name: _plain(value) for name, value in given.items() if value is not None})
+        values.update({name: plain_value(value) for name, value in given.items() if value is not None})
         if "filters" in values and not isinstance(values["filters"], Mapping):
             from ragcli.retrieval.filters import parse_filters
 
@@ -190,7 +179,7 @@ class Index:
         }
         values.update(
             {
-                name: _plain(value)
+                name: plain_value(value)
                 for name, value in given.items()
                 if name not in query_fields and value is not None
             }
@@ -277,219 +266,7 @@ class Index:
             self._asker = Asker(self.path, settings=self.settings, embedder=embedder)
         return self._asker
 
-    # -- the pipeline ---------------------------------------------------------------------
-    def ingest(
-        self,
-        paths: Sequence[str | Path] | None = None,
-        *,
-        group: str | None = None,
-        split_by: str | None = None,
-        chunk_size: int | None = None,
-        chunk_overlap: int | None = None,
-        include: Iterable[str] = (),
-        exclude: Iterable[str] = (),
-        forget_filters: bool = False,
-        prune: bool = True,
-        rebuild: bool = False,
-        batch_chunks: int = 256,
-        progress: "Progress | None" = None,
-        lock_timeout: float | None = None,
-        on_wait: Callable[[str], None] | None = None,
-        store: str | None = None,
-        defer_embedding: bool = False,
-    ) -> "IngestReport":
-        """Read files and folders into the index (`ingest`); unchanged files are skipped.
-
-        Naming a path that `remove` excluded adds it back.
-
-        Args:
-            paths: folders (walked) and files; None for the roots ingested before, each read
-                with the options it was last ingested with (`ragcli.ingest.remembered`).
-            group: the chunk group to fill (default: the root's remembered group, else the
-                `group` setting, else "medium").
-            split_by, chunk_size, chunk_overlap: override the group's chunking.
-            include, exclude: gitignore-style patterns; given, they replace the roots'
-                remembered ones, else those are used.
-            forget_filters: read the roots without their remembered patterns.
-            prune: remove indexed documents whose files are gone from the given folders.
-            rebuild: build a fresh index (e.g. for another embedding model) and swap it in.
-            batch_chunks: chunks embedded and committed per transaction.
-            progress: receives `start(total)` and `advance(path, status)`.
-            lock_timeout: seconds to wait for another process writing the index (default: 600).
-            on_wait: told once (one line) when this call has to wait for that process.
-            store: where a new index keeps its content ("local", a Milvus Lite ``*.db`` file or
-                a Milvus URL); recorded in the index, so later calls need not repeat it.
-            defer_embedding: return once the text is indexed (BM25 finds it); `embed` adds
-                the vectors later.
-
-        Raises:
-            IndexMismatch, IndexBusy, UsageError, StoreUnavailable: see `ragcli.ingest.pipeline.ingest`.
-        """
-        from ragcli.ingest.pipeline import ingest, merge_reports
-
-        plan = self.ingest_plan(
-            paths, group, split_by, chunk_size, chunk_overlap, include, exclude, forget_filters=forget_filters
-        )
-        if rebuild and len(plan.batches) > 1:
-            raise UsageError(_ONE_BATCH.format(what="--rebuild"))
-        self._lift_exclusions(paths)
-        embedder = self.embedder(fresh=rebuild)
-        self.close()  # open readers would keep serving the index as it was
-        lock = {} if lock_timeout is None else {"lock_timeout": lock_timeout}
-        reports = [
-            ingest(
-                self.path,
-                batch.roots,
-                embedder=embedder,
-                group=batch.group,
-                chunking=batch.chunking,
-                file_filter=batch.file_filter,
-                prune=prune,
-                rebuild=rebuild,
-                batch_chunks=batch_chunks,
-                progress=progress,
-                on_wait=on_wait,
-                store=store,
-                defer_embedding=defer_embedding,
-                **lock,
-            )
-            for batch in plan.batches
-        ]
-        self._embedder = embedder
-        return merge_reports(reports)
-
-    def embed(
-        self,
-        *,
-        progress: Any = None,
-        lock_timeout: float | None = None,
-        on_wait: Callable[[str], None] | None = None,
-    ) -> "EmbedReport":
-        """Embed the chunks an ingest left without a vector (`ragcli.ingest.pipeline.embed_index`).
-
-        Raises:
-            NotIndexed, IndexMismatch, IndexBusy: see `embed_index`.
-        """
-        from ragcli.ingest.pipeline import embed_index
-
-        embedder = self.embedder()
-        self.close()
-        lock = {} if lock_timeout is None else {"lock_timeout": lock_timeout}
-        return embed_index(self.path, embedder=embedder, progress=progress, on_wait=on_wait, **lock)
-
-    def embed_in_background(self, lock_timeout: float | None = None) -> dict[str, Any]:
-        """Start `rag embed` detached for this index; its pid and log (`rag status` shows them).
-
-        Raises:
-            NotIndexed: there is no index.
-        """
-        from ragcli.ingest.background import start_background_embedding
-        from ragcli.store.local.database import Store
-
-        Store.open(self.path).close()
-        options = [] if lock_timeout is None else ["--lock-timeout", str(lock_timeout)]
-        if self.settings.embed_model:
-            options += ["--embed-model", str(self.settings.embed_model)]
-        return start_background_embedding(self.path, options)
-
-    def watch(
-        self,
-        paths: Sequence[str | Path] | None = None,
-        *,
-        stop: threading.Event,
-        group: str | None = None,
-        split_by: str | None = None,
-        chunk_size: int | None = None,
-        chunk_overlap: int | None = None,
-        include: Iterable[str] = (),
-        exclude: Iterable[str] = (),
-        forget_filters: bool = False,
-        batch_chunks: int = 256,
-    ) -> Iterator["WatchBatch"]:
-        """`ingest`, then every change under the folders as it happens (`ragcli.ingest.watch.watch`).
-
-        Args:
-            stop: a `threading.Event`; once set, the batch being applied commits and the
-                iteration ends after a last catch-up.
-            the others: as `ingest`.
-
-        Yields:
-            One batch per set of changes (the first, `kind == "initial"`, carries the report).
-        """
-        from ragcli.ingest.watch import watch
-
-        plan = self.ingest_plan(
-            paths, group, split_by, chunk_size, chunk_overlap, include, exclude, forget_filters=forget_filters
-        )
-        if len(plan.batches) > 1:
-            raise UsageError(_ONE_BATCH.format(what="--watch"))
-        batch = plan.batches[0]
-        self._lift_exclusions(paths)
-        embedder = self.embedder()
-        self.close()
-        yield from watch(
-            self.path,
-            batch.roots,
-            stop=stop,
-            embedder=embedder,
-            group=batch.group,
-            chunking=batch.chunking,
-            file_filter=batch.file_filter,
-            batch_chunks=batch_chunks,
-        )
-
-    def _lift_exclusions(self, paths: Sequence[str | Path] | None) -> None:
-        if paths:  # naming a path that `remove` excluded adds it back
-            from ragcli.store.removal import lift_exclusions
-
-            lift_exclusions(self.path, [Path(path) for path in paths])
-
-    def ingest_roots(self, paths: Sequence[str | Path] | None = None) -> list[Path]:
-        """The folders and files an ingest of `paths` reads: those, else the roots ingested before."""
-        from ragcli.ingest.pipeline import known_roots
-
-        return [Path(path) for path in paths] if paths else list(known_roots(self.path))
-
-    def ingest_plan(
-        self,
-        paths: Sequence[str | Path] | None = None,
-        group: str | None = None,
-        split_by: str | None = None,
-        chunk_size: int | None = None,
-        chunk_overlap: int | None = None,
-        include: Iterable[str] = (),
-        exclude: Iterable[str] = (),
-        *,
-        forget_filters: bool = False,
-    ) -> "IngestPlan":
-        """What an `ingest` with these arguments reads and how, checked; nothing changes.
-
-        A caller about to load the embedding model first (e.g. behind a spinner) calls this to
-        fail fast on a usage error, and to say what is about to be walked (`plan.notices`).
-
-        Raises:
-            UsageError: no paths and none ingested before, a path missing, bad chunk settings.
-        """
-        from ragcli.ingest.plan import plan_ingest
-        from ragcli.ingest.walk import refuse_index_in_roots
-
-        plan = plan_ingest(
-            self.path,
-            paths,
-            group=group,
-            default_group=self.settings.get("group") or DEFAULT_GROUP,
-            include=tuple(include or ()),
-            exclude=tuple(exclude or ()),
-            forget_filters=forget_filters,
-            chunk_flags={
-                "split_by": _plain(split_by),
-                "chunk_size": chunk_size,
-                "chunk_overlap": chunk_overlap,
-            },
-        )
-        refuse_index_in_roots(self.path, plan.roots)
-        return plan
-
+    # -- the pipeline (ingest, embed, watch, remove: `ragcli.index_writes.IndexWrites`) ----
     def search(self, query: str, options: "QueryOptions | None" = None, **given: Any) -> list["Hit"]:
         """The best matching chunks, best first (`Searcher.search`).
 
@@ -556,36 +333,6 @@ class Index:
         from ragcli.generation.catalog import list_models
 
         return list_models(self.settings)
-
-    def plan_removal(self, paths: Sequence[str | Path]) -> "RemovalPlan":
-        """Which indexed documents a `remove(paths)` would remove, out of how many (nothing changes)."""
-        from ragcli.store.removal import plan_removal
-
-        return plan_removal(self.path, [str(path) for path in paths])
-
-    def remove(
-        self,
-        paths: Sequence[str | Path],
-        *,
-        lock_timeout: float | None = None,
-        on_wait: Callable[[str], None] | None = None,
-    ) -> int:
-        """Remove documents (a folder: everything under it); returns how many.
-
-        The removal lasts: later ingests skip the removed paths until one is named again.
-
-        Raises:
-            IndexBusy: another process kept the index locked for longer than `lock_timeout`.
-        """
-        from ragcli.ingest.pipeline import remove_paths
-        from ragcli.store.removal import record_exclusions
-
-        targets = self.plan_removal(paths).targets
-        self.close()
-        lock = {} if lock_timeout is None else {"lock_timeout": lock_timeout}
-        removed = remove_paths(self.path, [str(path) for path in paths], on_wait=on_wait, **lock)
-        record_exclusions(self.path, targets)
-        return removed
 
     def diagnose(self) -> list["Check"]:
         """Check models, llama.cpp, the index, its integrity, vectors and disk (`ragcli.doctor`)."""
@@ -666,14 +413,13 @@ class Index:
     def _query(self, options: "QueryOptions | None", given: Mapping[str, Any]) -> "QueryOptions":
         if options is None:
             return self.query_options(**given)
-        return replace(options, **{name: _plain(value) for name, value in given.items() if value is not None})
+        return replace(
+            options, **{name: plain_value(value) for name, value in given.items() if value is not None}
+        )
 
     def _ask(self, options: "AskOptions | None", given: Mapping[str, Any]) -> "AskOptions":
         if options is None:
             return self.ask_options(**given)
-        return replace(options, **{name: _plain(value) for name, value in given.items() if value is not None})
-
-
-def _plain(value: Any) -> Any:
-    """An enum member's value (typer passes CLI choices as enum members), else the value."""
-    return getattr(value, "value", value)
+        return replace(
+            options, **{name: plain_value(value) for name, value in given.items() if value is not None}
+        )

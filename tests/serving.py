@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from runner import rag
+
 import httpx2 as httpx  # the HTTP client the MCP SDK brings
 
 from conftest import FIXTURES, shared_model_files
@@ -35,9 +37,7 @@ def clean_env(home: Path, model_cache_dir: Path, **extra: str) -> dict[str, str]
 
 
 def rag_child(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    done = subprocess.run(
-        [sys.executable, "-m", "ragcli", *args], env=env, capture_output=True, text=True, timeout=600
-    )
+    done = rag(*args, env=env)
     assert done.returncode == 0, done.stderr
     return done
 

@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from runner import rag
 from conftest import FIXTURES, shared_model_files
 
 # Written for this test (fictional players): the fact asked four ways below, beside distractors
@@ -50,19 +49,13 @@ def env(tmp_path_factory, model_cache_dir, docs) -> dict[str, str]:
         XDG_DATA_HOME=str(home / "data"),
         HF_HUB_OFFLINE="1",
     )
-    done = run(environ, "ingest", str(docs))
+    done = rag("ingest", str(docs), env=environ)
     assert done.returncode == 0, done.stderr
     return environ
 
 
-def run(environ: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "ragcli", *args], env=environ, capture_output=True, text=True, timeout=600
-    )
-
-
 def ask(environ: dict[str, str], question: str, *args: str) -> dict:
-    done = run(environ, "ask", question, "--json", "--no-cache", *args)
+    done = rag("ask", question, "--json", "--no-cache", *args, env=environ)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -88,7 +81,7 @@ def test_questions_about_a_document_are_answered_from_it(env, question):
 def test_doc_restricts_a_question_to_one_document(env, docs, tmp_path):
     answer = ask(env, "What is this about?", "--doc", str(docs / "sample" / "octopus.html"))
     assert all(s["path"].endswith("octopus.html") for s in answer["sources"])
-    missing = run(env, "ask", "anything", "--doc", str(tmp_path / "nowhere.md"))
+    missing = rag("ask", "anything", "--doc", str(tmp_path / "nowhere.md"), env=env)
     assert missing.returncode == 1 and "nowhere.md" in missing.stderr
 
 
@@ -105,5 +98,5 @@ def test_a_short_line_never_contradicts_the_evidence(env, question):
 
 def test_a_missing_model_or_reader_is_an_error_naming_it(env, tmp_path):
     for flag, path in (("--model", tmp_path / "none.gguf"), ("--reader", tmp_path / "no-reader")):
-        done = run(env, "ask", "Why is octopus blood blue?", flag, str(path))
+        done = rag("ask", "Why is octopus blood blue?", flag, str(path), env=env)
         assert done.returncode == 1 and str(path) in done.stderr and not done.stdout

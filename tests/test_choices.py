@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import ast
-import subprocess
 from pathlib import Path
 
 import pytest
 
 import ragcli
 from ragcli import choices
+from runner import rag
 
 PACKAGE = Path(ragcli.__file__).parent
 
@@ -51,7 +51,7 @@ def test_no_other_module_assigns_a_choice_list(name):
 
 def test_help_lists_the_choices():
     """The real `rag` shows the answer styles and fusions from `ragcli.choices` in --help."""
-    shown = subprocess.run(["rag", "ask", "--help"], capture_output=True, text=True, timeout=120)
+    shown = rag("ask", "--help")
     assert shown.returncode == 0, shown.stderr
     for value in (*choices.ANSWER_STYLES, *choices.FUSIONS):
         assert value in shown.stdout
@@ -63,7 +63,7 @@ def test_answer_styles_in_help_are_the_kept_ones_and_old_names_still_work():
 
     from ragcli.cli import app
 
-    shown = subprocess.run(["rag", "ask", "--help"], capture_output=True, text=True, timeout=120)
+    shown = rag("ask", "--help")
     assert "[auto|evidence|generative]" in " ".join(shown.stdout.split())
     for old in choices.STYLE_ALIASES:
         assert old not in shown.stdout.split("--answer-style")[1].split("--reader")[0]

@@ -141,6 +141,7 @@ def test_context_too_small_is_one_line_exit_1(index, echo):
 # -- the real packaged GGUF (SmolLM2-135M: loads in ~0.3 s; answers kept to 24 tokens) ----
 
 
+@pytest.mark.model
 def test_real_model_answers_end_to_end(index):
     result = invoke("How do I reset the router?", *FAST, "--json", "--top-k", "1")
     assert result.exit_code == 0, result.output
@@ -153,6 +154,7 @@ def test_real_model_answers_end_to_end(index):
     assert "llama_context" not in result.stderr  # llama.cpp's own warnings stay quiet without -v
 
 
+@pytest.mark.model
 def test_cold_ask_streams_to_stdout_without_torch_or_llama_noise(index):
     code = (
         "import sys\n"
@@ -169,6 +171,7 @@ def test_cold_ask_streams_to_stdout_without_torch_or_llama_noise(index):
     assert "llama" not in done.stdout.lower() and "ggml" not in done.stdout.lower()
 
 
+@pytest.mark.model
 @pytest.mark.slow
 def test_cold_hybrid_ask_with_the_real_embedder_never_imports_torch(isolated_home, model_cache_dir):
     """The default mode embeds the question: through ONNX, so still no torch."""

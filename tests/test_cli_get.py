@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import time
 
 import pytest
 
+from runner import rag
 from conftest import FIXTURES
 from fakes import HashEmbedder
 from ragcli.retrieval.documents import parse_target, stitch
@@ -17,7 +17,6 @@ from ragcli.ingest.pipeline import ingest_documents
 from ragcli.cli.opener import open_command
 from ragcli.types import ChunkSettings, Document
 
-RAG = shutil.which("rag") or "rag"
 PDF_TEXT = (
     "The lighthouse lamp was lit every evening; its beam warned ships.\f"
     "The keeper wrote the log of passing ships by candle light.\f"
@@ -35,12 +34,6 @@ def index(isolated_home):
         isolated_home, DOCS, embedder=HashEmbedder(), group="medium", chunking=ChunkSettings("word", 12, 4)
     )
     return isolated_home
-
-
-def rag(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [RAG, *args], capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})}
-    )
 
 
 def test_get_prints_the_stored_document_rebuilt_from_overlapping_chunks(index):
@@ -91,9 +84,7 @@ def test_get_without_an_index(isolated_home):
 
 def test_open_without_a_display_prints_the_path_and_page(index):
     env = {key: value for key, value in os.environ.items() if key not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    done = subprocess.run(
-        [RAG, "open", "/papers/lighthouse.pdf:2"], capture_output=True, text=True, env=env, timeout=120
-    )
+    done = rag("open", "/papers/lighthouse.pdf:2", env=env)
     assert done.returncode == 0 and done.stdout == "/papers/lighthouse.pdf:2\n"
 
 
@@ -106,7 +97,7 @@ def test_open_starts_a_page_aware_viewer_when_there_is_one(index, tmp_path):
     viewer.write_text(f'#!/bin/sh\necho "$@" > {record}\n')
     viewer.chmod(0o755)
     path = f"{bin_dir}:{os.environ['PATH']}"
-    done = rag("open", "/papers/lighthouse.pdf:3", env={"DISPLAY": ":0", "PATH": path})
+    done = rag("open", "/papers/lighthouse.pdf:3", env={**os.environ, "DISPLAY": ":0", "PATH": path})
     assert done.returncode == 0 and done.stdout == "", done.stderr
     deadline = time.monotonic() + 30
     while not record.exists() and time.monotonic() < deadline:
@@ -166,7 +157,7 @@ def opened(record, timeout: float = 30) -> list[str]:
 def test_query_open_opens_the_top_hit_at_its_page_and_leaves_stdout_alone(index, tmp_path, output):
     env, record = fake_viewers(tmp_path, "zathura", "xdg-open")
     plain = rag("query", "candle keeper", "--mode", "bm25", *output)
-    done = rag("query", "candle keeper", "--mode", "bm25", *output, "--open", env=env)
+    done = rag("query", "candle keeper", "--mode", "bm25", *output, "--open", env={**os.environ, **env})
     assert done.returncode == 0, done.stderr
     assert done.stdout == plain.stdout  # the data as without --open
     top = json.loads(rag("query", "candle keeper", "--mode", "bm25", "--json").stdout)["hits"][0]
@@ -176,7 +167,7 @@ def test_query_open_opens_the_top_hit_at_its_page_and_leaves_stdout_alone(index,
 
 def test_query_open_uses_xdg_open_for_an_unpaged_file(index, tmp_path):
     env, record = fake_viewers(tmp_path, "zathura", "xdg-open")
-    done = rag("query", "茶经", "--mode", "bm25", "--open", env=env)
+    done = rag("query", "茶经", "--mode", "bm25", "--open", env={**os.environ, **env})
     assert done.returncode == 0, done.stderr
     assert opened(record) == ["xdg-open", "/notes/茶.md"]
 
@@ -184,21 +175,14 @@ def test_query_open_uses_xdg_open_for_an_unpaged_file(index, tmp_path):
 def test_open_without_a_display_names_the_hit_on_stderr_and_does_not_fail(index, tmp_path):
     env = {key: value for key, value in os.environ.items() if key not in ("DISPLAY", "WAYLAND_DISPLAY")}
     plain = rag("query", "candle keeper", "--mode", "bm25")
-    done = subprocess.run(
-        [RAG, "query", "candle keeper", "--mode", "bm25", "--open"],
-        capture_output=True,
-        text=True,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-    )
+    done = rag("query", "candle keeper", "--mode", "bm25", "--open", stdin="", env=env)
     assert done.returncode == 0 and done.stdout == plain.stdout
     assert "nothing can open files here" in done.stderr and "/papers/lighthouse.pdf:" in done.stderr
 
 
 def test_query_open_with_no_hits_says_so(index, tmp_path):
     env, record = fake_viewers(tmp_path, "xdg-open")
-    done = rag("query", "zebra", "--mode", "bm25", "--open", env=env)
+    done = rag("query", "zebra", "--mode", "bm25", "--open", env={**os.environ, **env})
     assert done.returncode == 0 and "--open: no top hit to open" in done.stderr
     time.sleep(0.5)
     assert not record.exists()
@@ -213,7 +197,7 @@ def test_ask_open_opens_the_first_cited_source(isolated_home, tmp_path):
     env, record = fake_viewers(tmp_path, "zathura", "xdg-open")
     question = ["ask", "When was the Eddystone Lighthouse first lit?", "--json"]
     answer = json.loads(rag(*question).stdout)
-    done = rag(*question, "--open", env=env)
+    done = rag(*question, "--open", env={**os.environ, **env})
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["answer"] == answer["answer"]
     first = answer["citations"][0]
@@ -223,7 +207,5 @@ def test_ask_open_opens_the_first_cited_source(isolated_home, tmp_path):
 
 @pytest.mark.parametrize("command", ["query", "ask"])
 def test_open_with_many_queries_from_stdin_is_a_usage_error(index, command):
-    done = subprocess.run(
-        [RAG, command, "-", "--open"], input="a\nb\n", capture_output=True, text=True, timeout=120
-    )
+    done = rag(command, "-", "--open", stdin="a\nb\n")
     assert done.returncode == 2 and "--open" in done.stderr

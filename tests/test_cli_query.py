@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 from typer.testing import CliRunner
 
+from runner import rag as run_rag  # the subprocess runner; `rag` here is in-process
 from fakes import HashEmbedder
 from ragcli.cli import app
 from ragcli.cli.query import explain_line, highlighted_snippet
@@ -205,29 +204,23 @@ def test_explain_line_marks_a_missing_retriever():
 
 
 # -- the real entry point ------------------------------------------------------------------------
-def run_rag(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "ragcli", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": "120"},
-        timeout=60,
-    )
+def wide_env() -> dict[str, str]:
+    """This test's environment (read when called: fixtures change it), 120 columns wide."""
+    return {**os.environ, "COLUMNS": "120"}
 
 
 def test_entry_point_bm25_json_and_stdin(index):
-    done = run_rag("query", "lighthouse keeper", "--mode", "bm25", "--json")
+    done = run_rag("query", "lighthouse keeper", "--mode", "bm25", "--json", stdin="", env=wide_env())
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["hits"][0]["path"] == "/papers/lighthouse.pdf"
-    done = run_rag("query", "--mode", "bm25", "--format", "paths", stdin="reset the router\n")
+    done = run_rag("query", "--mode", "bm25", "--format", "paths", stdin="reset the router\n", env=wide_env())
     assert done.stdout.splitlines() == ["/notes/router.md", "/notes/wifi.txt"]
 
 
 def test_entry_point_exit_codes(isolated_home):
-    done = run_rag("query", "router")
+    done = run_rag("query", "router", stdin="", env=wide_env())
     assert done.returncode == 1 and done.stderr.startswith("rag: error: no index")
-    assert run_rag("query", "router", "--mode", "fuzzy").returncode == 2
+    assert run_rag("query", "router", "--mode", "fuzzy", stdin="", env=wide_env()).returncode == 2
 
 
 def test_config_mode_and_top_k_apply_when_flags_are_absent(tmp_path, monkeypatch):

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from runner import rag
 from fakes import HashEmbedder
 from ragcli.cli import app
 from ragcli.cli.completions import FILE_NAMES, script
@@ -27,10 +26,7 @@ def test_committed_completions_are_current(shell):
 
 def complete(words: str, cword: int) -> list[str]:
     env = {**os.environ, "_RAG_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(cword)}
-    result = subprocess.run(
-        [sys.executable, "-m", "ragcli"], env=env, capture_output=True, text=True, timeout=60
-    )
-    return result.stdout.split()
+    return rag(env=env).stdout.split()
 
 
 def test_mode_completion_offers_the_modes():

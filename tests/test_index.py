@@ -183,6 +183,7 @@ def test_remove_lasts_until_the_path_is_named_again(docs, loads):
         assert "sourdough" in index.get(chunk=chunk_id).text.lower()
 
 
+@pytest.mark.model
 def test_diagnose_and_models_use_the_index_settings(docs, loads):
     with ragcli.open_index("idx") as index:
         index.ingest([docs])

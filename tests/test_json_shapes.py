@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from test_pipes import RAG, notes
+from runner import rag
+from test_pipes import notes
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "reference" / "json.md"
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -82,17 +82,18 @@ def arguments(command: str, docs: Path) -> list[str] | None:
     return words + extra.get(command, [])
 
 
+@pytest.mark.model
 def test_documented_keys_are_what_the_commands_print(tmp_path, isolated_home):
     docs = notes(tmp_path / "docs", 3)
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
-    subprocess.run([RAG, "ingest", str(docs)], check=True, capture_output=True, timeout=900)
+    assert rag("ingest", str(docs)).returncode == 0
     checked = 0
     for command, shape in documented().items():
         args = arguments(command, docs)
         if args is None:
             continue
-        result = subprocess.run([RAG, *args], capture_output=True, text=True, timeout=900)
+        result = rag(*args)
         assert result.returncode == 0, (command, result.stderr)
         document = json.loads(result.stdout.splitlines()[0])
         for path, keys in shape.items():

@@ -20,12 +20,14 @@ def generator() -> LlamaCppGenerator:
     return LlamaCppGenerator(default_gguf_path(), n_ctx=512, threads=2, seed=0)
 
 
+@pytest.mark.model
 def test_default_model_loads(generator):
     assert generator.model_id == "SmolLM2-135M-Instruct.Q4_1.gguf"
     assert generator.n_ctx == 512
     assert generator.count_tokens("hello world") == 2
 
 
+@pytest.mark.model
 def test_stream_yields_pieces_and_counts_tokens(generator):
     pieces = list(generator.stream(LONG_REQUEST, max_tokens=12))
     assert len(pieces) > 1 and all(isinstance(piece, str) for piece in pieces)
@@ -33,11 +35,13 @@ def test_stream_yields_pieces_and_counts_tokens(generator):
     assert generator.last_usage["prompt"] > 5
 
 
+@pytest.mark.model
 def test_stream_and_complete_agree_at_temperature_zero(generator):
     streamed = "".join(generator.stream(QUESTION, max_tokens=12))
     assert generator.complete(QUESTION, max_tokens=12) == streamed
 
 
+@pytest.mark.model
 def test_the_models_chat_template_is_used(generator):
     """SmolLM2's template wraps turns in <|im_start|>; the prompt count proves it was applied."""
     text = QUESTION[0]["content"]
@@ -50,6 +54,7 @@ def test_the_models_chat_template_is_used(generator):
     assert "im_start" in generator._llama.metadata["tokenizer.chat_template"]
 
 
+@pytest.mark.model
 def test_grammar_constrains_output(generator):
     answer = generator.complete(QUESTION, max_tokens=8, grammar='root ::= "yes" | "no"')
     assert answer in {"yes", "no"}
@@ -81,6 +86,7 @@ def test_settings_model_is_used_when_no_flag(tmp_path):
         load_generator(None, settings)
 
 
+@pytest.mark.model
 def test_no_llama_cpp_noise_on_stdout():
     code = (
         "from ragcli.generation.llama import load_generator; from ragcli.config import load_settings\n"

@@ -134,6 +134,7 @@ def test_build_messages_shape():
     assert "[1] first\n[2] second" in messages[1]["content"]
 
 
+@pytest.mark.model
 def test_select_with_the_real_gguf_model():
     """SmolLM2-135M under the grammar: whatever it answers, the result is a clean ranked subset."""
     from ragcli.config import load_settings

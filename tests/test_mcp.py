@@ -72,6 +72,7 @@ def test_lists_four_tools_with_described_schemas(index, env):
     assert all(tool.description and tool.annotations.read_only_hint for tool in tools.values())
 
 
+@pytest.mark.model
 def test_calls_each_tool_with_progress(index, env):
     progress: list[tuple] = []
 
@@ -152,6 +153,7 @@ def test_missing_index_is_a_tool_error_not_a_crash(tmp_path, env):
     assert search.content[0].text == expected == cli.stderr.strip()  # the CLI's own line
 
 
+@pytest.mark.model
 def test_stdout_carries_only_protocol_messages_even_when_a_model_loads(index, env, tmp_path):
     """Raw JSON-RPC over pipes: every stdout line must parse, also after llama.cpp loaded."""
     requests = [
@@ -242,6 +244,7 @@ def test_a_running_server_sees_what_another_process_ingests(tmp_path, env):
     assert status.structured_content["documents"] == 2
 
 
+@pytest.mark.model
 def test_tool_defaults_come_from_the_settings_as_for_rag_ask(index, env, tmp_path):
     """RAG_MODE and the config file's answer_style and top_k reach the agent's search and ask,
     and the agent's answer is `rag ask --json`'s."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ pytest.importorskip("pymilvus")
 pytest.importorskip("milvus_lite")
 
 from fakes import HashEmbedder  # noqa: E402
+from runner import rag  # noqa: E402
 from ragcli.config import load_settings  # noqa: E402
 from ragcli.errors import StoreUnavailable, UsageError  # noqa: E402
 from ragcli.ingest.pipeline import ingest, ingest_documents, remove_paths  # noqa: E402
@@ -189,15 +189,9 @@ def test_eval_documents_go_to_milvus(tmp_path, store):
 
 
 def rag_cli(index: Path, *args: str) -> subprocess.CompletedProcess:
-    """The real `python -m ragcli` in a subprocess, this checkout first on the path."""
+    """The real `python -m ragcli` on `index`, this checkout first on the path."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run(
-        [sys.executable, "-m", "ragcli", *args, "--index", str(index)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    return rag(*args, "--index", str(index), env=env, timeout=300)
 
 
 def test_cli_ingest_query_status_through_the_entry_point(tmp_path):
@@ -243,7 +237,7 @@ def test_ask_answers_from_milvus_and_its_cache_follows_a_change(tmp_path, store)
 
 
 def test_watched_changes_apply_to_milvus(tmp_path, store):
-    from ragcli.ingest.pipeline import ingest_changes
+    from ragcli.ingest.changes import ingest_changes
 
     index, root = tmp_path / "index", corpus(tmp_path / "docs")
     run(index, root, store)

@@ -14,6 +14,7 @@ from ragcli.config import load_settings
 from ragcli.errors import ModelNotFound
 from ragcli.generation.gguf import NotGGUF, read_gguf, write_tiny_gguf
 from ragcli.generation.catalog import list_models, resolve_model
+from runner import rag
 
 TINY_META = {
     "general.architecture": "llama",
@@ -90,7 +91,7 @@ def test_rag_models_lists_ollama_and_hub_models_through_the_real_rag(tmp_path, i
     env = {**os.environ, "HOME": str(home)}
     for name in ("OLLAMA_MODELS", "HF_HOME", "HF_HUB_CACHE", "LLAMA_CACHE"):
         env.pop(name, None)
-    done = subprocess.run(["rag", "models", "--json"], capture_output=True, text=True, env=env, timeout=120)
+    done = rag("models", "--json", env=env)
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     found = {model["name"]: model for model in doc["models"]}
@@ -101,7 +102,7 @@ def test_rag_models_lists_ollama_and_hub_models_through_the_real_rag(tmp_path, i
     assert tiny["generative"] is False
     assert found["other-model.q4_k_m"]["path"] == str(hub_file)
     assert not any(m["path"] and m["path"].endswith("notes.gguf") for m in doc["models"])
-    table = subprocess.run(["rag", "models"], capture_output=True, text=True, env=env, timeout=120)
+    table = rag("models", env=env)
     assert table.returncode == 0 and "tinyllm:latest" in table.stdout and table.stderr == ""
     # In a pipe: a header and one tab-separated line per model, no cell cut short.
     header, *rows = [line.split("\t") for line in table.stdout.splitlines()]
@@ -136,7 +137,7 @@ def test_rag_eval_answers_accepts_a_model_name(tmp_path, isolated_home):
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.txt").write_text("Somebody wrote this page about bees.")
-    assert subprocess.run(["rag", "ingest", str(docs)], capture_output=True, timeout=300).returncode == 0
+    assert rag("ingest", str(docs)).returncode == 0
     bad = subprocess.run(
         ["rag", "eval", "answers", str(qa), "--model", "no-such-model"],
         capture_output=True,

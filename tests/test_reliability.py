@@ -212,6 +212,7 @@ def small_index(tmp_path) -> tuple[Path, Path]:
     return docs, index
 
 
+@pytest.mark.model
 def test_a_corrupt_database_page_is_detected_and_the_fix_named(small_index):
     docs, index = small_index
     with sqlite3.connect(index / "index.db") as conn:
@@ -237,6 +238,7 @@ def test_a_corrupt_database_page_is_detected_and_the_fix_named(small_index):
     assert rag("status", "--index", str(index)).returncode == 0
 
 
+@pytest.mark.model
 def test_random_bytes_over_the_vector_payload_are_caught_and_repaired(small_index):
     docs, index = small_index
     vectors = index / "vectors" / "medium.faiss"
@@ -354,6 +356,7 @@ def test_ask_with_a_missing_model_named_explicitly_is_an_error(small_index, tmp_
     assert generative.returncode == 1 and "missing.gguf" in one_line_error(generative)
 
 
+@pytest.mark.model
 def test_doctor_says_a_stale_vector_file_in_words(small_index):
     _, index = small_index
     with sqlite3.connect(index / "index.db") as conn:

@@ -162,6 +162,7 @@ def test_llm_reranker_passages_fit_a_small_context():
         assert generator.count_tokens(rendered) + call["max_tokens"] <= generator.n_ctx
 
 
+@pytest.mark.model
 def test_llm_reranker_with_the_real_gguf_model():
     """SmolLM2-135M scores through the digit grammar: every answer is readable."""
     from ragcli.config import load_settings

@@ -4,16 +4,15 @@ cache, batched BM25, and the approximate (IVF) vector index past a threshold."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
+from runner import rag
 from fakes import HashEmbedder
-from ragcli.ingest.pipeline import ingest_documents, vector_params
+from ragcli.ingest.index_model import vector_params
+from ragcli.ingest.pipeline import ingest_documents
 from ragcli.analysis import index_terms
 from ragcli.retrieval.bm25 import BM25Retriever
 from ragcli.retrieval.dense import DenseRetriever
@@ -185,17 +184,6 @@ def test_ivf_recall_against_exact_search_on_a_synthetic_set():
     assert np.array_equal(want, got)
     approximate.remove(ids[:1000])
     assert len(approximate) == 3000 and set(approximate.ids()) == set(ids[1000:].tolist())
-
-
-def rag(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [shutil.which("rag") or sys.executable, *args]
-        if shutil.which("rag")
-        else [sys.executable, "-m", "ragcli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def test_past_the_threshold_the_index_becomes_approximate_and_status_says_so(isolated_home, monkeypatch):

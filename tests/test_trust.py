@@ -164,6 +164,7 @@ def sample_index():
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.model
 def test_llm_mode_with_a_small_model_returns_k_hits_and_says_it_could_not_select(sample_index):
     done = rag("query", "How do lighthouse keepers work?", "--mode", "llm", "-k", "3", "--json")
     assert done.returncode == 0, done.stderr
@@ -180,6 +181,7 @@ def test_ask_with_an_empty_question_is_a_usage_error_like_query(sample_index):
     assert rag("query", "").returncode == 2
 
 
+@pytest.mark.model
 def test_llama_cpp_internals_show_at_vv_not_at_v(sample_index):
     question = ("ask", "What is green tea?", "--answer-style", "generative", "--no-cache")
     one = rag("-v", *question)

@@ -17,12 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from runner import rag
+
 RAG = shutil.which("rag") or "rag"
 DEADLINE = 180.0
-
-
-def rag(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([RAG, *args], capture_output=True, text=True, timeout=300)
 
 
 def indexed(index: Path) -> set[str]:
@@ -143,7 +141,8 @@ def _paths(index: Path) -> set[str]:
 
 
 def test_ingest_changes_touches_only_what_changed(tmp_path, fake_embedder):
-    from ragcli.ingest.pipeline import ingest, ingest_changes
+    from ragcli.ingest.changes import ingest_changes
+    from ragcli.ingest.pipeline import ingest
     from ragcli.types import ChunkSettings
 
     folder, index = tmp_path / "docs", tmp_path / "index"
@@ -185,7 +184,8 @@ def test_changes_get_the_ignore_files_and_patterns_a_whole_ingest_applies(tmp_pa
     """A watcher reports paths one by one: a changed file under an ignored folder, a file a
     parent's .gitignore names, a new folder of build output, or a file an --exclude pattern
     (relative to the root) leaves out are not read, as a whole ingest would not read them."""
-    from ragcli.ingest.pipeline import ingest, ingest_changes
+    from ragcli.ingest.changes import ingest_changes
+    from ragcli.ingest.pipeline import ingest
     from ragcli.ingest.walk import FileFilter
     from ragcli.types import ChunkSettings
 

@@ -179,7 +179,7 @@ def ingest(
     if watch:
         from ragcli.cli.watch import run_watch
 
-        run_watch(lambda stop: index_.watch(paths, stop=stop, **chunking), plan.roots)
+        run_watch(lambda stop: index_.watch(paths, stop=stop, plan=plan, **chunking), plan.roots)
         return
     with progress_bar(err, "reading", unit="files") as bar:
         report = index_.ingest(
@@ -191,6 +191,7 @@ def ingest(
             on_wait=_say_waiting,
             store=store,
             defer_embedding=defer_embedding,
+            plan=plan,
             **chunking,
         )
     for failure in report.failed:

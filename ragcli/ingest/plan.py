@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from ragcli.ingest.pipeline import chunking_override, known_roots
-from ragcli.ingest.remembered import META_KEY, RootOptions, changes, read_root_options
+from ragcli.ingest.chunking import chunking_override
+from ragcli.ingest.remembered import META_KEY, RootOptions, changes, known_roots, read_root_options
 from ragcli.ingest.walk import FileFilter, resolve_roots, unmatched_patterns
 from ragcli.types import ChunkSettings
 

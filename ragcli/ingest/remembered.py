@@ -79,3 +79,18 @@ def changes(before: RootOptions, after: RootOptions) -> list[str]:
         if old != new:
             said.append(f"{name} was {shown(old)}, now {shown(new)}")
     return said
+
+
+def known_roots(index: Path) -> list[str]:
+    """The roots earlier ingests recorded, for `rag ingest` with no paths.
+
+    Raises:
+        UsageError: nothing was ingested before, so there is nothing to default to.
+    """
+    from ragcli.errors import UsageError
+    from ragcli.store.local.database import read_index_meta
+
+    roots = json.loads(read_index_meta(index, "roots") or "[]")
+    if not roots:
+        raise UsageError("no paths given and none ingested before: rag ingest DIR [DIR ...]")
+    return roots

@@ -7,7 +7,7 @@
    came for `step` ms, or after `debounce` ms of continuous changes, so an editor's
    write-to-temp-then-rename save or a `git checkout` of a thousand files arrives as one or a
    few sets, not as one ingest per event.
-3. **Apply** each set with `ragcli.ingest.pipeline.ingest_changes`: changed files are re-read only
+3. **Apply** each set with `ragcli.ingest.changes.ingest_changes`: changed files are re-read only
    when their content hash changed, only new chunk texts are embedded, and deleted or
    renamed-away paths are pruned. Each set is one short write: the index is not held open
    (nor its write lock, where the index has one) between sets, so other `rag` processes
@@ -28,7 +28,9 @@ from typing import Iterator, Sequence
 
 from ragcli.choices import DEFAULT_GROUP
 from ragcli.embedding.base import Embedder
-from ragcli.ingest.pipeline import IngestReport, ingest, ingest_changes
+from ragcli.ingest.changes import ingest_changes
+from ragcli.ingest.pipeline import ingest
+from ragcli.ingest.report import IngestReport
 from ragcli.types import ChunkSettings
 from ragcli.ingest.walk import FileFilter, resolve_roots
 

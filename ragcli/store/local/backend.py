@@ -13,7 +13,8 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from ragcli.store.local.database import DATABASE_NAME, VECTORS_DIR, NewChunk, Store, open_vector_file
+from ragcli.store.local.database import DATABASE_NAME, NewChunk, Store
+from ragcli.store.local.vector_files import VECTORS_DIR, open_vector_file
 from ragcli.store.interface import ChunkFilter, DocumentPiece
 from ragcli.store.local.chunkcache import ChunkCache
 

@@ -2,54 +2,39 @@
 
 SQLite is the source of truth (documents, chunks with their BM25 terms, the BM25 postings
 of `ragcli.store.local.postings`, and every embedding vector); the FAISS files are derived from
-it and carry a generation number.
-When a vector file's generation differs from the database's (a crash between the two
-writes), it is rebuilt from the stored vectors instead of being trusted.
+it and carry a generation number (`ragcli.store.local.vector_files`). `Store` is the
+database: its connection (`ragcli.store.local.connection`), meta, groups, documents and
+chunks here, its embedding rows in `ragcli.store.local.embedding_rows`.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import os
 import re
 import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from ragcli.errors import IndexBusy, IndexCorrupt, NotIndexed, RagError, UnknownGroup, UsageError
-from ragcli.locking import exclusive
-from ragcli.store.ownership import NotAnIndex, check_format, claim_index_dir, newer_format_message
+from ragcli.errors import IndexCorrupt, NotIndexed, UnknownGroup, UsageError
+from ragcli.store.local.connection import DATABASE_NAME, connect_database
+from ragcli.store.local.embedding_rows import ID_BATCH, EmbeddingRows
 from ragcli.store.local.postings import PostingsWriter
-from ragcli.store.local.schema import MIGRATION_NAMES
-from ragcli.store.local.vectors import FaissIndex, checksum_problem, read_params, write_streamed
+from ragcli.store.local.vector_files import VectorFiles
+from ragcli.store.interface import PieceChunk
+from ragcli.store.ownership import check_format, claim_index_dir
 from ragcli.types import Chunk, ChunkSettings
 
-if TYPE_CHECKING:  # imported where arrays are handled: opening an index needs no numpy
-    import numpy as np
-
-log = logging.getLogger(__name__)
-
-DATABASE_NAME = "index.db"
-MIGRATION_LOCK = "migrate.lock"
-VECTORS_DIR = "vectors"
 GROUP_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,39}$")
-_BATCH = 500
 
 
 @dataclass(frozen=True)
-class NewChunk:
-    """A chunk about to be stored: its window, hash, BM25 tokens and embedding id."""
+class NewChunk(PieceChunk):
+    """A chunk about to be stored: the piece's chunk (window, page, hash) with its BM25 tokens
+    and embedding id."""
 
-    order: int
-    text: str
-    start: int
-    end: int
-    page: int | None
-    hash: str
     tokens: str
     embedding_id: int | None
 
@@ -66,21 +51,6 @@ def _chunk_metadata(row: Sequence[Any]) -> dict[str, Any]:
     return meta
 
 
-def open_vector_file(path: Path, *, writable: bool = False) -> FaissIndex:
-    """A vector file as an index; memory-mapped read-only unless `writable`. Touches no database.
-
-    Raises:
-        RuntimeError: the file does not match the checksum its params record, or FAISS
-            cannot read it (callers rebuild it from the database).
-    """
-    problem = checksum_problem(path, read_params(path) or {})
-    if problem:
-        raise RuntimeError(f"damaged: {problem}")
-    from ragcli.store.local.ann import load_vector_index
-
-    return load_vector_index(path, mmap=not writable)
-
-
 def read_index_meta(index: Path, key: str) -> str | None:
     """One meta value of the index at `index`; None when there is no index or no such value."""
     if not (index / DATABASE_NAME).is_file():
@@ -92,68 +62,11 @@ def read_index_meta(index: Path, key: str) -> str | None:
         store.close()
 
 
-class IndexTooNew(Exception):
-    """Internal: the database holds migrations this rag does not know."""
+class Store(EmbeddingRows, VectorFiles):
+    """An index directory. Open it with `Store.open` (must exist) or `Store.create`.
 
-
-def _writable(index: Path) -> bool:
-    """Whether rag can write the index folder and its database (a read-only mount, a folder
-    without write permission, a database file without it: all read as not writable)."""
-    database = index / DATABASE_NAME
-    return os.access(index, os.W_OK) and (not database.exists() or os.access(database, os.W_OK))
-
-
-def read_only_message(index: Path, detail: str) -> str:
-    return (
-        f"the index at {index} is read-only ({detail}): rag writes to the index folder even to "
-        f"answer a query (its lock and journal files); make it writable (chmod -R u+w {index}) "
-        "or copy the folder somewhere writable and pass --index there; the index itself is fine"
-    )
-
-
-def _pending_migrations(conn: sqlite3.Connection) -> bool:
-    try:
-        applied = {
-            row[0]
-            for row in conn.execute("SELECT name FROM _sqlite_migrations WHERE migration_set = 'ragcli'")
-        }
-    except sqlite3.OperationalError:  # a new database: no migrations table yet
-        return True
-    unknown = sorted(applied - set(MIGRATION_NAMES))
-    if unknown:  # migrated by a newer rag: its tables may mean what this one cannot know
-        raise IndexTooNew(f"schema {unknown[-1]}")
-    return not set(MIGRATION_NAMES) <= applied
-
-
-def _apply_migrations(conn: sqlite3.Connection) -> None:
-    with _without_pandas():
-        import sqlite_utils
-
-    from ragcli.store.local.migrations import migrations
-
-    migrations.apply(sqlite_utils.Database(conn))
-
-
-@contextmanager
-def _without_pandas() -> Iterator[None]:
-    """Import sqlite-utils without the pandas it loads when present (0.38 s of CPU, every new
-    index): it only adds pandas' Timestamp to its column types, which ragcli never passes.
-    A `None` in `sys.modules` makes that optional import fail; pandas stays importable after."""
-    import sys
-
-    if "pandas" in sys.modules or "sqlite_utils" in sys.modules:
-        yield
-        return
-    sys.modules["pandas"] = None  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        if sys.modules.get("pandas", 0) is None:
-            del sys.modules["pandas"]
-
-
-class Store:
-    """An index directory. Open it with `Store.open` (must exist) or `Store.create`."""
+    Its embedding rows (`ragcli.store.local.embedding_rows`) and vector files
+    (`ragcli.store.local.vector_files`) are mixins kept in their own modules."""
 
     def __init__(self, path: Path, db: sqlite3.Connection) -> None:
         self.path = path
@@ -187,37 +100,7 @@ class Store:
     @classmethod
     def _connect(cls, path: Path) -> "Store":
         check_format(path)
-        # A plain sqlite3 connection: sqlite-utils (which imports pandas when present, ~0.5 s)
-        # is loaded only when a migration is pending, keeping cold queries fast.
-        try:
-            conn = sqlite3.connect(
-                str(path / DATABASE_NAME), timeout=30, isolation_level=None, check_same_thread=False
-            )
-            conn.execute("PRAGMA busy_timeout = 30000")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            if _pending_migrations(conn):
-                # Several processes may open an index right after an upgrade: one migrates,
-                # the others wait and then find nothing left to do.
-                with exclusive(path / MIGRATION_LOCK):
-                    if _pending_migrations(conn):
-                        _apply_migrations(conn)
-        except IndexTooNew as error:
-            conn.close()
-            raise NotAnIndex(newer_format_message(path, error)) from None
-        except sqlite3.DatabaseError as error:
-            busy = "locked" in str(error) or "busy" in str(error)
-            if isinstance(error, sqlite3.OperationalError) and busy:
-                raise IndexBusy(
-                    f"{path / DATABASE_NAME} is busy (another rag process is writing to it): "
-                    "try again when it is done"
-                ) from error
-            if not _writable(path):
-                raise RagError(read_only_message(path, str(error))) from error
-            raise IndexCorrupt(
-                f"{path / DATABASE_NAME} cannot be opened ({error}): move it away and run `rag ingest` again"
-            ) from error
-        return cls(path, conn)
+        return cls(path, connect_database(path))
 
     def close(self) -> None:
         self.db.close()
@@ -452,105 +335,12 @@ class Store:
             docs[doc_id]["chunks"][group] = count
         return list(docs.values())
 
-    # -- embeddings ---------------------------------------------------------------------
-    def embedding_ids(self, hashes: Iterable[str]) -> dict[str, int]:
-        """Ids of already-stored embeddings by chunk hash."""
-        found: dict[str, int] = {}
-        unique = list(dict.fromkeys(hashes))
-        for start in range(0, len(unique), _BATCH):
-            part = unique[start : start + _BATCH]
-            marks = ",".join("?" * len(part))
-            rows = self.db.execute(f"SELECT hash, id FROM embeddings WHERE hash IN ({marks})", part)
-            found.update(dict(rows.fetchall()))
-        return found
-
-    def insert_embeddings(self, hashes: Sequence[str], vectors: np.ndarray) -> dict[str, int]:
-        """Store vectors by chunk hash (caller holds the transaction); returns their ids."""
-        import numpy as np
-
-        ids = {}
-        for chunk_hash, vector in zip(hashes, np.asarray(vectors, dtype=np.float32)):
-            ids[chunk_hash] = self.db.execute(
-                "INSERT INTO embeddings (hash, vector) VALUES (?, ?)", [chunk_hash, vector.tobytes()]
-            ).lastrowid
-        return ids
-
-    def pending_embeddings(self, group: str, limit: int, after: int = 0) -> tuple[dict[str, str], int, int]:
-        """The group's next chunks without a vector, in id order (committed first, embedded
-        first): up to `limit` chunks past id `after`, as (distinct texts by hash, chunks, last id)."""
-        rows = self.db.execute(
-            "SELECT id, hash, text FROM chunks WHERE group_name = ? AND embedding_id IS NULL AND id > ? "
-            "ORDER BY id LIMIT ?",
-            [group, after, limit],
-        ).fetchall()
-        return {row[1]: row[2] for row in rows}, len(rows), (rows[-1][0] if rows else after)
-
-    def attach_embeddings(self, group: str, after: int, last: int) -> int:
-        """Point the group's chunks without a vector whose ids lie in (`after`, `last`] at the
-        stored embeddings of their texts (caller holds the transaction; the id range walks
-        the primary key, the hash the embeddings' unique index); returns how many got one."""
-        count = self.db.execute(
-            "UPDATE chunks SET embedding_id = (SELECT e.id FROM embeddings e WHERE e.hash = chunks.hash) "
-            "WHERE id > ? AND id <= ? AND group_name = ? AND embedding_id IS NULL",
-            [after, last, group],
-        ).rowcount
-        if count:
-            self._touched.add(group)
-        return count
-
-    def without_vectors(self, chunk_ids: Sequence[int]) -> set[int]:
-        """Which of these chunks have no vector yet."""
-        found: set[int] = set()
-        for start in range(0, len(chunk_ids), _BATCH):
-            part = [int(i) for i in chunk_ids[start : start + _BATCH]]
-            marks = ",".join("?" * len(part))
-            rows = self.db.execute(
-                f"SELECT id FROM chunks WHERE id IN ({marks}) AND embedding_id IS NULL", part
-            )
-            found.update(row[0] for row in rows)
-        return found
-
-    def embedded_count(self, group: str) -> int:
-        """How many of the group's chunks have a vector."""
-        return self.count("chunks", "group_name = ? AND embedding_id IS NOT NULL", [group])
-
-    def delete_unused_embeddings(self) -> int:
-        return self.db.execute(
-            "DELETE FROM embeddings WHERE id NOT IN (SELECT embedding_id FROM chunks "
-            "WHERE embedding_id IS NOT NULL)"
-        ).rowcount
-
-    def group_embedding_ids(self, group: str) -> np.ndarray:
-        import numpy as np
-
-        rows = self.db.execute(
-            "SELECT DISTINCT embedding_id FROM chunks WHERE group_name = ? AND embedding_id IS NOT NULL",
-            [group],
-        )
-        return np.fromiter((row[0] for row in rows), dtype=np.int64)
-
-    def vectors_for(self, ids: np.ndarray, dimension: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """Yield (ids, vectors) batches for the given embedding ids."""
-        import numpy as np
-
-        for start in range(0, len(ids), _BATCH):
-            part = [int(i) for i in ids[start : start + _BATCH]]
-            marks = ",".join("?" * len(part))
-            rows = self.db.execute(
-                f"SELECT id, vector FROM embeddings WHERE id IN ({marks})", part
-            ).fetchall()
-            if rows:
-                yield (
-                    np.array([r[0] for r in rows], dtype=np.int64),
-                    np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(-1, dimension),
-                )
-
     # -- chunks -------------------------------------------------------------------------
     def chunks(self, ids: Sequence[int]) -> dict[int, Chunk]:
         """Chunks by id, with their document's path and metadata."""
         found: dict[int, Chunk] = {}
-        for start in range(0, len(ids), _BATCH):
-            part = [int(i) for i in ids[start : start + _BATCH]]
+        for start in range(0, len(ids), ID_BATCH):
+            part = [int(i) for i in ids[start : start + ID_BATCH]]
             marks = ",".join("?" * len(part))
             rows = self.db.execute(
                 'SELECT c.id, c.doc_id, c.group_name, c.ord, c.text, c.start, c."end", c.page, '
@@ -560,21 +350,6 @@ class Store:
             )
             for row in rows.fetchall():
                 found[row[0]] = Chunk(*row[:9], metadata=_chunk_metadata(row))
-        return found
-
-    def chunk_ids_for_embeddings(self, group: str, embedding_ids: Sequence[int]) -> dict[int, list[int]]:
-        """Map embedding ids to the ids of the group's chunks that use them."""
-        found: dict[int, list[int]] = {}
-        for start in range(0, len(embedding_ids), _BATCH):
-            part = [int(i) for i in embedding_ids[start : start + _BATCH]]
-            marks = ",".join("?" * len(part))
-            rows = self.db.execute(
-                f"SELECT embedding_id, id FROM chunks WHERE group_name = ? AND embedding_id IN ({marks}) "
-                "ORDER BY id",
-                [group, *part],
-            )
-            for embedding_id, chunk_id in rows.fetchall():
-                found.setdefault(embedding_id, []).append(chunk_id)
         return found
 
     def count(self, table: str, where: str = "", params: Sequence[Any] = ()) -> int:
@@ -596,33 +371,6 @@ class Store:
     def chunk_count(self, group: str) -> int:
         """How many chunks the group holds."""
         return self.count("chunks", "group_name = ?", [group])
-
-    def chunk_vectors(self, chunk_ids: Sequence[int], dimension: int) -> np.ndarray:
-        """The stored embedding vectors of these chunks (those that have one), one per row."""
-        import numpy as np
-
-        if not chunk_ids:
-            return np.zeros((0, dimension), dtype=np.float32)
-        marks = ",".join("?" * len(chunk_ids))
-        rows = self.db.execute(
-            "SELECT e.vector FROM chunks c JOIN embeddings e ON e.id = c.embedding_id "
-            f"WHERE c.id IN ({marks})",
-            [int(i) for i in chunk_ids],
-        ).fetchall()
-        return np.frombuffer(b"".join(row[0] for row in rows), dtype=np.float32).reshape(-1, dimension)
-
-    def filtered_embedding_ids(self, group: str, where: str, params: Sequence[Any]) -> dict[int, int]:
-        """Chunk id -> embedding id of the group's embedded chunks whose documents pass `where`.
-
-        Args:
-            where: a condition over `documents d` (`ragcli.store.filters.filters_sql`).
-        """
-        rows = self.db.execute(
-            "SELECT c.id, c.embedding_id FROM chunks c JOIN documents d ON d.id = c.doc_id "
-            f"WHERE c.group_name = ? AND c.embedding_id IS NOT NULL AND ({where})",
-            [group, *params],
-        )
-        return dict(rows.fetchall())
 
     def filtered_chunk_ids(self, group: str, where: str, params: Sequence[Any]) -> list[int]:
         """Ids of the group's chunks whose documents pass `where` (a condition over `documents d`)."""
@@ -678,139 +426,3 @@ class Store:
             "documents": list(documents),
             "chunks": list(chunks),
         }
-
-    # -- vectors ------------------------------------------------------------------------
-    def vector_path(self, group: str) -> Path:
-        return self.path / VECTORS_DIR / f"{group}.faiss"
-
-    def vector_generation(self, group: str) -> int:
-        return int(self.get_meta(f"vectors_generation:{group}", "0") or 0)
-
-    def vector_index(self, group: str, *, writable: bool = False) -> FaissIndex:
-        """The group's vector index, rebuilt in memory from SQLite when the file is stale,
-        fails its checksum or is unreadable (the next ingest writes the rebuilt one back).
-
-        A current file is memory-mapped read-only unless `writable` (ingest changes it).
-        """
-        path = self.current_vector_file(group)
-        if path is not None:
-            try:
-                return open_vector_file(path, writable=writable)
-            except RuntimeError as error:  # faiss's error for an unreadable file
-                log.warning(
-                    "vector file %s is unreadable (%s); rebuilding it from the database",
-                    path,
-                    str(error).strip().rsplit(": ", 1)[-1],
-                )
-        return self._build_vectors(group, FaissIndex(self.dimension()))
-
-    def current_vector_file(self, group: str, *, exact: bool = True) -> Path | None:
-        """The group's vector file when it matches the database's generation, else None.
-
-        With `exact` (what a search needs) it must also have been written after the last
-        change to the group's chunks or vectors (`chunk_version`): one written before misses
-        chunks committed since, and a search rebuilds from the database instead. Without it
-        (ingest patching the file by difference) the generation alone decides.
-        """
-        path = self.vector_path(group)
-        params = read_params(path)
-        if not (path.is_file() and params and params.get("generation") == self.vector_generation(group)):
-            return None
-        if exact and params.get("chunks_version", 0) != self.chunk_version(group):
-            return None
-        return path
-
-    def dimension(self) -> int:
-        value = self.get_meta("embedding_dimension")
-        if value is None:
-            raise NotIndexed(f"the index at {self.path} has no embeddings yet: run `rag ingest DIR`")
-        return int(value)
-
-    def sync_vectors(
-        self, group: str, params: Mapping[str, Any], *, approximate_above: int | None = None
-    ) -> int:
-        """Bring the group's vector file in line with its chunks; returns the vector count.
-
-        Only the difference is applied to a file that matches the database; a stale file
-        is rebuilt. The file is written first and the generation committed after it.
-        Past `approximate_above` vectors (default `ann.APPROXIMATE_ABOVE`) the group's
-        index becomes approximate (IVF, `ragcli.store.local.ann`).
-
-        Memory stays bounded by the index being written: a new exact file is streamed from
-        SQLite, a new IVF index is trained on a sample and filled batch by batch, and an
-        index about to be replaced is never read (1M vectors: no 1.5 GB flat copy first).
-        """
-        import numpy as np
-
-        from ragcli.store.local import ann
-
-        threshold = ann.APPROXIMATE_ABOVE if approximate_above is None else approximate_above
-        generation = self.vector_generation(group) + 1
-        params = {
-            **params,
-            "group": group,
-            "generation": generation,
-            "chunks_version": self.chunk_version(group),
-            "chunks": self.chunk_count(group),
-            "embedded_chunks": self.embedded_count(group),
-        }
-        wanted = self.group_embedding_ids(group)
-        index = self._patchable_index(group, len(wanted), threshold)
-        if index is None:
-            dimension = self.dimension()
-            path = self.vector_path(group)
-            if len(wanted) <= threshold and write_streamed(
-                path, dimension, self.vectors_for(wanted, dimension), len(wanted), params
-            ):
-                self.set_meta(f"vectors_generation:{group}", generation)
-                return len(wanted)
-            index = self._empty_index(wanted, dimension, threshold)
-        have = index.ids()
-        index.remove(np.setdiff1d(have, wanted, assume_unique=True))
-        self._build_vectors(group, index, np.setdiff1d(wanted, have, assume_unique=True))
-        index.save(self.vector_path(group), params)
-        self.set_meta(f"vectors_generation:{group}", generation)
-        return len(index)
-
-    def _patchable_index(self, group: str, count: int, threshold: int) -> FaissIndex | None:
-        """The group's vector file read for patching, or None when it must be written afresh:
-        missing, stale, damaged, or of the wrong kind for `count` vectors (decided from its
-        params, so an index about to be replaced is never read into memory)."""
-        from ragcli.store.local import ann
-
-        path = self.current_vector_file(group, exact=False)
-        if path is None or ann.needs_new_index(read_params(path) or {}, count, threshold):
-            return None
-        try:
-            return open_vector_file(path, writable=True)
-        except RuntimeError as error:  # damaged, or faiss cannot read it
-            log.warning(
-                "vector file %s is unreadable (%s); rebuilding it from the database",
-                path,
-                str(error).strip().rsplit(": ", 1)[-1],
-            )
-            return None
-
-    def _empty_index(self, wanted: np.ndarray, dimension: int, threshold: int) -> FaissIndex:
-        """An empty index for the `wanted` vectors: exact up to `threshold`, else IVF trained
-        on a random sample of them (read into one preallocated array)."""
-        import numpy as np
-
-        from ragcli.store.local import ann
-
-        if len(wanted) <= threshold:
-            return FaissIndex(dimension)
-        size = min(len(wanted), ann.TRAIN_PER_LIST * ann.planned_lists(len(wanted)))
-        sample_ids = np.sort(np.random.default_rng(0).choice(wanted, size=size, replace=False))
-        sample = np.empty((size, dimension), dtype=np.float32)
-        filled = 0
-        for _, vectors in self.vectors_for(sample_ids, dimension):
-            sample[filled : filled + len(vectors)] = vectors
-            filled += len(vectors)
-        return ann.IVFIndex.trained(sample[:filled], len(wanted))
-
-    def _build_vectors(self, group: str, index: FaissIndex, ids: np.ndarray | None = None) -> FaissIndex:
-        ids = self.group_embedding_ids(group) if ids is None else ids
-        for batch_ids, vectors in self.vectors_for(ids, index.dimension):
-            index.add(batch_ids, vectors)
-        return index

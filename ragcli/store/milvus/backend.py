@@ -18,13 +18,14 @@ The embedding model is recorded in the chunks collection's properties; an index 
 with another model is refused. Per-machine settings (groups, roots, exclusions) stay in the
 index directory's SQLite database. Filters are evaluated with the local store's SQL over
 the document rows (`ragcli.store.filters`), then applied as ``doc_id in [...]``.
+
+The client is made by `ragcli.store.milvus.connection`; status and doctor checks are in
+`ragcli.store.milvus.health`.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import os
 import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
@@ -33,6 +34,8 @@ from ragcli.errors import IndexMismatch, StoreUnavailable
 from ragcli.store.interface import ChunkFilter, DocumentPiece
 from ragcli.store.filters import COLUMNS
 from ragcli.store.local.backend import DirectorySettings
+from ragcli.store.milvus.connection import connect, reason
+from ragcli.store.milvus.health import MilvusHealth
 from ragcli.store.milvus.search import MilvusDense, MilvusLexical
 from ragcli.store.milvus.schema import (
     CHUNK_FIELDS,
@@ -41,7 +44,6 @@ from ragcli.store.milvus.schema import (
     quoted,
     CHUNKS,
     DOCUMENTS,
-    check_collections,
     chunk_rows,
     create_collections,
     document_row,
@@ -52,7 +54,6 @@ from ragcli.types import Chunk
 if TYPE_CHECKING:
     from ragcli.store.local.database import Store
 
-TIMEOUT = 10.0  # seconds for a connection or one call: a dead server is an error, not a hang
 _BATCH = 500
 _DOC_FIELDS = [
     "doc_id", "path", "content_hash", "file_name", "file_type", "size", "modified", "created", "title",
@@ -63,84 +64,7 @@ _UNFINISHED = "milvus_unfinished"  # local meta: paths with chunks written but n
 _NONE = ""  # optional strings are stored empty (Milvus Lite has no nullable fields)
 
 
-def connect(uri: str):
-    """A MilvusClient for `uri`; credentials only from the environment.
-
-    Raises:
-        StoreUnavailable: the server does not answer within TIMEOUT, or a Milvus Lite file
-            is held by another process (one line naming the URI).
-    """
-    # gRPC's C core would print connection chatter (Milvus Lite's in-process server answers
-    # the client's keepalive pings with GOAWAY) on stderr; set before grpc is first imported.
-    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
-    from pymilvus import MilvusClient
-
-    # pymilvus logs each failed call (and Milvus Lite's missing MVCC timestamps) itself;
-    # the error ragcli raises says it once.
-    for name in ("pymilvus", "pymilvus.client.iterator.query_iterator", "pymilvus.decorators", "milvus_lite"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
-
-    if uri.endswith(".db"):
-        check_lite_manifests(Path(uri))
-    # Read here, not in ragcli.config: they must never reach settings, files or the index.
-    token = os.environ.get("MILVUS_TOKEN") or ""
-    if not token and os.environ.get("MILVUS_USER"):
-        token = f"{os.environ['MILVUS_USER']}:{os.environ.get('MILVUS_PASSWORD', '')}"
-    try:
-        return MilvusClient(uri=uri, token=token, timeout=TIMEOUT)
-    except Exception as error:  # noqa: BLE001 - pymilvus raises many kinds; all mean "unreachable"
-        if uri.endswith(".db") and _locked(Path(uri)):
-            raise StoreUnavailable(
-                f"the Milvus Lite file {uri} is open in another rag process (Milvus Lite serves one "
-                "process at a time): try again when it is done, or use a Milvus server to share it"
-            ) from error
-        raise StoreUnavailable(f"cannot use the Milvus store {uri}: {_reason(error)}") from error
-
-
-def check_lite_manifests(folder: Path) -> None:
-    """Refuse a Milvus Lite file whose collection manifest is unreadable.
-
-    Milvus Lite then falls back to the previous manifest, an older state (often empty), with
-    only a log warning: the documents would seem "unchanged" while their chunks are gone.
-
-    Raises:
-        StoreUnavailable: one line naming the damaged manifest and what to do.
-    """
-    for manifest in sorted(folder.glob("collections/*/manifest.json")):
-        try:
-            json.loads(manifest.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            raise StoreUnavailable(
-                f"the Milvus Lite file {folder} is damaged ({manifest.relative_to(folder)} is unreadable: "
-                f"{_reason(error)}); restore it from a backup, or ingest into a new --store "
-                "(your documents are untouched)"
-            ) from error
-
-
-def _locked(folder: Path) -> bool:
-    """Whether another process holds Milvus Lite's lock on its data folder."""
-    import fcntl
-
-    try:
-        fd = os.open(folder / "LOCK", os.O_RDWR)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
-
-
-def _reason(error: Exception) -> str:
-    text = str(getattr(error, "message", "") or error).strip().splitlines()
-    return text[0] if text else type(error).__name__
-
-
-class MilvusBackend(DirectorySettings):
+class MilvusBackend(DirectorySettings, MilvusHealth):
     """An index whose documents, chunks and vectors live in Milvus (see the module docstring)."""
 
     kind = "milvus"
@@ -159,7 +83,7 @@ class MilvusBackend(DirectorySettings):
                 self._load()
         except Exception as error:  # noqa: BLE001
             self.client.close()
-            raise StoreUnavailable(f"cannot use the Milvus store {uri}: {_reason(error)}") from error
+            raise StoreUnavailable(f"cannot use the Milvus store {uri}: {reason(error)}") from error
 
     def _load(self) -> None:
         for name in (CHUNKS, DOCUMENTS):
@@ -444,75 +368,6 @@ class MilvusBackend(DirectorySettings):
             "chunks": [self._count(CHUNKS)],
         }
 
-    # -- status and diagnosis ---------------------------------------------------------
-    def counts(self) -> dict[str, int]:
-        chunks = self._count(CHUNKS)
-        return {"documents": self._count(DOCUMENTS), "chunks": chunks, "embeddings": chunks}
-
-    def describe(self) -> dict[str, Any]:
-        from ragcli.store.local.database import DATABASE_NAME
-        from ragcli.store.local.backend import directory_size
-
-        groups = {
-            name: {
-                "vectors": self.chunk_count(name),
-                "vectors_current": True,
-                "vector_search": {"type": "exact"},
-                "embedded_chunks": self.chunk_count(name),
-                "embedded_share": 1.0,
-            }
-            for name in self.groups()
-        }
-        lite = Path(self.uri).is_dir() if self.uri.endswith(".db") else False
-        return {
-            "groups": groups,
-            "sizes": {
-                "database": directory_size(self.path / DATABASE_NAME),
-                "vectors": directory_size(Path(self.uri)) if lite else 0,
-            },
-        }
-
-    def health_checks(self) -> list[tuple[str, Any, str]]:
-        return [
-            (
-                "milvus connection",
-                self._ping,
-                f"start the Milvus server at {self.uri}, or check $MILVUS_TOKEN",
-            ),
-            (
-                "milvus collections",
-                lambda: check_collections(self.client, int(self.get_meta("embedding_dimension") or 0)),
-                f"ingest into a new --store, or drop the ragcli_* collections in {self.uri} and ingest again",
-            ),
-            (
-                "unfinished documents",
-                self._unfinished_check,
-                "run `rag ingest` to finish them (or sweep the chunks of files since deleted), "
-                "or `rag rm PATH` to drop them",
-            ),
-            (
-                "sqlite integrity",
-                lambda: _local_integrity(self.store),
-                "rebuild the index folder: rag ingest",
-            ),
-        ]
-
-    def _unfinished_check(self) -> str:
-        """Chunks an interrupted ingest wrote for documents no later run finished."""
-        unfinished = sorted(self._unfinished())
-        if unfinished:
-            more = f" and {len(unfinished) - 3} more" if len(unfinished) > 3 else ""
-            raise RuntimeError(
-                f"{len(unfinished)} half-written document(s) from an interrupted ingest: "
-                + ", ".join(unfinished[:3])
-                + more
-            )
-        return "every document's chunks are complete"
-
-    def _ping(self) -> str:
-        version = self.client.get_server_version()
-        return f"{self.uri} answers (server {version})"
-
     # -- helpers ----------------------------------------------------------------------
     def _scan(self, collection: str, fields: list[str]) -> Iterable[dict[str, Any]]:
         """Every row of a collection, in batches (a query without a limit is capped by Milvus)."""
@@ -532,12 +387,6 @@ class MilvusBackend(DirectorySettings):
             row["chunked"] = dict(row["chunked"] or {})
             change(row)
             self.client.upsert(DOCUMENTS, [row])
-
-
-def _local_integrity(store: Store) -> str:
-    from ragcli.store.local.health import integrity
-
-    return integrity(store)
 
 
 def _document(row: Mapping[str, Any]) -> dict[str, Any]:

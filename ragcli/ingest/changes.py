@@ -1,0 +1,94 @@
+"""Only what changed: the paths a folder watcher saw, brought into the index (`rag ingest --watch`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable, Sequence
+
+from ragcli.choices import DEFAULT_GROUP
+from ragcli.ingest.report import IngestReport
+from ragcli.ingest.run import IngestRun, open_run
+from ragcli.ingest.walk import FileFilter, files_to_read
+from ragcli.store.removal import apply_exclusions
+from ragcli.types import ChunkSettings, Progress
+
+if TYPE_CHECKING:
+    from ragcli.embedding.base import Embedder
+
+
+def ingest_changes(
+    index: Path,
+    roots: Sequence[Path],
+    changed: Iterable[Path],
+    *,
+    embedder: Embedder,
+    group: str = DEFAULT_GROUP,
+    chunking: ChunkSettings | None = None,
+    file_filter: FileFilter = FileFilter(),
+    batch_chunks: int = 256,
+    progress: Progress | None = None,
+) -> IngestReport:
+    """Bring the index in line with the given paths only (what a folder watcher saw change).
+
+    A path that is a file under one of `roots` (and passes `file_filter`) is ingested when its
+    content changed; a folder is walked; a path that no longer exists removes what was indexed
+    at or under it. A file that vanishes while it is read counts as removed, not failed. Other
+    documents are not looked at, so the cost follows the change, not the folder's size. The
+    write lock (when the index has one) is held for this call only.
+
+    Args:
+        index: the index directory (created when missing).
+        roots: the watched folders (absolute); recorded as the index's roots.
+        changed: absolute paths that were created, modified, renamed or deleted.
+        embedder, group, chunking, file_filter, batch_chunks, progress: as for
+            `ragcli.ingest.pipeline.ingest`.
+
+    Returns:
+        An `IngestReport`; `progress.advance(path, status)` is told "removed" for each removal.
+    """
+    files, gone = _classify_changes(roots, changed, file_filter)
+    with open_run(
+        index, embedder, group, chunking, batch_chunks, roots, check_pages=False, file_filter=file_filter
+    ) as run:
+        files = apply_exclusions(run.store, files)  # what `rag rm` removed stays out
+        if progress:
+            progress.start(len(files))
+        for path in files:
+            status = run.ingest_file(path)
+            if status == "failed" and not path.exists():
+                run.report.failed.pop()
+                gone.append(path)
+                continue
+            if progress:
+                progress.advance(str(path), status)
+        run.batcher.flush()
+        _remove_gone(run, gone, progress)
+    return run.report
+
+
+def _classify_changes(
+    roots: Sequence[Path], changed: Iterable[Path], file_filter: FileFilter
+) -> tuple[list[Path], list[Path]]:
+    """Split changed paths into files to (re)ingest and paths that are gone."""
+    files: dict[Path, None] = {}
+    gone: list[Path] = []
+    for path in sorted(set(changed)):
+        root = next((r for r in roots if path == r or r in path.parents), None)
+        if root is None:
+            continue
+        relative = path.relative_to(root).parts if path != root else ()
+        if any(part.startswith(".") for part in relative):
+            continue
+        if path.is_dir() or path.is_file():
+            files.update(dict.fromkeys(files_to_read(root, path, file_filter)))
+        else:
+            gone.append(path)
+    return list(files), gone
+
+
+def _remove_gone(run: IngestRun, gone: Sequence[Path], progress: Progress | None) -> None:
+    found = run.store.documents_under(gone) if gone else {}
+    run.remove(list(found.values()))
+    if progress:
+        for path in sorted(found):
+            progress.advance(path, "removed")

@@ -1,0 +1,53 @@
+"""What one ingest did: the `IngestReport` every ingest, watcher and `rag rm` fills."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Sequence
+
+
+@dataclass(frozen=True)
+class Failure:
+    path: str
+    reason: str
+
+
+@dataclass
+class IngestReport:
+    """What one ingest did."""
+
+    index: str
+    group: str
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    skipped: int = 0
+    failed: list[Failure] = field(default_factory=list)
+    chunks: int = 0
+    embedded: int = 0
+    reused: int = 0
+    vectors: int = 0
+    seconds: float = 0.0
+    # Indexed documents the walk left out (--include/--exclude) whose files still exist: kept,
+    # never pruned; the CLI says so. Not part of the JSON report.
+    left_out: list[str] = field(default_factory=list, repr=False)
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        del data["left_out"]
+        return data
+
+
+def merge_reports(reports: Sequence[IngestReport]) -> IngestReport:
+    """One report for the runs of one ingest (a bare ingest runs once per set of root options)."""
+    if len(reports) == 1:
+        return reports[0]
+    merged = IngestReport(index=reports[0].index, group=", ".join(dict.fromkeys(r.group for r in reports)))
+    for report in reports:
+        for name in ("added", "updated", "unchanged", "removed", "skipped", "chunks", "embedded", "reused"):
+            setattr(merged, name, getattr(merged, name) + getattr(report, name))
+        merged.failed.extend(report.failed)
+        merged.vectors = report.vectors
+        merged.seconds = round(merged.seconds + report.seconds, 3)
+    return merged
