@@ -166,3 +166,27 @@ def test_both_sides_of_a_comparison_are_quoted():
 def test_no_short_line_for_what_questions_and_never_one_outside_the_quotes():
     found = answer_with_evidence("What did the Broncos do?", [hit(BOWL)], reader=TypedReader())
     assert found.short is None
+
+
+OPTIONS_PAGE = (
+    "tidy(1)\n\nOPTIONS\n\n--verbose\n\nPrint every file as it is sorted.\n\n"
+    "--keep-days <n>\n\nRemove the files older than the given number of days from the trash folder. "
+    "The default is thirty.\n\n--dry-run\n\nShow what would be removed, remove nothing."
+)
+
+
+def test_an_option_description_is_quoted_with_its_term_line():
+    found = answer_with_evidence("How do I remove the old files from the trash folder?", [hit(OPTIONS_PAGE)])
+    lines = found.text.split("\n")
+    assert lines[0] == '"--keep-days <n>" [1]'  # what the description describes
+    assert lines[1].startswith('"Remove the files older than')
+
+
+def test_a_sentence_announcing_a_list_brings_the_list():
+    text = (
+        "Sorting\n\nThe sorter can order files in several ways. Choose a sort order. "
+        "The orders are as follows:\n\n- by name\n- by size\n- by age\n\n"
+        "Colours\n\nOutput is plain by default."
+    )
+    found = answer_with_evidence("Which ways can the sorter order files?", [hit(text)])
+    assert all(f'"- by {key}" [1]' in found.text.split("\n") for key in ("name", "size", "age"))

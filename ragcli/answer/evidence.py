@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from ragcli.analysis import analyze
 from ragcli.answer.context import Source, build_context
 from ragcli.answer.sentences import Sentence, question_terms, score_sentences, sentences_of
+from ragcli.answer.structure import paragraph_label
 from ragcli.embedding.base import Embedder
 from ragcli.types import Hit
 
@@ -149,10 +150,11 @@ def rank_sentences(
 class _Selection:
     """The sentences chosen so far, within a character budget."""
 
-    def __init__(self, budget: int) -> None:
+    def __init__(self, budget: int, label: Callable[[Sentence], Sentence | None] | None = None) -> None:
         self.left = budget
         self.chosen: list[Sentence] = []
         self.cut: set[int] = set()  # sources whose list was cut short
+        self.label = label  # the label line a sentence's paragraph sits under, quoted with it
 
     def has(self, sentence: Sentence) -> bool:
         return any(s.passage == sentence.passage and s.start == sentence.start for s in self.chosen)
@@ -161,10 +163,12 @@ class _Selection:
         """Add `sentence` when it fits (the first one always does); False when it does not."""
         if self.has(sentence):
             return True
-        cost = len(sentence.text) + 6
+        label = self.label(sentence) if self.label is not None else None
+        pieces = [sentence] if label is None or self.has(label) else [label, sentence]
+        cost = sum(len(piece.text) + 6 for piece in pieces)
         if self.chosen and cost > self.left:
             return False
-        self.chosen.append(sentence)
+        self.chosen += pieces
         self.left -= cost
         return True
 
@@ -190,6 +194,19 @@ def _list_block(block: Sequence[Sentence], chosen: _Selection, passage: int) -> 
             return
 
 
+def introduces_list(sentence: Sentence) -> bool:
+    """A sentence ending with a colon announces what follows (a list, steps, an example)."""
+    return sentence.text.rstrip().endswith(":")
+
+
+def _bring_list(intro: Sentence, every: Sequence[Sentence], chosen: _Selection) -> None:
+    """The list after its introduction: a marked list's items only, else the lines after it."""
+    following = [s for s in every if s.start > intro.start]
+    if following and is_list_item(following[0].text):
+        following = _list_run(following, -1)
+    _list_block(following[:LIST_LINES], chosen, intro.passage)
+
+
 def complete(
     best: Sentence,
     in_order: Sequence[Sentence],
@@ -201,11 +218,8 @@ def complete(
 
     `every` is all the source's sentences in document order, headings and terms included."""
     at = next(i for i, s in enumerate(in_order) if s.start == best.start)
-    if best.text.rstrip().endswith(":"):
-        following = [s for s in every if s.start > best.start]
-        if following and is_list_item(following[0].text):  # a marked list: its items only
-            following = _list_run(following, -1)
-        _list_block(following[:LIST_LINES], chosen, best.passage)
+    if introduces_list(best):
+        _bring_list(best, every, chosen)
         return
     if is_list_item(best.text):  # back to the list's first item and its introduction
         while at > 0 and is_list_item(in_order[at - 1].text):
@@ -220,6 +234,9 @@ def complete(
     before = [s for s in section if s.start < best.start]
     for sentence in following[:FOLLOWING]:
         if not chosen.add(_ranked(sentence, in_order)):
+            return
+        if introduces_list(sentence):  # "... The variants are as follows:"
+            _bring_list(sentence, every, chosen)
             return
     for sentence in reversed(before[-PRECEDING:] if PRECEDING else []):
         if not chosen.add(_ranked(sentence, in_order)):
@@ -249,14 +266,17 @@ def select_evidence(
 ) -> _Selection:
     """The best sentence, what completes it, what covers the rest of the question, then close runners-up."""
     best = ranked[0]
-    chosen = _Selection(budget)
+    documents = [
+        [replace(s, passage=number) for s in sentences_of([source.text])]
+        for number, source in enumerate(sources)
+    ]
+    chosen = _Selection(budget, lambda s: paragraph_label(s, documents[s.passage], sources[s.passage].text))
     chosen.add(best)
     by_source: dict[int, list[Sentence]] = {}
     for sentence in ranked:
         by_source.setdefault(sentence.passage, []).append(sentence)
     in_order = sorted(by_source[best.passage], key=lambda s: s.start)
-    every = [s for s in sentences_of([sources[best.passage].text])]
-    every = [replace(s, passage=best.passage) for s in every]
+    every = documents[best.passage]
     complete(best, in_order, sources[best.passage].text, chosen, every)
     missing = _uncovered(question, chosen.chosen)
     for sentence in ranked[1:]:
