@@ -72,7 +72,7 @@ from ragcli.answer.evidence import is_answerable, page_of, rank_source_sentences
 from ragcli.answer.evidence import render, select_evidence
 from ragcli.answer.qa_reader import reader_for
 from ragcli.answer.readers import Reader
-from ragcli.answer.summary import asks_about_document, extractive_summary
+from ragcli.answer.summary import asks_about_document, document_subject, extractive_summary
 from ragcli.generation.llama import Generator, Message, check_gguf, load_generator
 from ragcli.answer.prompting import (
     NOT_FOUND,
@@ -530,7 +530,7 @@ class Asker:
     def _retrieve(self, run: "_Run") -> list[Hit]:
         stages, options = self.pipeline, run.options
         first = first_stage(options)
-        requests = [SearchRequest(run.question, first)]
+        requests = [SearchRequest(document_subject(run.question), first)]
         if options.rewrite is not None:
             requests = stages.rewrite(run.question, options.rewrite, first, self._active_generator)
         run.lap("rewrite")
