@@ -82,13 +82,13 @@ from ragcli.answer.prompting import (
     prompt_overhead,
     says_not_found,
 )
-from ragcli.answer.prompting import short_answer, without_citations
-from ragcli.answer.prompting import strip_invalid_citations
+from ragcli.answer.prompting import short_answer, strip_invalid_citations, without_citations
 from ragcli.retrieval.search import QueryOptions, Searcher
 from ragcli.analysis import analyze
 from ragcli.retrieval.rewrite import SearchRequest, retrieve_all, rewrite
 from ragcli.answer.sentences import Sentence
 from ragcli.answer.support import SentenceSupport, annotate_support
+from ragcli.answer.unknown import unknown_names
 from ragcli.types import Hit
 
 if TYPE_CHECKING:
@@ -513,7 +513,7 @@ class Asker:
             return
         run = _Run(question, options, started)
         hits = self._retrieve(run)
-        if not hits:
+        if not hits or unknown_names(question, hits, self.searcher.search, options.query):
             answer = run.abstain()
         elif asks_about_document(question):
             answer = self._summary(run, hits)
