@@ -190,3 +190,17 @@ def test_a_sentence_announcing_a_list_brings_the_list():
     )
     found = answer_with_evidence("Which ways can the sorter order files?", [hit(text)])
     assert all(f'"- by {key}" [1]' in found.text.split("\n") for key in ("name", "size", "age"))
+
+
+def test_a_question_asking_for_several_things_quotes_each_of_them():
+    from ragcli.answer.evidence import asks_for_several
+
+    assert asks_for_several("Which sort orders can tidy use?") and asks_for_several("List the options")
+    assert not asks_for_several("Which sort order does tidy use by default?")
+    page = "tidy(1)\n\nSORT ORDERS\n\n" + "\n\n".join(
+        f"{name}\n\nThe {name} order sorts the files of a folder by their {what}, which some people "
+        f"find the most useful way to look through a large folder of files."
+        for name, what in [("name", "names"), ("size", "sizes"), ("age", "ages"), ("kind", "kinds")]
+    )
+    found = answer_with_evidence("Which sort orders can tidy use to sort the files of a folder?", [hit(page)])
+    assert all(f'"{name}" [1]' in found.text.split("\n") for name in ("name", "size", "age", "kind"))

@@ -50,6 +50,12 @@ SPREAD_EVIDENCE = 0.6
 EVIDENCE_CHARS = 1000
 # A sentence from elsewhere joins when it scores this share of the best one's score.
 SECOND_SENTENCE = 0.8
+# For a question asking for several things (`asks_for_several`), the sentences scoring this share
+# of the best one's join too, each with its label line (docs-qa tune half: 0.4-0.6 alike)
+SEVERAL_SHARE = 0.5
+# and the budget grows by this factor: a list of ten terms needs more room than one answer
+# (docs-qa tune half: answered 0.526 at 1.0 and 1.5, 0.579 at 2.0 and 2.5).
+SEVERAL_BUDGET = 2.0
 # A sentence covering question terms the chosen ones lack joins when it scores this share.
 COVERAGE_SHARE = 0.5
 # The sentences after (and before) the best one in its section that complete it; with the
@@ -261,6 +267,27 @@ def _uncovered(question: str, chosen: Sequence[Sentence]) -> set[str]:
     return question_terms(question) - covered
 
 
+def asks_for_several(question: str) -> bool:
+    """Whether the question asks for several things (a list question, English): "which/what"
+    followed by a plural noun ("which hooks", "what merge strategies"), or "list", "what are the"."""
+    lowered = question.lower()
+    if _LIST_REQUEST.search(lowered):
+        return True
+    match = re.search(r"\b(?:which|what)\b((?:\s+[\w-]+){1,3})", lowered)
+    return bool(match) and any(_is_plural(word) for word in match.group(1).split())
+
+
+_LIST_REQUEST = re.compile(r"\b(?:list|enumerate|what are the|name (?:all|the))\b")
+
+
+def _is_plural(word: str) -> bool:
+    """An English plural noun, roughly: longer than three letters, ending in a lone "s"."""
+    return len(word) > 3 and word.endswith("s") and not word.endswith(_NOT_PLURAL)
+
+
+_NOT_PLURAL = ("ss", "us", "is", "ous", "does", "was", "has", "gets", "goes")
+
+
 def select_evidence(
     question: str, sources: Sequence[Source], ranked: Sequence[Sentence], budget: int
 ) -> _Selection:
@@ -270,7 +297,11 @@ def select_evidence(
         [replace(s, passage=number) for s in sentences_of([source.text])]
         for number, source in enumerate(sources)
     ]
-    chosen = _Selection(budget, lambda s: paragraph_label(s, documents[s.passage], sources[s.passage].text))
+    several = asks_for_several(question)
+    chosen = _Selection(
+        int(budget * (SEVERAL_BUDGET if several else 1.0)),
+        lambda s: paragraph_label(s, documents[s.passage], sources[s.passage].text),
+    )
     chosen.add(best)
     by_source: dict[int, list[Sentence]] = {}
     for sentence in ranked:
@@ -284,8 +315,9 @@ def select_evidence(
             break
         if missing & set(analyze(sentence.text)) and chosen.add(sentence):
             missing = _uncovered(question, chosen.chosen)
+    runner_up = SEVERAL_SHARE if several else SECOND_SENTENCE
     for sentence in ranked[1:]:
-        if sentence.score < SECOND_SENTENCE * best.score:
+        if sentence.score < runner_up * best.score:
             break
         if sentence.lexical > 0 and sentence.text != best.text:
             chosen.add(sentence)
