@@ -19,7 +19,8 @@ from ragcli.analysis import analyze
 from ragcli.retrieval.search import QueryOptions
 from ragcli.types import Hit
 
-_WORD = re.compile(r"[^\W\d_][\w'’-]*")
+# A word, kept whole across "&" ("V&A"); a single letter is no name.
+_WORD = re.compile(r"[^\W\d_][\w'’&-]*")
 _SENTENCE_END = (".", "?", "!", ":")
 
 
@@ -31,7 +32,7 @@ def question_names(question: str) -> list[str]:
     for match in _WORD.finditer(question):
         word = re.sub(r"['’]s$", "", match.group()).strip("'’-")
         before = question[: match.start()].rstrip()
-        if not before or before.endswith(_SENTENCE_END) or not word[:1].isupper() or word == "I":
+        if not before or before.endswith(_SENTENCE_END) or not word[:1].isupper() or len(word) < 2:
             continue
         if names and question[last_end : match.start()] == " ":
             names[-1].append(word)
