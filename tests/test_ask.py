@@ -209,3 +209,19 @@ def test_generate_stage_is_replaceable_and_cached_apart(corpus, isolated_home):
         answer = asker.ask("green tea", BM25)
     assert not answer.cached and answer.text == "Green tea is steamed or pan fired [1]."
     assert answer.support[0].label == "supported" and plain.text.startswith("unused")
+
+
+def test_a_question_naming_what_no_document_mentions_abstains(corpus, isolated_home):
+    evidence = AskOptions(query=QueryOptions(mode="bm25", top_k=5), answer_style="evidence")
+    with make_asker(isolated_home) as asker:
+        unknown = asker.ask("How long does sourdough bread bake in a Breville oven?", evidence)
+        known = asker.ask("Does Müller's café serve sourdough bread?", evidence)  # a name in a document
+    assert unknown.abstained and unknown.text == NOT_FOUND
+    assert not known.abstained
+
+
+def test_the_names_of_a_question_are_its_capitalised_words_inside_a_sentence():
+    from ragcli.answer.unknown import question_names
+
+    names = question_names("How do I set up Acme Cloud? Does Bob's team at the V&A use it?")
+    assert names == ["Acme Cloud", "Bob", "V&A"]  # a single letter ("A" of "V&A") is no name

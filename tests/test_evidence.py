@@ -166,3 +166,41 @@ def test_both_sides_of_a_comparison_are_quoted():
 def test_no_short_line_for_what_questions_and_never_one_outside_the_quotes():
     found = answer_with_evidence("What did the Broncos do?", [hit(BOWL)], reader=TypedReader())
     assert found.short is None
+
+
+OPTIONS_PAGE = (
+    "tidy(1)\n\nOPTIONS\n\n--verbose\n\nPrint every file as it is sorted.\n\n"
+    "--keep-days <n>\n\nRemove the files older than the given number of days from the trash folder. "
+    "The default is thirty.\n\n--dry-run\n\nShow what would be removed, remove nothing."
+)
+
+
+def test_an_option_description_is_quoted_with_its_term_line():
+    found = answer_with_evidence("How do I remove the old files from the trash folder?", [hit(OPTIONS_PAGE)])
+    lines = found.text.split("\n")
+    assert lines[0] == '"--keep-days <n>" [1]'  # what the description describes
+    assert lines[1].startswith('"Remove the files older than')
+
+
+def test_a_sentence_announcing_a_list_brings_the_list():
+    text = (
+        "Sorting\n\nThe sorter can order files in several ways. Choose a sort order. "
+        "The orders are as follows:\n\n- by name\n- by size\n- by age\n\n"
+        "Colours\n\nOutput is plain by default."
+    )
+    found = answer_with_evidence("Which ways can the sorter order files?", [hit(text)])
+    assert all(f'"- by {key}" [1]' in found.text.split("\n") for key in ("name", "size", "age"))
+
+
+def test_a_question_asking_for_several_things_quotes_each_of_them():
+    from ragcli.answer.evidence import asks_for_several
+
+    assert asks_for_several("Which sort orders can tidy use?") and asks_for_several("List the options")
+    assert not asks_for_several("Which sort order does tidy use by default?")
+    page = "tidy(1)\n\nSORT ORDERS\n\n" + "\n\n".join(
+        f"{name}\n\nThe {name} order sorts the files of a folder by their {what}, which some people "
+        f"find the most useful way to look through a large folder of files."
+        for name, what in [("name", "names"), ("size", "sizes"), ("age", "ages"), ("kind", "kinds")]
+    )
+    found = answer_with_evidence("Which sort orders can tidy use to sort the files of a folder?", [hit(page)])
+    assert all(f'"{name}" [1]' in found.text.split("\n") for name in ("name", "size", "age", "kind"))

@@ -72,7 +72,7 @@ from ragcli.answer.evidence import is_answerable, page_of, rank_source_sentences
 from ragcli.answer.evidence import render, select_evidence
 from ragcli.answer.qa_reader import reader_for
 from ragcli.answer.readers import Reader
-from ragcli.answer.summary import asks_about_document, extractive_summary
+from ragcli.answer.summary import asks_about_document, document_subject, extractive_summary
 from ragcli.generation.llama import Generator, Message, check_gguf, load_generator
 from ragcli.answer.prompting import (
     NOT_FOUND,
@@ -82,13 +82,13 @@ from ragcli.answer.prompting import (
     prompt_overhead,
     says_not_found,
 )
-from ragcli.answer.prompting import short_answer, without_citations
-from ragcli.answer.prompting import strip_invalid_citations
+from ragcli.answer.prompting import short_answer, strip_invalid_citations, without_citations
 from ragcli.retrieval.search import QueryOptions, Searcher
 from ragcli.analysis import analyze
 from ragcli.retrieval.rewrite import SearchRequest, retrieve_all, rewrite
 from ragcli.answer.sentences import Sentence
 from ragcli.answer.support import SentenceSupport, annotate_support
+from ragcli.answer.unknown import unknown_names
 from ragcli.types import Hit
 
 if TYPE_CHECKING:
@@ -513,7 +513,7 @@ class Asker:
             return
         run = _Run(question, options, started)
         hits = self._retrieve(run)
-        if not hits:
+        if not hits or unknown_names(question, hits, self.searcher.search, options.query):
             answer = run.abstain()
         elif asks_about_document(question):
             answer = self._summary(run, hits)
@@ -530,7 +530,7 @@ class Asker:
     def _retrieve(self, run: "_Run") -> list[Hit]:
         stages, options = self.pipeline, run.options
         first = first_stage(options)
-        requests = [SearchRequest(run.question, first)]
+        requests = [SearchRequest(document_subject(run.question), first)]
         if options.rewrite is not None:
             requests = stages.rewrite(run.question, options.rewrite, first, self._active_generator)
         run.lap("rewrite")

@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from ragcli.analysis import analyze
 from ragcli.answer.context import Source, build_context
 from ragcli.answer.sentences import Sentence, question_terms, score_sentences, sentences_of
+from ragcli.answer.structure import paragraph_label
 from ragcli.embedding.base import Embedder
 from ragcli.types import Hit
 
@@ -49,6 +50,12 @@ SPREAD_EVIDENCE = 0.6
 EVIDENCE_CHARS = 1000
 # A sentence from elsewhere joins when it scores this share of the best one's score.
 SECOND_SENTENCE = 0.8
+# For a question asking for several things (`asks_for_several`), the sentences scoring this share
+# of the best one's join too, each with its label line (docs-qa tune half: 0.4-0.6 alike)
+SEVERAL_SHARE = 0.5
+# and the budget grows by this factor: a list of ten terms needs more room than one answer
+# (docs-qa tune half: answered 0.526 at 1.0 and 1.5, 0.579 at 2.0 and 2.5).
+SEVERAL_BUDGET = 2.0
 # A sentence covering question terms the chosen ones lack joins when it scores this share.
 COVERAGE_SHARE = 0.5
 # The sentences after (and before) the best one in its section that complete it; with the
@@ -149,10 +156,11 @@ def rank_sentences(
 class _Selection:
     """The sentences chosen so far, within a character budget."""
 
-    def __init__(self, budget: int) -> None:
+    def __init__(self, budget: int, label: Callable[[Sentence], Sentence | None] | None = None) -> None:
         self.left = budget
         self.chosen: list[Sentence] = []
         self.cut: set[int] = set()  # sources whose list was cut short
+        self.label = label  # the label line a sentence's paragraph sits under, quoted with it
 
     def has(self, sentence: Sentence) -> bool:
         return any(s.passage == sentence.passage and s.start == sentence.start for s in self.chosen)
@@ -161,10 +169,12 @@ class _Selection:
         """Add `sentence` when it fits (the first one always does); False when it does not."""
         if self.has(sentence):
             return True
-        cost = len(sentence.text) + 6
+        label = self.label(sentence) if self.label is not None else None
+        pieces = [sentence] if label is None or self.has(label) else [label, sentence]
+        cost = sum(len(piece.text) + 6 for piece in pieces)
         if self.chosen and cost > self.left:
             return False
-        self.chosen.append(sentence)
+        self.chosen += pieces
         self.left -= cost
         return True
 
@@ -190,6 +200,19 @@ def _list_block(block: Sequence[Sentence], chosen: _Selection, passage: int) -> 
             return
 
 
+def introduces_list(sentence: Sentence) -> bool:
+    """A sentence ending with a colon announces what follows (a list, steps, an example)."""
+    return sentence.text.rstrip().endswith(":")
+
+
+def _bring_list(intro: Sentence, every: Sequence[Sentence], chosen: _Selection) -> None:
+    """The list after its introduction: a marked list's items only, else the lines after it."""
+    following = [s for s in every if s.start > intro.start]
+    if following and is_list_item(following[0].text):
+        following = _list_run(following, -1)
+    _list_block(following[:LIST_LINES], chosen, intro.passage)
+
+
 def complete(
     best: Sentence,
     in_order: Sequence[Sentence],
@@ -201,11 +224,8 @@ def complete(
 
     `every` is all the source's sentences in document order, headings and terms included."""
     at = next(i for i, s in enumerate(in_order) if s.start == best.start)
-    if best.text.rstrip().endswith(":"):
-        following = [s for s in every if s.start > best.start]
-        if following and is_list_item(following[0].text):  # a marked list: its items only
-            following = _list_run(following, -1)
-        _list_block(following[:LIST_LINES], chosen, best.passage)
+    if introduces_list(best):
+        _bring_list(best, every, chosen)
         return
     if is_list_item(best.text):  # back to the list's first item and its introduction
         while at > 0 and is_list_item(in_order[at - 1].text):
@@ -220,6 +240,9 @@ def complete(
     before = [s for s in section if s.start < best.start]
     for sentence in following[:FOLLOWING]:
         if not chosen.add(_ranked(sentence, in_order)):
+            return
+        if introduces_list(sentence):  # "... The variants are as follows:"
+            _bring_list(sentence, every, chosen)
             return
     for sentence in reversed(before[-PRECEDING:] if PRECEDING else []):
         if not chosen.add(_ranked(sentence, in_order)):
@@ -244,19 +267,47 @@ def _uncovered(question: str, chosen: Sequence[Sentence]) -> set[str]:
     return question_terms(question) - covered
 
 
+def asks_for_several(question: str) -> bool:
+    """Whether the question asks for several things (a list question, English): "which/what"
+    followed by a plural noun ("which hooks", "what merge strategies"), or "list", "what are the"."""
+    lowered = question.lower()
+    if _LIST_REQUEST.search(lowered):
+        return True
+    match = re.search(r"\b(?:which|what)\b((?:\s+[\w-]+){1,3})", lowered)
+    return bool(match) and any(_is_plural(word) for word in match.group(1).split())
+
+
+_LIST_REQUEST = re.compile(r"\b(?:list|enumerate|what are the|name (?:all|the))\b")
+
+
+def _is_plural(word: str) -> bool:
+    """An English plural noun, roughly: longer than three letters, ending in a lone "s"."""
+    return len(word) > 3 and word.endswith("s") and not word.endswith(_NOT_PLURAL)
+
+
+_NOT_PLURAL = ("ss", "us", "is", "ous", "does", "was", "has", "gets", "goes")
+
+
 def select_evidence(
     question: str, sources: Sequence[Source], ranked: Sequence[Sentence], budget: int
 ) -> _Selection:
     """The best sentence, what completes it, what covers the rest of the question, then close runners-up."""
     best = ranked[0]
-    chosen = _Selection(budget)
+    documents = [
+        [replace(s, passage=number) for s in sentences_of([source.text])]
+        for number, source in enumerate(sources)
+    ]
+    several = asks_for_several(question)
+    chosen = _Selection(
+        int(budget * (SEVERAL_BUDGET if several else 1.0)),
+        lambda s: paragraph_label(s, documents[s.passage], sources[s.passage].text),
+    )
     chosen.add(best)
     by_source: dict[int, list[Sentence]] = {}
     for sentence in ranked:
         by_source.setdefault(sentence.passage, []).append(sentence)
     in_order = sorted(by_source[best.passage], key=lambda s: s.start)
-    every = [s for s in sentences_of([sources[best.passage].text])]
-    every = [replace(s, passage=best.passage) for s in every]
+    every = documents[best.passage]
     complete(best, in_order, sources[best.passage].text, chosen, every)
     missing = _uncovered(question, chosen.chosen)
     for sentence in ranked[1:]:
@@ -264,8 +315,9 @@ def select_evidence(
             break
         if missing & set(analyze(sentence.text)) and chosen.add(sentence):
             missing = _uncovered(question, chosen.chosen)
+    runner_up = SEVERAL_SHARE if several else SECOND_SENTENCE
     for sentence in ranked[1:]:
-        if sentence.score < SECOND_SENTENCE * best.score:
+        if sentence.score < runner_up * best.score:
             break
         if sentence.lexical > 0 and sentence.text != best.text:
             chosen.add(sentence)

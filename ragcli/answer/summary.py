@@ -5,8 +5,8 @@ few chunks most like the question's words misses the point: the answer covers th
 the question names, which is the top hit's document (its file name or title matches the
 question best, or ``--doc`` chose it). Without a capable model the answer is an extractive
 summary (`extractive_summary`): the document's title and headings, then its most central
-sentences (nearest, by embedding, to the mean of all its sentences), quoted in document
-order within the evidence budget.
+sentences (its opening sentences, then those nearest, by embedding, to the mean of all its
+sentences), quoted in document order within the evidence budget.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import numpy as np
 from ragcli.answer.context import Source
 from ragcli.answer.evidence import is_title, quote
 from ragcli.answer.sentences import Sentence, sentences_of
+from ragcli.answer.structure import is_label
 from ragcli.embedding.base import Embedder
 
 # The forms of a question about a document as a whole (English).
@@ -27,7 +28,36 @@ _ABOUT_DOCUMENT = re.compile(
     r"what(?:'s| is| are)\b.{1,80}\babout|what does\b.{1,80}\b(?:cover|say|describe))\b",
     re.IGNORECASE,
 )
-HEADINGS_SHOWN = 8
+# Characters of the section headings shown after the title (the page's table of contents).
+HEADING_CHARS = 300
+# A document's opening sentences say what it is about more often than any other: they come
+# first, the most central sentences fill the rest of the budget.
+LEAD_SENTENCES = 2
+
+
+def _is_worded(title: str) -> bool:
+    """A heading made of words, not a drawing or a code line ("---o---M---W", "$ make")."""
+    letters = sum(c.isalpha() for c in title)
+    return letters >= 0.7 * len(title.replace(" ", "")) and not set(title) & set("$<>{}=;/\\#@*|")
+
+
+# The words of a request for a summary, not of its subject (English).
+_REQUEST_WORDS = re.compile(
+    r"\b(summari[sz]\w*|summary|overview|gist|tl;?dr|main (?:idea|point|topic)s?|give|tell|show|me|"
+    r"can|could|would|you|please|what(?:'s)?|is|are|does|do|about|covers?|says?|describes?|of|an?)\b",
+    re.IGNORECASE,
+)
+
+
+def document_subject(question: str) -> str:
+    """What to search for to find the document a summary question names: the question without
+    the words asking for a summary ("give me a summary of what the X manual covers" -> "the X
+    manual"), so they do not pull in pages that merely contain the word "summary"; any other
+    question unchanged."""
+    if not asks_about_document(question):
+        return question
+    subject = " ".join(_REQUEST_WORDS.sub(" ", question).replace("?", " ").split())
+    return subject or question
 
 
 def asks_about_document(question: str) -> bool:
@@ -47,20 +77,34 @@ def central_sentences(sentences: Sequence[Sentence], embedder: Embedder | None) 
     return [sentences[i] for i in np.argsort(-scores, kind="stable")]
 
 
-def extractive_summary(source: Source, embedder: Embedder | None, budget: int) -> tuple[str, list[Sentence]]:
-    """A summary of one whole-document source: title and headings line, central sentences quoted."""
-    sentences = sentences_of([source.text])
+def outline(sentences: Sequence[Sentence]) -> tuple[str | None, list[str]]:
+    """The document's title (its first line when that is a heading) and its worded headings."""
     titles = [" ".join(s.text.lstrip("#").split()) for s in sentences if is_title(s.text)]
+    first = " ".join(sentences[0].text.lstrip("#").split()) if sentences else ""
+    title = first if first and is_label(first) else (titles[0] if titles else None)
+    headings, used = [], 0
+    for heading in dict.fromkeys(t for t in titles if t != title and _is_worded(t)):
+        used += len(heading) + 2
+        if used > HEADING_CHARS:
+            break
+        headings.append(heading)
+    return title, headings
+
+
+def extractive_summary(source: Source, embedder: Embedder | None, budget: int) -> tuple[str, list[Sentence]]:
+    """A summary of one whole-document source: title and headings line, lead and central sentences."""
+    sentences = sentences_of([source.text])
+    title, headings = outline(sentences)
     body = [s for s in sentences if not is_title(s.text) and not s.text.lstrip().startswith("|")]
-    body = [s for s in body if len(s.text.split()) >= 4]
+    body = [s for s in body if len(s.text.split()) >= 4 and " ".join(s.text.lstrip("#").split()) != title]
     lines = []
-    if titles:
-        shown = titles[1 : 1 + HEADINGS_SHOWN]
+    if title:
         lines.append(
-            titles[0] + (f" (sections: {'; '.join(shown)})" if shown else "") + f" [{source.number}]"
+            title + (f" (sections: {'; '.join(headings)})" if headings else "") + f" [{source.number}]"
         )
     chosen, left = [], budget
-    for sentence in central_sentences(body, embedder):
+    lead = body[:LEAD_SENTENCES]
+    for sentence in lead + [s for s in central_sentences(body, embedder) if s not in lead]:
         cost = len(sentence.text) + 6
         if chosen and cost > left:
             continue

@@ -1,0 +1,47 @@
+"""The structure of a retrieved passage around a sentence: the label its paragraph sits under.
+
+Reference documentation is full of definition lists: a short line naming a term, an option or
+a setting ("--depth <depth>", "merge.renameLimit", "pre-commit"), then a paragraph describing
+it. The description alone rarely says what it describes ("Create a shallow clone with a
+history truncated to the specified number of commits."), so a quoted description brings its
+label line with it (`paragraph_label`).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ragcli.answer.sentences import Sentence
+
+# A label is one line of at most this many characters, without a sentence's final punctuation.
+LABEL_CHARS = 80
+_SENTENCE_END = (".", "!", "?", ";", ",", "。", "！", "？")
+
+
+def is_label(text: str) -> bool:
+    """A term line of a definition list or a heading: one short line that ends no sentence."""
+    text = text.strip()
+    return bool(text) and "\n" not in text and len(text) <= LABEL_CHARS and not text.endswith(_SENTENCE_END)
+
+
+def _same_paragraph(text: str, before: Sentence, after: Sentence) -> bool:
+    return "\n\n" not in text[before.start + len(before.text) : after.start].replace("\r", "")
+
+
+def paragraph_label(sentence: Sentence, every: Sequence[Sentence], text: str) -> Sentence | None:
+    """The label line right before the paragraph holding `sentence`, if there is one.
+
+    Args:
+        sentence: a sentence of `text`.
+        every: all sentences of `text`, in document order.
+        text: the passage.
+    """
+    at = next((i for i, s in enumerate(every) if s.start == sentence.start), None)
+    if at is None or is_label(every[at].text):
+        return None
+    while at > 0 and _same_paragraph(text, every[at - 1], every[at]) and not is_label(every[at - 1].text):
+        at -= 1
+    if at < 2:  # the passage's first line is a document's title more often than a term
+        return None
+    previous = every[at - 1]
+    return previous if is_label(previous.text) else None
