@@ -70,16 +70,6 @@ def fold(word: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
-def valid_unicode(text: str) -> str:
-    """`text` with lone surrogates (bytes that were not UTF-8 in argv, stdin or a file name)
-    replaced by U+FFFD, so it can be tokenized, stored and printed; valid text is unchanged."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-
-
 def cjk_bigrams(run: str) -> list[str]:
     """Overlapping bigrams of a CJK run; a single character stands alone."""
     if len(run) == 1:

@@ -9,8 +9,8 @@ rows a piece of text holds are read back from it.
 from __future__ import annotations
 
 import re
+from ragcli.text import PAGE_BREAK
 
-PAGE_SEPARATOR = "\f"  # between two pages of a document's text (as the readers write it)
 
 # The unit one page of a file is, by suffix; any other paged file (a PDF) has pages.
 PAGE_UNITS = {
@@ -62,7 +62,7 @@ def place(path: str, page: int | None, text: str = "") -> str | None:
 def _page_span(unit: str, page: int, text: str) -> tuple[int, int]:
     """The first and last page `text` covers: its page breaks, and the ``Slide N:`` or
     ``Chapter N:`` line a slide or chapter page starts with (quoted text has no page breaks)."""
-    pages = [page, page + text.count(PAGE_SEPARATOR)]
+    pages = [page, page + text.count(PAGE_BREAK)]
     if unit in ("slide", "chapter"):
         pages += [int(n) for n in re.findall(rf"(?:^|\s|\"){unit.title()} (\d+): ", text)]
     return min(pages), max(pages)

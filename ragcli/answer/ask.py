@@ -493,7 +493,7 @@ class Asker:
         Raises:
             ModelNotFound, ContextTooSmall, NotIndexed, UsageError and the retrieval errors.
         """
-        from ragcli.ingest.readers.base import valid_unicode
+        from ragcli.text import valid_unicode
         from ragcli.retrieval.search import check_query_length
 
         check_query_length(question, "question")

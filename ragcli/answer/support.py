@@ -1,6 +1,6 @@
 """Answer-support annotation, after RAGTools' ``annotate_support``.
 
-1. The answer is cut into sentences where a sentence end (`ragcli.ingest.splitting.SENTENCE_ENDS`,
+1. The answer is cut into sentences where a sentence end (`ragcli.text.SENTENCE_ENDS`,
    including the full-width Chinese ones) is followed by a space or the end, and at line
    breaks. Citation markers such as ``[2]`` are kept in the sentence but not scored.
 2. Each sentence is scored against each source by **content-word overlap**: the share of
@@ -35,7 +35,7 @@ import numpy as np
 
 from ragcli.answer.context import Source
 from ragcli.analysis import analyze
-from ragcli.ingest.splitting import SENTENCE_ENDS
+from ragcli.text import SENTENCE_ENDS
 
 if TYPE_CHECKING:
     from ragcli.embedding.base import Embedder

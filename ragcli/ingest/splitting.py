@@ -45,11 +45,10 @@ from types import MappingProxyType
 from ragcli.choices import SPLIT_BY
 from ragcli.errors import UsageError
 from ragcli.types import ChunkSettings, Span
+from ragcli.text import PAGE_BREAK, SENTENCE_ENDS
 
 Tokenize = Callable[[str], Sequence[tuple[int, int]]]
 
-SENTENCE_ENDS = ".!?。！？"
-PAGE_BREAK = "\f"
 
 # AdalFlow's SEPARATORS, minus "sentence" (a character class here) and "token" (offsets).
 _SEPARATORS = {"page": PAGE_BREAK, "passage": "\n\n", "word": " "}

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ragcli.errors import RagError, UsageError
-from ragcli.ingest.splitting import PAGE_BREAK
+from ragcli.text import PAGE_BREAK
 from ragcli.store.interface import Backend
 from ragcli.store.chooser import open_backend
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from ragcli.analysis import valid_unicode
+from ragcli.text import valid_unicode
 from ragcli.choices import DEFAULT_FUSION, DEFAULT_GROUP, FUSIONS, MAX_QUERY_CHARS, MODES, RERANKERS
 from ragcli.config import Settings
 from ragcli.errors import IndexMismatch, NotIndexed, UsageError

@@ -13,7 +13,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol, runtime_checkable
 
-from ragcli.analysis import valid_unicode  # noqa: F401  (re-exported: readers and answers use it)
 from ragcli.errors import ReaderError
 from ragcli.types import Document
 

@@ -19,8 +19,8 @@ from ragcli.ingest.readers.base import build_document, reader_error
 from ragcli.ingest.readers.containers import local_name, open_container, parse_xml, read_member
 from ragcli.ingest.readers.html import extract_html
 from ragcli.types import Document
+from ragcli.text import PAGE_BREAK
 
-PAGE_SEPARATOR = "\f"
 _HTML_TYPES = {"application/xhtml+xml", "text/html", "application/x-dtbook+xml"}
 
 
@@ -83,7 +83,7 @@ class EpubReader:
             archive.close()
         return build_document(
             path,
-            PAGE_SEPARATOR.join(pages),
+            PAGE_BREAK.join(pages),
             self.file_type,
             title=title,
             pages=len(pages),

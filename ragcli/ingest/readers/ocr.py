@@ -23,13 +23,13 @@ from typing import Any, Callable, Iterable
 from ragcli.errors import ReaderError
 from ragcli.ingest.readers.base import build_document, open_regular, reader_error
 from ragcli.types import Document
+from ragcli.text import PAGE_BREAK
 
 OCR_HINT = (
     "install OCR to read it: pip install 'ragcli[ocr]' and Tesseract "
     "(Debian/Ubuntu: apt install tesseract-ocr; macOS: brew install tesseract)"
 )
 RENDER_DPI = 300
-PAGE_SEPARATOR = "\f"
 
 
 class OcrUnavailable(ReaderError):
@@ -124,7 +124,7 @@ class ImageReader:
         except (UnidentifiedImageError, OSError, ValueError) as exc:
             raise reader_error(path, f"not a readable image ({exc})") from exc
         texts = ocr_pages(path, range(1, len(frames) + 1), len(frames), lambda n: frames[n - 1])
-        text = PAGE_SEPARATOR.join(texts[n] for n in range(1, len(frames) + 1))
+        text = PAGE_BREAK.join(texts[n] for n in range(1, len(frames) + 1))
         return build_document(path, text, self.file_type, pages=len(frames), ocr=True)
 
 

@@ -16,7 +16,8 @@ from typing import IO, Any, Iterator
 
 from ragcli.ingest.readers.base import build_document, reader_error
 from ragcli.ingest.readers.containers import iter_xml, local_name, open_container
-from ragcli.ingest.readers.records import PAGE_SEPARATOR, sheet_page
+from ragcli.ingest.readers.records import sheet_page
+from ragcli.text import PAGE_BREAK
 from ragcli.types import Document
 
 _TABLE = "urn:oasis:names:tc:opendocument:xmlns:table:1.0"
@@ -116,9 +117,7 @@ class OdsReader:
                     pages.append(sheet_page(name, rows))
         finally:
             archive.close()
-        return build_document(
-            path, PAGE_SEPARATOR.join(pages), self.file_type, pages=len(pages), sheets=names
-        )
+        return build_document(path, PAGE_BREAK.join(pages), self.file_type, pages=len(pages), sheets=names)
 
 
 class OdtReader:

@@ -15,8 +15,8 @@ from typing import Any, BinaryIO
 
 from ragcli.ingest.readers.base import build_document, open_regular, reader_error
 from ragcli.types import Document
+from ragcli.text import PAGE_BREAK
 
-PAGE_SEPARATOR = "\f"
 
 # pypdf signals a damaged file with its own errors but also, deep in the object parser,
 # with plain Python ones; any of these on open or extraction means the file is corrupt.
@@ -60,7 +60,7 @@ def _title(pdf: Any) -> str | None:
 
 def _page_texts(pdf: Any) -> list[str]:
     """Extract each page's text; a stray form feed inside a page becomes a newline."""
-    return [(page.extract_text() or "").replace(PAGE_SEPARATOR, "\n") for page in pdf.pages]
+    return [(page.extract_text() or "").replace(PAGE_BREAK, "\n") for page in pdf.pages]
 
 
 class PdfReader:
@@ -96,7 +96,7 @@ class PdfReader:
         if not pages:
             raise reader_error(path, "corrupt PDF: it has no pages")
         ocr = _fill_scanned_pages(path, pages)
-        text = PAGE_SEPARATOR.join(pages)
+        text = PAGE_BREAK.join(pages)
         return build_document(
             path, text, self.file_type, title=title, pages=len(pages), ocr_pages=ocr or None
         )
@@ -119,7 +119,7 @@ def _fill_scanned_pages(path: Path, pages: list[str]) -> list[int]:
             raise reader_error(path, f"no text layer (scanned PDF?); {OCR_HINT}")
         return []
     for number, text in ocr_pdf(path, blank, len(pages)).items():
-        pages[number - 1] = text.replace(PAGE_SEPARATOR, "\n")
+        pages[number - 1] = text.replace(PAGE_BREAK, "\n")
     if not any(text.strip() for text in pages):
         raise reader_error(path, "no text layer (scanned PDF?), and OCR found no text on its pages")
     return blank

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator
 
-PAGE_SEPARATOR = "\f"
 FIELD_SEPARATOR = "; "
 _BLOCK_LINES = 10_000
 

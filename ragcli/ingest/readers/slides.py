@@ -16,8 +16,8 @@ from typing import Any, Iterator
 from ragcli.ingest.readers.base import build_document, reader_error
 from ragcli.ingest.readers.containers import open_container
 from ragcli.types import Document
+from ragcli.text import PAGE_BREAK
 
-PAGE_SEPARATOR = "\f"
 CELL_SEPARATOR = " | "
 _KIND, _HINT = "PowerPoint .pptx", "re-save it from a presentation program as .pptx"
 
@@ -87,7 +87,7 @@ class SlidesReader:
         if not title and pages:
             title = pages[0].split("\n", 1)[0].partition(": ")[2] or None
         return build_document(
-            path, PAGE_SEPARATOR.join(pages), self.file_type, title=title, pages=len(pages), slides=len(pages)
+            path, PAGE_BREAK.join(pages), self.file_type, title=title, pages=len(pages), slides=len(pages)
         )
 
 

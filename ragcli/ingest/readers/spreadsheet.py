@@ -15,7 +15,8 @@ from typing import Any, Iterator
 
 from ragcli.ingest.readers.base import build_document, reader_error
 from ragcli.ingest.readers.containers import open_container
-from ragcli.ingest.readers.records import PAGE_SEPARATOR, sheet_page
+from ragcli.ingest.readers.records import sheet_page
+from ragcli.text import PAGE_BREAK
 from ragcli.types import Document
 
 _KIND, _HINT = "Excel .xlsx", "re-save it from a spreadsheet program as .xlsx"
@@ -59,5 +60,5 @@ class SpreadsheetReader:
         finally:
             archive.close()
         return build_document(
-            path, PAGE_SEPARATOR.join(pages), self.file_type, title=title, pages=len(pages), sheets=names
+            path, PAGE_BREAK.join(pages), self.file_type, title=title, pages=len(pages), sheets=names
         )
