@@ -68,8 +68,13 @@ def _page_span(unit: str, page: int, text: str) -> tuple[int, int]:
     return min(pages), max(pages)
 
 
+def location(path: str, page: int | None) -> str:
+    """``PATH:PAGE``, the form `rag get` and `rag open` take; PATH for an unpaged file."""
+    return f"{path}:{page}" if page is not None else path
+
+
 def cited_place(path: str, page: int | None, text: str = "") -> str:
     """``deck.pptx:3 (slide 3)``: the ``path:page`` form `rag get` takes, and the place in words."""
-    where = f"{path}:{page}" if page is not None else path
+    where = location(path, page)
     words = place(path, page, text)
     return f"{where} ({words})" if words else where

@@ -3,6 +3,8 @@
 Readers write `PAGE_BREAK` between the pages of a document (PDF pages, slides, sheets,
 chapters); splitting, citations and `rag get` count pages by it. `SENTENCE_ENDS` are the
 characters that end a sentence, for the splitter and the answer's support check alike.
+A file read as several documents (a mailbox's messages, a mail's attachments) stores its
+parts under ``FILE`` + `PART_SEPARATOR` + ``N``; pruning, `rag rm` and `rag open` find the file by it.
 `valid_unicode` makes text from argv, stdin or a file name safe to tokenize, store and print.
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 PAGE_BREAK = "\f"
 SENTENCE_ENDS = ".!?。！？"
+PART_SEPARATOR = "#"
 
 
 def valid_unicode(text: str) -> str:

@@ -78,17 +78,17 @@ def open_(
 
         rag open --chunk 1234
     """
-    from ragcli.cli.opener import file_to_open, open_in_viewer, where
+    from ragcli.cli.opener import file_to_open, open_in_viewer
+    from ragcli.places import location
 
     stored = _lookup(target, chunk, None, index)
     page = stored.page if stored.kind in ("page", "chunk") else None
-    on_disk, part = file_to_open(stored.path)  # the file's own (non-UTF-8) name; a part's file
+    on_disk, opened, part = file_to_open(stored.path)  # the file's own (non-UTF-8) name; a part's file
     command = open_in_viewer(on_disk, page)
     if command is None:
-        sys.stdout.write(where(stored.path, page) + "\n")
+        sys.stdout.write(location(stored.path, page) + "\n")
         sys.stdout.flush()
         return
-    opened = stored.path.partition("#")[0] if part else stored.path
     stderr_console().print(
         f"opened with {command[0]}: {opened}"
         + (f" (page {page})" if page else "")

@@ -82,40 +82,40 @@ def open_in_viewer(path: str, page: int | None) -> list[str] | None:
     return command
 
 
-def file_to_open(shown: str) -> tuple[str, str | None]:
-    """The file on disk a stored path is in, and the part of it the path names, if any.
+def file_to_open(shown: str) -> tuple[str, str, str | None]:
+    """The file on disk a stored path is in, that file's stored path, and the part of it the
+    path names, if any.
 
     A mailbox's message (``inbox.mbox#2``) or a mail's attachment (``note.eml#1/report.pdf``)
     has no file of its own: the viewer gets the file that holds it, and the part is said.
     """
     from ragcli.ingest.walk import disk_path
+    from ragcli.text import PART_SEPARATOR
 
     path = disk_path(shown)
-    if path.exists() or "#" not in shown:
-        return str(path), None
-    container, _, part = shown.partition("#")
-    return str(disk_path(container)), part
-
-
-def where(path: str, page: int | None) -> str:
-    """`PATH:PAGE`, or PATH for an unpaged file."""
-    return path + (f":{page}" if page is not None else "")
+    if path.exists() or PART_SEPARATOR not in shown:
+        return str(path), shown, None
+    container, _, part = shown.partition(PART_SEPARATOR)
+    return str(disk_path(container)), container, part
 
 
 def open_cited(path: str | None, page: int | None, what: str) -> None:
     """`--open` on query and ask: open `what` (the top hit, the first cited source) and say so
     on stderr; where nothing can open it, name it on stderr. Stdout is left to the data."""
     from ragcli.cli.render import printable, stderr_console
+    from ragcli.places import location
 
     console = stderr_console()
     if path is None:
         console.print(f"--open: no {what} to open", markup=False, highlight=False)
         return
-    on_disk, part = file_to_open(path)
+    on_disk, _, part = file_to_open(path)
     command = open_in_viewer(on_disk, page)
     if command is None:
-        note = f"--open: nothing can open files here (no display or viewer); the {what}: {where(path, page)}"
+        note = (
+            f"--open: nothing can open files here (no display or viewer); the {what}: {location(path, page)}"
+        )
     else:
         inside = f" (#{part} is inside it)" if part else ""
-        note = f"opened the {what} with {command[0]}: {where(on_disk, page)}{inside}"
+        note = f"opened the {what} with {command[0]}: {location(on_disk, page)}{inside}"
     console.print(printable(note), markup=False, highlight=False)

@@ -37,6 +37,7 @@ from ragcli.store.errors import storage_errors
 from ragcli.store.interface import Backend
 from ragcli.store.ownership import claim_index_dir
 from ragcli.types import ChunkSettings, Document
+from ragcli.text import PART_SEPARATOR
 
 if TYPE_CHECKING:
     from ragcli.embedding.base import Embedder
@@ -272,7 +273,7 @@ def remove_documents(store: Backend, doc_ids: list[int], report: IngestReport) -
 
 def _part_of(path: str, seen: set[str]) -> bool:
     """A document read from a file of several (``FILE#N``) whose file is still there."""
-    return any(path[:i] in seen for i, char in enumerate(path) if char == "#")
+    return any(path[:i] in seen for i, char in enumerate(path) if char == PART_SEPARATOR)
 
 
 def document_record(doc: Document, content_hash: str) -> dict:

@@ -27,9 +27,9 @@ from typing import Any, Callable, Iterator
 
 from ragcli.errors import ReaderError
 from ragcli.ingest.readers.base import build_document, open_regular, read_bytes, reader_error
+from ragcli.text import PART_SEPARATOR
 from ragcli.types import Document
 
-PART_SEPARATOR = "#"
 MAX_ATTACHMENT_BYTES = 20_000_000
 
 

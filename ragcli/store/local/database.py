@@ -26,6 +26,7 @@ from ragcli.store.local.vector_files import VectorFiles
 from ragcli.store.interface import PieceChunk
 from ragcli.store.ownership import check_format, claim_index_dir
 from ragcli.types import Chunk, ChunkSettings
+from ragcli.text import PART_SEPARATOR
 
 GROUP_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,39}$")
 
@@ -313,7 +314,7 @@ class Store(EmbeddingRows, VectorFiles):
         found: dict[str, int] = {}
         for root in roots:
             prefix = str(root).rstrip("/") + "/"
-            part = str(root).rstrip("/") + "#"
+            part = str(root).rstrip("/") + PART_SEPARATOR
             rows = self.db.execute(
                 "SELECT path, id FROM documents "
                 "WHERE path = ? OR substr(path, 1, ?) = ? OR substr(path, 1, ?) = ?",

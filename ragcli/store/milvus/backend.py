@@ -50,6 +50,7 @@ from ragcli.store.milvus.schema import (
     key_of,
 )
 from ragcli.types import Chunk
+from ragcli.text import PART_SEPARATOR
 
 if TYPE_CHECKING:
     from ragcli.store.local.database import Store
@@ -239,7 +240,7 @@ class MilvusBackend(DirectorySettings, MilvusHealth):
         return {
             path: doc_id
             for path, doc_id in known.items()
-            if any(path == p or path.startswith((p + "/", p + "#")) for p in prefixes)
+            if any(path == p or path.startswith((p + "/", p + PART_SEPARATOR)) for p in prefixes)
         }
 
     def document_ids(self) -> dict[str, int]:
