@@ -135,8 +135,13 @@ def walk_files(root: Path, file_filter: FileFilter) -> Iterator[Path]:
     if root.is_file():
         yield root
         return
-    ignores = IgnoreRules(root)
-    for folder, dirs, files in os.walk(root):
+    yield from _walk(root, root, file_filter, IgnoreRules(root))
+
+
+def _walk(top: Path, root: Path, file_filter: FileFilter, ignores: "IgnoreRules") -> Iterator[Path]:
+    """The files under folder `top` of a walk of `root`: `ignores` holds the rules of the
+    folders above `top`; `file_filter` matches paths relative to `root`."""
+    for folder, dirs, files in os.walk(top):
         ignores.enter(Path(folder))
         # An index folder inside the root holds ragcli's own files, never documents to read.
         dirs[:] = sorted(
@@ -154,7 +159,7 @@ def walk_files(root: Path, file_filter: FileFilter) -> Iterator[Path]:
                 not ignores.skips(path, False)
                 and file_filter.accepts(path.relative_to(root).as_posix())
                 and path.is_file()
-                and not _link_into(path, root)
+                and not _link_into(path, top)
             ):
                 yield path
 
@@ -218,19 +223,19 @@ class IgnoreRules:
         return False
 
 
-def ignored_under(root: Path, path: Path) -> bool:
-    """Whether a walk of `root` leaves out `path`, a file or folder under it: what a watcher
-    reports one path at a time gets the rules the walk would have applied on its way down
-    (every folder's ignore files from `root` to it, generated folders on the way)."""
+def _rules_above(root: Path, path: Path) -> "IgnoreRules | None":
+    """The ignore rules a walk of `root` holds on reaching `path` (every folder's ignore files
+    from `root` down to its parent), or None when the walk never gets there (a folder on the
+    way is ignored or generated)."""
     rules = IgnoreRules(root)
     rules.enter(root)
     folder = root
     for part in path.relative_to(root).parts[:-1]:
         folder = folder / part
         if rules.skips(folder, is_folder=True):
-            return True
+            return None
         rules.enter(folder)
-    return path != root and rules.skips(path, is_folder=path.is_dir())
+    return rules
 
 
 def files_to_read(root: Path, path: Path, file_filter: FileFilter) -> list[Path]:
@@ -239,14 +244,12 @@ def files_to_read(root: Path, path: Path, file_filter: FileFilter) -> list[Path]
     that is a file was named explicitly and is read whatever the patterns say."""
     if path == root:
         return list(walk_files(root, file_filter))
-    if ignored_under(root, path):
+    rules = _rules_above(root, path)
+    if rules is None or rules.skips(path, is_folder=path.is_dir()):
         return []
-    found = walk_files(path, FileFilter()) if path.is_dir() else [path]
-    return [
-        file
-        for file in found
-        if file_filter.accepts(file.relative_to(root).as_posix()) and not ignored_under(root, file)
-    ]
+    if path.is_dir():
+        return list(_walk(path, root, file_filter, rules))
+    return [path] if file_filter.accepts(path.relative_to(root).as_posix()) else []
 
 
 def _generated_folder(path: Path) -> bool:
