@@ -17,7 +17,7 @@ from ragcli.ingest.pipeline import ingest
 from ragcli.answer.prompting import NOT_FOUND
 from ragcli.retrieval.search import QueryOptions
 from ragcli.answer.sentences import Sentence, lexical_scores, select_sentences, sentences_of, split_passage
-from ragcli.types import Chunk, ChunkSettings, Hit
+from ragcli.types import ChunkSettings
 
 BOWL = (
     "The Broncos defeated the Pittsburgh Steelers in the divisional round. Peyton Manning was 39 years "
@@ -71,22 +71,6 @@ def test_is_answerable_by_lexical_or_dense_evidence():
     assert is_answerable(Sentence("x", 0, 0, lexical=0.1, dense=0.7))
     assert not is_answerable(Sentence("x", 0, 0, lexical=0.2, dense=0.3))
     assert not is_answerable(None)
-
-
-def hit(text: str, number: int = 1, path: str = "a.txt") -> Hit:
-    chunk = Chunk(
-        id=number,
-        doc_id=number,
-        group="medium",
-        order=0,
-        text=text,
-        start=0,
-        end=len(text),
-        page=None,
-        path=path,
-        metadata={},
-    )
-    return Hit(chunk, 1.0 / number, rank=number)
 
 
 # -- the built-in reader ------------------------------------------------------------------------
