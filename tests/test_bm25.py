@@ -321,7 +321,7 @@ def test_ties_resolve_by_chunk_id_on_both_accumulators():
     """Dense (id range) and sparse (sorted ids) accumulation give the same best-first list."""
     import numpy as np
 
-    from ragcli.store.postings_reader import _best
+    from ragcli.store.local.postings_reader import _best
 
     ids = np.array([5, 3, 9, 3, 7, 5], dtype=np.int64)
     partial = np.array([1.0, 0.5, 2.0, 0.5, 1.0, 0.0])

@@ -293,7 +293,7 @@ def test_the_checksum_read_window_by_window_is_the_whole_file_crc(tmp_path, monk
 
 def test_selecting_on_the_id_range_ranks_exactly_like_the_posting_path():
     """Both ways of picking the k best give the same ids, scores and tie order."""
-    from ragcli.store.postings_reader import _best, _best_in_range
+    from ragcli.store.local.postings_reader import _best, _best_in_range
 
     rng = np.random.default_rng(4)
     for trial in range(40):

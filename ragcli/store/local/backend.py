@@ -267,7 +267,7 @@ class LocalLexical:
     """BM25 over one group's postings (kept in memory between queries) and its chunks."""
 
     def __init__(self, store: Store, group: str) -> None:
-        from ragcli.store.postings_reader import PostingsReader
+        from ragcli.store.local.postings_reader import PostingsReader
 
         self.store = store
         self.group = group
