@@ -204,3 +204,14 @@ def test_a_question_asking_for_several_things_quotes_each_of_them():
     )
     found = answer_with_evidence("Which sort orders can tidy use to sort the files of a folder?", [hit(page)])
     assert all(f'"{name}" [1]' in found.text.split("\n") for name in ("name", "size", "age", "kind"))
+
+
+def test_a_short_line_is_read_from_the_best_sentence_even_under_a_label_line():
+    """The label line quoted above a sentence is not the sentence the reader reads."""
+    text = (
+        "tidy(1)\n\nHISTORY\n\n--keep-days <n>\n\nThe keep-days option was added in 2019 by the maintainers. "
+        "It replaced an older flag."
+    )
+    found = answer_with_evidence("When was the keep-days option added?", [hit(text)], reader=TypedReader())
+    assert '"--keep-days <n>" [1]' in found.text.split("\n")
+    assert found.short == "2019"

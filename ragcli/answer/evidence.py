@@ -170,7 +170,9 @@ class _Selection:
         if self.has(sentence):
             return True
         label = self.label(sentence) if self.label is not None else None
-        pieces = [sentence] if label is None or self.has(label) else [label, sentence]
+        # The sentence before its label: the first chosen is the best sentence, which the
+        # reader reads its short line from (lines are rendered in document order anyway).
+        pieces = [sentence] if label is None or self.has(label) else [sentence, label]
         cost = sum(len(piece.text) + 6 for piece in pieces)
         if self.chosen and cost > self.left:
             return False
