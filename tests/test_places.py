@@ -59,7 +59,9 @@ def test_query_table_names_the_slide_and_the_sheet_rows(office_index):
     assert "coffee_houses.pptx:1 (slide" in slides.stdout
     sheet = rag("query", "Tieguanyin oolong tonnes", "--mode", "bm25", "-k", "1", "--format", "table")
     assert "tea_harvests.xlsx:1 (sheet 1, rows 2-5)" in sheet.stdout, sheet.stdout
-    # Scripts keep the machine form: the JSON page is the number `rag get` takes.
+    # Scripts keep the machine form: the path:page `rag get` takes, the JSON page a number.
+    piped = rag("query", "Tieguanyin oolong tonnes", "--mode", "bm25", "-k", "1")
+    assert piped.stdout.split("\t")[2] == f"{office_index / 'tea_harvests.xlsx'}:1", piped.stdout
     shaped = rag("query", "Tieguanyin oolong tonnes", "--mode", "bm25", "-k", "1", "--json")
     assert json.loads(shaped.stdout)["hits"][0]["page"] == 1
 

@@ -296,13 +296,14 @@ def _print_table_for(
         message("no hits")
         return
     from ragcli.cli.snippets import snippet
+    from ragcli.places import location
 
     emit_tsv(
         ([text] if query_column else [])
         + [
             hit.rank,
             f"{hit.score:.4g}",
-            _source(hit),
+            location(hit.chunk.path, hit.chunk.page),  # scripts get the form `rag get` takes
             " ".join(snippet(hit.chunk.text, text, 300)[0].split()),
         ]
         + ([explain_line(hit)] if explain else [])
@@ -384,6 +385,7 @@ def _print_stacked(out, text: str, hits: list, explain: bool) -> None:
 
 
 def _source(hit) -> str:
+    """Where a hit is, for people: ``deck.pptx:3 (slide 3)``."""
     from ragcli.places import cited_place
 
     return cited_place(hit.chunk.path, hit.chunk.page, hit.chunk.text)
