@@ -84,6 +84,9 @@ def test_is_answerable_by_lexical_or_dense_evidence():
         ("What is the capital?", None),
         ("Which player led the team?", None),
         ("Why is it blue?", None),
+        ("What satellite was used when the service began?", None),  # "when" joins a clause
+        ("What villain of Doctor Who is a Time Lord?", None),  # "Who" is part of a title
+        ("How does it work?", None),
     ],
 )
 def test_the_wh_word_alone_types_the_short_answer(question, kind):
@@ -108,6 +111,27 @@ def test_the_reader_gives_nothing_for_what_and_which_questions_or_a_tie():
     assert read("Which team lost?", BOWL) is None
     assert read("What happened in the divisional round?", BOWL) is None
     assert read("Who greeted?", "Ann Lee greeted Bo Chan.") is None  # two names, equally near
+
+
+def test_names_keep_initials_and_particles_and_drop_a_leading_determiner():
+    assert read("Who led the committee?", "It was led by Nicholas E. Golovin.") == "Nicholas E. Golovin"
+    assert read("Who wrote it?", "It was written by Muhammad ibn Musa, in Baghdad.") == "Muhammad ibn Musa"
+    assert read("Who came first?", "The Normans came first.") is None  # "The Normans" is no name
+
+
+def test_two_candidates_in_the_best_sentence_give_no_short_line():
+    assert read("When did it open?", "It opened in 1835 and closed in 1901.") is None
+    assert read("Who won?", "Ann Lee beat Bo Chan in the final.") is None
+
+
+def test_how_many_noun_wants_that_noun_beside_the_number():
+    assert read("How many points did they score?", "They scored 24 points in 3 quarters.") == "24 points"
+    assert read("How many tackles did he make?", "He led in tackles (118) this year.") == "118"
+    assert read("How many men were sent?", "The fort was built in 1754 by 40 workers.") is None
+
+
+def test_a_number_that_labels_a_name_is_not_a_count():
+    assert read("How old was he?", "He was 39 years old at Super Bowl 50.") == "39 years"
 
 
 def test_a_short_line_must_occur_in_the_quoted_evidence():

@@ -6,12 +6,12 @@ verbatim in that sentence: `checked` drops anything else, so a short line can ne
 what the evidence under it does not.
 
 - `TypedReader` (the built-in one, no model): only where the surface form decides. The
-  question's wh-word alone names the type: who/whom/whose -> a name of two or more capitalised
-  words, when -> a
-  date or year, how many/much/long/... -> a number with its unit (not a year). What/which and open
-  questions get no short line. Among the spans of that type in the best sentence that the
-  question does not already hold, the one nearest the question's own terms is chosen; a tie
-  gives no short line.
+  question's first wh-word alone names the type: who/whom/whose -> a name of two or more
+  capitalised words, when -> a date or year, how many/much/long/... -> a number with its unit
+  (not a year). What/which and open questions get no short line. The best sentence must hold
+  exactly one span of that type that the question does not already hold (for "how many NOUN",
+  one with that noun beside it): where it holds two, choosing between them is a guess, and a
+  wrong short line above right evidence misleads more than none.
 - `ragcli.answer.qa_reader.QAReader`: a local extractive QA model (BERT-family, SQuAD-tuned)
   given by path (`--reader PATH`); `ragcli.answer.qa_reader.reader_for` picks the reader a
   setting names.
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Protocol, Sequence
 
 from ragcli.analysis import analyze
-from ragcli.answer.sentences import Sentence, question_terms
+from ragcli.answer.sentences import Sentence
 
 
 @dataclass(frozen=True)
@@ -41,9 +41,8 @@ class Reader(Protocol):
     def read(self, question: str, evidence: Sequence[Sentence]) -> Short | None: ...
 
 
-_WH = re.compile(
-    r"\b(who|whom|whose|when|how\s+(?:many|much|long|old|far|big|large|high|tall|often))\b", re.I
-)
+_WH = re.compile(r"\b(who|whom|whose|when|where|what|which|why|how)\b(?:\s+(\w+))?", re.I)
+_HOW_NUMBER = {"many", "much", "long", "old", "far", "big", "large", "high", "tall", "often"}
 _MONTHS = (
     "January|February|March|April|May|June|July|August|September|October|November|December|"
     "Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec"
@@ -53,29 +52,41 @@ _DATE = re.compile(
     rf"\b(?:\d{{1,2}}\s+(?:{_MONTHS})\.?,?\s+\d{{4}}|(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}|"
     rf"(?:{_MONTHS})\s+\d{{4}}|\d{{4}}-\d{{2}}-\d{{2}})\b|{_YEAR}"
 )
-_NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:\s*(?:%|°\s?[CF]\b|[^\W\d_]+\b))?")
+_NUMBER = re.compile(r"(?<![\w.\-–])\d(?:[\d,]*\d)?(?:\.\d+)?(?:\s*(?:%|°\s?[CF]\b|[^\W\d_]+\b))?")
+_LABELLED = re.compile(r"\S\s+[A-Z][\w'’-]*\s$")  # not a sentence's first word ("About 50")
 _YEAR_ONLY = re.compile(r"1[0-9]{3}|20[0-9]{2}")
-_NAME = re.compile(r"\b[A-Z][\w'’-]*(?:\s+(?:(?:of|de|da|van|von|la|le|del|al)\s+)?[A-Z][\w'’-]*)*")
+_NAME_WORD = r"(?:[A-Z]\.|[A-Z][\w'’-]*)"
+_PARTICLE = r"(?:of|de|da|di|du|van|von|der|la|le|del|al|el|ibn|bin|ben)"
+_NAME = re.compile(rf"\b{_NAME_WORD}(?:\s+(?:{_PARTICLE}\s+)?{_NAME_WORD})*")
 
 
 def answer_type(question: str) -> str | None:
-    """ "name", "date" or "number" from the question's wh-word; None for any other question."""
+    """ "name", "date" or "number" from the question's first wh-word; None for any other question.
+
+    Only the first one counts: in "What satellite was used when ..." the "when" joins a clause,
+    and in "What enemy of Doctor Who ..." the "Who" is part of a title."""
     match = _WH.search(question)
     if match is None:
         return None
-    word = match.group(1).lower()
-    if word.startswith("how"):
-        return "number"
-    return "date" if word == "when" else "name"
+    word, following = match.group(1).lower(), (match.group(2) or "").lower()
+    if word == "how":
+        return "number" if following in _HOW_NUMBER else None
+    if word == "when":
+        return "date"
+    return "name" if word in {"who", "whom", "whose"} else None
 
 
 def spans_of(kind: str, text: str) -> list[tuple[int, int]]:
     """Character spans of the `kind` ("name", "date", "number") in `text`."""
     if kind == "date":
         return [m.span() for m in _DATE.finditer(text)]
-    if kind == "number":  # a count is not a year ("in 2014")
-        return [_with_unit(text, m) for m in _NUMBER.finditer(text) if not _YEAR_ONLY.fullmatch(m.group())]
-    return [m.span() for m in _NAME.finditer(text) if _is_name(text, m)]
+    if kind == "number":  # a count is not a year ("in 2014") nor a label ("Super Bowl 50")
+        return [
+            _with_unit(text, m)
+            for m in _NUMBER.finditer(text)
+            if not _YEAR_ONLY.fullmatch(m.group()) and not _LABELLED.search(text, 0, m.start())
+        ]
+    return [span for m in _NAME.finditer(text) if (span := _name_span(m)) is not None]
 
 
 def _with_unit(text: str, match: re.Match) -> tuple[int, int]:
@@ -87,20 +98,23 @@ def _with_unit(text: str, match: re.Match) -> tuple[int, int]:
     return start, end
 
 
-def _is_name(text: str, match: re.Match) -> bool:
-    """Two or more capitalised words: a lone capitalised word is as often an adjective, a
-    demonym or half a name ("Mongolian", "Simon" of "William E. Simon") as a whole name."""
-    return len(match.group().split()) > 1
+_DETERMINERS = frozenset(
+    "a an the this that these those some any each every either neither no all both few many "
+    "several most other another such".split()
+)
 
 
-def _term_positions(sentence: str, terms: set[str]) -> list[tuple[int, int]]:
-    """Where the question's terms occur in the sentence (character spans of the words)."""
-    return [m.span() for m in re.finditer(r"\w+", sentence) if set(analyze(m.group())) & terms]
-
-
-def _distance(span: tuple[int, int], positions: Sequence[tuple[int, int]]) -> int:
-    """Characters between a span and the nearest question term (0 when they touch)."""
-    return min((max(span[0] - end, start - span[1], 0) for start, end in positions), default=10**6)
+def _name_span(match: re.Match) -> tuple[int, int] | None:
+    """The span of a name: capitalised words less any leading determiner ("The", "Some"
+    open sentences, not names), kept when two or more words remain: a lone capitalised
+    word is as often an adjective, a demonym or half a name as a whole name."""
+    start, end = match.span()
+    words = list(re.finditer(r"\S+", match.group()))
+    while words and words[0].group().lower() in _DETERMINERS:
+        words.pop(0)
+    if len(words) < 2:
+        return None
+    return start + words[0].start(), end
 
 
 class TypedReader:
@@ -117,14 +131,44 @@ class TypedReader:
             for span in spans_of(kind, sentence.text)
             if sentence.text[span[0] : span[1]].lower() not in asked
         ]
-        if not spans:
+        if kind == "number":
+            spans = _counting(question, sentence.text, spans)
+        if len(spans) != 1:  # none, or the surface form does not decide between them
             return None
-        positions = _term_positions(sentence.text, question_terms(question))
-        ranked = sorted(spans, key=lambda span: _distance(span, positions))
-        if len(ranked) > 1 and _distance(ranked[0], positions) == _distance(ranked[1], positions):
-            return None
-        start, end = ranked[0]
+        start, end = spans[0]
         return checked(Short(sentence.text[start:end].strip(" ,;:"), sentence), evidence)
+
+
+_AUXILIARIES = frozenset("did does do was were is are has have had can could will would should".split())
+
+
+_COUNTED = re.compile(r"\bhow\s+(?:many|much)\s+(\w+)(?:\s+(\w+))?", re.I)
+
+
+def _counted_nouns(question: str) -> set[str]:
+    """The stems of what "how many/much NOUN" counts ({"point"}; none for "how much does")."""
+    match = _COUNTED.search(question)
+    if match is None or match.group(1).lower() in _AUXILIARIES:
+        return set()
+    words = [word for word in match.groups() if word and word.lower() not in _AUXILIARIES]
+    return {stem for word in words for stem in analyze(word)}
+
+
+def _counting(question: str, sentence: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """For "how many/much NOUN", the numbers with that noun beside them: among the two words
+    after it or the word before ("308 points", "308 total points", "tackles (118)"); a bare
+    number in a sentence about other things is as often a different count as the one asked for."""
+    nouns = _counted_nouns(question)
+    if not nouns:
+        return spans
+    return [span for span in spans if nouns & set(analyze(_around(sentence, span)))]
+
+
+def _around(text: str, span: tuple[int, int]) -> str:
+    """The span with the word before it and the two after it."""
+    before = re.findall(r"\w+", text[: span[0]])[-1:]
+    after = re.findall(r"\w+", text[span[1] :])[:2]
+    return " ".join([*before, text[span[0] : span[1]], *after])
 
 
 def checked(short: Short | None, evidence: Sequence[Sentence]) -> Short | None:
