@@ -16,7 +16,7 @@ from ragcli.generation.llama import Message
 NOT_FOUND = "I could not find this in your documents."
 # Raised whenever a prompt or how a reply is read back changes: cached answers of the old one
 # are not served again.
-PROMPT_VERSION = 2
+PROMPT_VERSION = 3
 
 PromptShape = Callable[[str, Sequence[Source]], list[Message]]
 
