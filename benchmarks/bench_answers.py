@@ -37,7 +37,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ragcli.answer.ask import Asker, AskOptions, Pipeline  # noqa: E402
+from ragcli.answer.ask import Asker  # noqa: E402
+
+from ragcli.answer.options import AskOptions  # noqa: E402
+
+from ragcli.answer.stages import Pipeline  # noqa: E402
 from ragcli.config import load_settings  # noqa: E402
 from ragcli.evaluation.answer_eval import score_answer, summarize  # noqa: E402
 from ragcli.evaluation.datasets import QACase, load_qa_set  # noqa: E402

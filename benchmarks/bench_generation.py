@@ -32,7 +32,11 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ragcli.answer.ask import AskOptions, _Run, stream_answer
+from ragcli.answer.options import AskOptions
+
+from ragcli.answer.run import AnswerRun
+
+from ragcli.answer.stages import stream_answer
 from ragcli.config import default_gguf_path
 from ragcli.answer.context import Source
 from ragcli.generation.llama import LlamaCppGenerator
@@ -118,7 +122,7 @@ def main() -> None:
     options = AskOptions(max_tokens=args.max_tokens)
 
     def finish(text: str) -> object:
-        run = _Run(QUESTION, options, time.perf_counter())
+        run = AnswerRun(QUESTION, options, time.perf_counter())
         return run.finish(text, tuple(sources), generator, annotate_support)
 
     variants = {

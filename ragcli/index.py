@@ -31,7 +31,9 @@ from ragcli.errors import UsageError
 from ragcli.index_writes import IndexWrites
 
 if TYPE_CHECKING:
-    from ragcli.answer.ask import Answer, Asker, AskOptions
+    from ragcli.answer.ask import Asker
+    from ragcli.answer.options import AskOptions
+    from ragcli.answer.result import Answer
     from ragcli.doctor import Check
     from ragcli.embedding.base import Embedder
     from ragcli.evaluation import AnswerReport, RetrievalReport
@@ -162,7 +164,7 @@ class Index(IndexWrites):
                 fields in `given`).
             **given: any `AskOptions` or `QueryOptions` field; None means "not given".
         """
-        from ragcli.answer.ask import AskOptions
+        from ragcli.answer.options import AskOptions
         from ragcli.retrieval.search import QueryOptions
 
         query_fields = {f.name for f in fields(QueryOptions)}

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from fakes import EchoGenerator, HashEmbedder
-from ragcli.answer.ask import Asker, AskOptions
+from ragcli.answer.ask import Asker
+from ragcli.answer.options import AskOptions
 from ragcli.answer.evidence import is_answerable
 from ragcli.answer.readers import Short, TypedReader, answer_type, checked
 from ragcli.config import load_settings

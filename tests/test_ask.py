@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 from fakes import EchoGenerator, HashEmbedder
-from ragcli.answer.ask import Answer, Asker, AskOptions, Pipeline, relevant_hits
+from ragcli.answer.ask import Asker
+from ragcli.answer.options import AskOptions
+from ragcli.answer.result import Answer
+from ragcli.answer.stages import Pipeline, relevant_hits
 from ragcli.config import load_settings
 from ragcli.answer.context import ContextTooSmall
 from ragcli.errors import ModelNotFound

@@ -199,7 +199,7 @@ def test_terminal_view_colours_support_by_label(capsys, monkeypatch):
     """On a terminal the support list is coloured: green supported, yellow partial, red unsupported."""
     from rich.console import Console
 
-    from ragcli.answer.ask import Answer
+    from ragcli.answer.result import Answer
     from ragcli.cli import ask as ask_cli
     from ragcli.answer.context import Source
     from ragcli.answer.support import SentenceSupport
@@ -228,7 +228,7 @@ def test_terminal_view_colours_support_by_label(capsys, monkeypatch):
 
 
 def test_verbatim_quotes_are_not_relabelled_on_the_terminal():
-    from ragcli.answer.ask import Answer
+    from ragcli.answer.result import Answer
     from ragcli.answer.context import Source
     from ragcli.cli.ask import _is_quote
 

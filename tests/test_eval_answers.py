@@ -6,7 +6,9 @@ import shutil
 
 import pytest
 
-from ragcli.answer.ask import Answer, AskOptions
+from ragcli.answer.options import AskOptions
+
+from ragcli.answer.result import Answer
 from ragcli.answer.context import Source
 from ragcli.evaluation.answer_eval import (
     ANSWER_METRICS,

@@ -8,7 +8,8 @@ from dataclasses import replace
 import pytest
 
 from fakes import BOWL, EchoGenerator
-from ragcli.answer.ask import Asker, AskOptions
+from ragcli.answer.ask import Asker
+from ragcli.answer.options import AskOptions
 from ragcli.config import load_settings
 from ragcli.answer.evidence import answer_with_evidence, page_of
 from ragcli.answer.readers import TypedReader

@@ -7,7 +7,9 @@ import importlib.util
 import pytest
 
 from fakes import EchoGenerator
-from ragcli.answer.ask import Asker, AskOptions, prompt_sentences, without_example_copies
+from ragcli.answer.ask import Asker
+from ragcli.answer.options import AskOptions
+from ragcli.answer.stages import prompt_sentences, without_example_copies
 from ragcli.answer.context import Source
 from ragcli.answer.prompting import GROUNDED_EXAMPLE, GROUNDED_SYSTEM, grounded_prompt, short_answer
 from ragcli.answer.sentences import Sentence

@@ -222,7 +222,8 @@ def test_ask_answers_from_milvus_and_its_cache_follows_a_change(tmp_path, store)
     from dataclasses import replace
 
     from fakes import EchoGenerator
-    from ragcli.answer.ask import Asker, AskOptions
+    from ragcli.answer.ask import Asker
+    from ragcli.answer.options import AskOptions
 
     index, root = tmp_path / "index", corpus(tmp_path / "docs")
     run(index, root, store)

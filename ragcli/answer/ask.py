@@ -45,7 +45,9 @@ Which of the answering steps below run is the answer style: ``auto`` (the defaul
 Example::
 
     from dataclasses import replace
-    from ragcli.answer.ask import Asker, AskOptions, Pipeline
+    from ragcli.answer.ask import Asker
+    from ragcli.answer.options import AskOptions
+    from ragcli.answer.stages import Pipeline
     from ragcli.config import load_settings
 
     settings = load_settings()
@@ -57,344 +59,34 @@ Example::
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field, fields, replace
-from functools import partial
+from dataclasses import asdict, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator
 
 from ragcli.answer.cache import AnswerCache, cache_key, file_identity, index_state
-from ragcli.choices import ANSWER_STYLES, STYLE_ALIASES
-from ragcli.config import Settings
-from ragcli.errors import UsageError
-from ragcli.answer.context import Source, build_context, context_budget
-from ragcli.answer.evidence import EVIDENCE_CHARS, Evidence, answer_with_evidence, excerpts
-from ragcli.answer.evidence import is_answerable, page_of, rank_source_sentences, supporting_sentence
-from ragcli.answer.evidence import render, select_evidence
+from ragcli.answer.context import build_context, context_budget
+from ragcli.answer.evidence import excerpts, page_of, rank_source_sentences, render, supporting_sentence
+from ragcli.answer.options import AskOptions, first_stage, needs_model, resolve_style
+from ragcli.answer.prompting import PROMPT_VERSION, parse_citations, prompt_overhead, says_not_found
+from ragcli.answer.prompting import short_answer, strip_invalid_citations
 from ragcli.answer.qa_reader import reader_for
 from ragcli.answer.readers import Reader
+from ragcli.answer.result import Answer
+from ragcli.answer.run import AnswerRun
+from ragcli.answer.stages import SHORT_WORDS, Pipeline, prompt_sentences, quoted_evidence
+from ragcli.answer.stages import without_example_copies
 from ragcli.answer.summary import asks_about_document, document_subject, extractive_summary
-from ragcli.generation.llama import Generator, Message, check_gguf, load_generator
-from ragcli.answer.prompting import (
-    NOT_FOUND,
-    PROMPT_VERSION,
-    grounded_prompt,
-    parse_citations,
-    prompt_overhead,
-    says_not_found,
-)
-from ragcli.answer.prompting import short_answer, strip_invalid_citations, without_citations
-from ragcli.retrieval.search import QueryOptions, Searcher
-from ragcli.analysis import analyze
-from ragcli.retrieval.rewrite import SearchRequest, retrieve_all, rewrite
-from ragcli.answer.sentences import Sentence
-from ragcli.answer.support import SentenceSupport, annotate_support
 from ragcli.answer.unknown import unknown_names
+from ragcli.config import Settings
+from ragcli.generation.llama import Generator, check_gguf, load_generator
+from ragcli.retrieval.rewrite import SearchRequest
+from ragcli.retrieval.search import Searcher
 from ragcli.types import Hit
 
 if TYPE_CHECKING:
     from ragcli.embedding.base import Embedder
 
-__all__ = ["Answer", "AskOptions", "Asker", "Pipeline", "SentenceSupport", "Source", "relevant_hits"]
-
-# A hit counts as relevant when it shares a content word with the question (what BM25
-# matches on) or its dense cosine reaches this. For all-MiniLM-L6-v2, unrelated sentence
-# pairs score about 0.0-0.2 and paraphrases 0.5+; 0.3 leaves room for loosely worded questions.
-DENSE_RELEVANCE = 0.3
-# Words of the question's form, not its topic: sharing only these with a passage is no match.
-QUESTION_WORDS = (
-    "what which who whom whose when where why how do does did can could should would "
-    "i you me my your we our tell explain about please know"
-)
-
-
-@dataclass(frozen=True)
-class AskOptions:
-    """How to answer one question.
-
-    Attributes:
-        query: retrieval settings (mode, top_k, rerank, filters, ...).
-        model: GGUF path; None for `Settings.gguf_model`, else the packaged SmolLM2.
-        n_ctx: the model's context window (the sources' budget comes out of it).
-        max_tokens: answer length limit.
-        temperature: sampling temperature (0: greedy, reproducible).
-        threads: CPU threads for generation (None: all cores).
-        seed: sampling seed.
-        rewrite: None, "multi" or "hyde".
-        use_cache: look up and store answers in the index's answer cache.
-        answer_style: "auto" (generative with a capable model, `ragcli.generation.catalog.is_capable`,
-            else evidence), "evidence" (the passage that answers, quoted and cited, under a short
-            line where the reader gives one: `ragcli.answer.evidence`) or "generative" (the model
-            writes the answer from the best sentences). The old names extractive, sentence and
-            choice are taken as evidence.
-        passages: how many of the best hits the evidence style reads.
-        prompt_tokens: most tokens of source text in a generative prompt (its best sentences),
-            so a question costs seconds on a CPU.
-        evidence_chars: most characters of quoted evidence in an evidence answer.
-        reader: the short line's reader: None or "builtin" (typed spans), "none", or the folder
-            of a local extractive QA model (`ragcli.answer.qa_reader.reader_for`).
-    """
-
-    query: QueryOptions = field(default_factory=QueryOptions)
-    model: str | None = None
-    n_ctx: int = 2048
-    max_tokens: int = 256
-    temperature: float = 0.0
-    threads: int | None = None
-    seed: int = 0
-    rewrite: str | None = None
-    use_cache: bool = True
-    answer_style: str = "auto"
-    passages: int = 3
-    prompt_tokens: int = 160
-    evidence_chars: int = EVIDENCE_CHARS
-    reader: str | None = None
-
-
-# A generated short answer (this many words at most, not a sentence) gets the evidence quoted
-# under it (`quoted_evidence`), as in the evidence style; a model's own sentences stand cited.
-SHORT_WORDS = 12
-# A generative prompt shows only sentences scoring at least this share of the best one's: on
-# qa-tune the gold answer is in such a sentence 98% of the time (as in the best 160 tokens),
-# with 3.8 sentences of the best 8 shown instead of all; a 0.5B model copies from
-# whatever sentence is nearest the question, so fewer weak sentences mean fewer wrong answers.
-PROMPT_SHARE = 0.5
-
-
-@dataclass(frozen=True)
-class Answer:
-    """A finished answer with everything needed to check it.
-
-    Attributes:
-        question: as asked.
-        text: the answer (citations to missing sources removed).
-        abstained: True when the documents held nothing relevant or the model declined.
-        sources: the numbered context given to the model.
-        citations: source numbers cited in `text` (all valid), or inferred (see below).
-        support: per-sentence support annotation.
-        timings: seconds: rewrite, retrieve, rerank, prompt (context + messages),
-            first_token (from the start of the call), generate, total.
-        tokens: prompt and completion tokens as the model counted them.
-        cached: served from the answer cache.
-        retrieved: every hit retrieved before context building (not cached).
-        invalid_citations: numbers the model cited that name no source (removed from `text`).
-        citations_inferred: the model cited nothing; `citations` come from the support annotation.
-        model: the model file name.
-        short: the short answer (no citation) when one is shown, else None.
-        pages: citation number -> page of the quoted sentence, where it differs from knowing
-            only the source's first page (evidence answers).
-    """
-
-    question: str
-    text: str
-    abstained: bool
-    sources: tuple[Source, ...] = ()
-    citations: tuple[int, ...] = ()
-    support: tuple[SentenceSupport, ...] = ()
-    timings: Mapping[str, float] = field(default_factory=dict)
-    tokens: Mapping[str, int] = field(default_factory=dict)
-    cached: bool = False
-    retrieved: tuple[Hit, ...] = ()
-    invalid_citations: tuple[int, ...] = ()
-    citations_inferred: bool = False
-    model: str = ""
-    short: str | None = None
-    pages: Mapping[int, int] = field(default_factory=dict)
-
-    def page(self, number: int) -> int | None:
-        """The page cited as ``[number]``: the quoted sentence's page, else the source's first."""
-        if number in self.pages:
-            return self.pages[number]
-        source = self.source(number)
-        return source.page if source is not None else None
-
-    def source(self, number: int) -> Source | None:
-        """The source cited as ``[number]``."""
-        return next((source for source in self.sources if source.number == number), None)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON shape of `rag ask --json` (without the envelope)."""
-        return {
-            "question": self.question,
-            "answer": self.text,
-            "abstained": self.abstained,
-            "model": self.model,
-            "short_answer": self.short,
-            "citations": [
-                {"number": n, "path": s.path, "page": self.page(n)}
-                for n in self.citations
-                if (s := self.source(n)) is not None
-            ],
-            "citations_inferred": self.citations_inferred,
-            "invalid_citations": list(self.invalid_citations),
-            "sources": [asdict(source) for source in self.sources],
-            "support": [asdict(item) for item in self.support],
-            "timings": {key: round(value, 4) for key, value in self.timings.items()},
-            "tokens": dict(self.tokens),
-            "cached": self.cached,
-        }
-
-    @classmethod
-    def from_dict(cls, record: Mapping[str, Any]) -> "Answer":
-        """Rebuild an answer from `to_dict` output (the answer cache's format)."""
-        sources = tuple(Source(**{**s, "chunk_ids": tuple(s["chunk_ids"])}) for s in record["sources"])
-        return cls(
-            question=record["question"],
-            text=record["answer"],
-            abstained=record["abstained"],
-            sources=sources,
-            citations=tuple(c["number"] for c in record["citations"]),
-            support=tuple(SentenceSupport(**item) for item in record["support"]),
-            timings=record["timings"],
-            tokens=record["tokens"],
-            cached=record["cached"],
-            invalid_citations=tuple(record["invalid_citations"]),
-            citations_inferred=record["citations_inferred"],
-            model=record["model"],
-            short=record.get("short_answer"),
-            pages={c["number"]: c["page"] for c in record["citations"] if c.get("page") is not None},
-        )
-
-
-def resolve_style(name: str) -> str:
-    """A kept answer style for `name` (an old name maps to the nearest kept one).
-
-    Raises:
-        UsageError: an unknown style.
-    """
-    style = STYLE_ALIASES.get(name, name)
-    if style not in ANSWER_STYLES:
-        raise UsageError(f"unknown answer style {name!r}: choose one of {', '.join(ANSWER_STYLES)}")
-    return style
-
-
-def relevant_hits(queries: Sequence[str], hits: Sequence[Hit]) -> list[Hit]:
-    """The hits sharing a content word with a query, or with a dense cosine >= `DENSE_RELEVANCE`."""
-    ignored = set(analyze(QUESTION_WORDS))
-    terms = {term for query in queries for term in analyze(query)} - ignored
-    return [
-        hit for hit in hits if terms & set(analyze(hit.chunk.text)) or _dense_score(hit) >= DENSE_RELEVANCE
-    ]
-
-
-def _dense_score(hit: Hit) -> float:
-    return float(hit.sources.get("dense", {}).get("score", -1.0))
-
-
-def needs_model(options: AskOptions) -> bool:
-    """Whether answering with these options runs the GGUF model at all (extractive answers
-    with keyword retrieval and no rewriting or LLM reranking do not)."""
-    return (
-        options.answer_style == "generative"
-        or bool(options.rewrite)
-        or options.query.rerank == "llm"
-        or options.query.mode == "llm"
-    )
-
-
-def prompt_sentences(ranked: Sequence[Sentence]) -> list[Sentence]:
-    """The ranked sentences worth showing the model: those scoring at least `PROMPT_SHARE` of
-    the best one's score (all of them when the best does not score above zero)."""
-    best = ranked[0].score if ranked else 0.0
-    return [s for s in ranked if s.score >= PROMPT_SHARE * best] if best > 0 else list(ranked)
-
-
-def without_example_copies(pieces: Iterable[str], messages: Sequence[Message], shown: str) -> Iterator[str]:
-    """The generated pieces, except a reply that copies an example reply of the prompt.
-
-    A small model that finds no answer sometimes repeats a worked example's reply (an
-    assistant turn before the question). Pieces are held back only while together they could
-    still be such a copy; a complete copy not found in the `shown` source text is dropped.
-    """
-    replies = [m["content"].strip().lower() for m in messages[:-1] if m["role"] == "assistant"]
-    held: str | None = "" if replies else None
-    for piece in pieces:
-        if held is None:
-            yield piece
-            continue
-        held += piece
-        start = held.strip().lower()
-        if not any(reply.startswith(start) for reply in replies):
-            yield held
-            held = None
-    copied = without_citations(held or "").lower().rstrip(".")
-    if held and (copied not in replies or copied in shown):
-        yield held
-
-
-def stream_answer(generator: Generator, messages: Sequence[Message], options: AskOptions) -> Iterator[str]:
-    """The default generation stage: stream the model's answer."""
-    return generator.stream(messages, max_tokens=options.max_tokens, temperature=options.temperature)
-
-
-def quoted_evidence(
-    question: str,
-    sources: Sequence[Source],
-    ranked: Sequence[Sentence],
-    support: Sentence,
-    options: AskOptions,
-):
-    """The evidence quoted under a generated answer: what the evidence style would quote (the
-    best sentences of the first `options.passages` sources, completed), plus the sentence that
-    supports the model's words when it is not among them.
-
-    Anchoring the quote on the model's words instead lost answers a model does not put in its
-    line (steps, reasons, list items): on the tune half of a real-question set, answered
-    0.47 anchored on the model's words, 0.58 anchored as the evidence style."""
-    read = [s for s in ranked if s.passage < options.passages] or list(ranked)
-    chosen = select_evidence(question, sources, read, options.evidence_chars)
-    chosen.add(support)
-    return chosen
-
-
-def rerank_hits(
-    question: str, hits: Sequence[Hit], options: QueryOptions, generator_factory: Callable[[], Generator]
-) -> list[Hit]:
-    """The default rerank stage: `ragcli.retrieval.rerank.rerank` (imported only when reranking)."""
-    from ragcli.retrieval.rerank import rerank
-
-    return rerank(question, hits, options, generator_factory=generator_factory)
-
-
-@dataclass(frozen=True)
-class Pipeline:
-    """The stages of `Asker` (see the module docstring for each signature)."""
-
-    rewrite: Callable[..., list[SearchRequest]] = rewrite
-    retrieve: Callable[..., list[Hit]] = retrieve_all
-    rerank: Callable[..., list[Hit]] | None = rerank_hits
-    gate: Callable[[Sequence[str], Sequence[Hit]], list[Hit]] | None = relevant_hits
-    evidence: Callable[..., Evidence] = answer_with_evidence
-    evidence_gate: Callable[..., bool] | None = is_answerable
-    build_context: Callable[..., list[Source]] = build_context
-    prompt: Callable[[str, Sequence[Source]], list[Message]] = grounded_prompt
-    generate: Callable[[Generator, Sequence[Message], AskOptions], Iterator[str]] = stream_answer
-    annotate: Callable[[str, Sequence[Source]], tuple[SentenceSupport, ...]] | None = annotate_support
-
-    def fingerprint(self) -> list[str]:
-        """Names of the stages, so answers of a customised pipeline are cached apart.
-
-        Stages are known by qualified name (and a `functools.partial` by its arguments too);
-        two different lambdas look alike, so pass ``use_cache=False`` while experimenting.
-        """
-        return [stage_name(getattr(self, stage.name)) for stage in fields(self)]
-
-
-def stage_name(stage: Any) -> str:
-    """A stable name for a stage callable (no memory addresses, so it holds across runs)."""
-    if stage is None:
-        return "skipped"
-    if isinstance(stage, partial):
-        return f"{stage_name(stage.func)}{stage.args!r}{sorted(stage.keywords.items())!r}"
-    target = stage if hasattr(stage, "__qualname__") else type(stage)
-    return f"{target.__module__}.{target.__qualname__}"
-
-
-def first_stage(options: AskOptions) -> QueryOptions:
-    """Retrieval options before reranking/fusion: deeper lists, no reranker inside the search."""
-    query = options.query
-    deeper = (query.rerank is not None or options.rewrite is not None) and query.mode != "llm"
-    top_k = max(query.top_k, query.candidates) if deeper else query.top_k
-    return replace(query, rerank=None, top_k=top_k)
+__all__ = ["Answer", "AskOptions", "Asker", "Pipeline"]
 
 
 class Asker:
@@ -531,7 +223,7 @@ class Asker:
             yield cached.text
             yield cached
             return
-        run = _Run(question, options, started)
+        run = AnswerRun(question, options, started)
         hits = self._retrieve(run)
         if not hits or unknown_names(question, hits, self.searcher.search, options.query):
             answer = run.abstain()
@@ -547,7 +239,7 @@ class Asker:
             self._answer_cache().put(key, answer.to_dict(), state=self._state)
         yield answer
 
-    def _retrieve(self, run: "_Run") -> list[Hit]:
+    def _retrieve(self, run: AnswerRun) -> list[Hit]:
         stages, options = self.pipeline, run.options
         first = first_stage(options)
         requests = [SearchRequest(document_subject(run.question), first)]
@@ -563,7 +255,7 @@ class Asker:
         queries = [request.query for request in requests if request.is_query]
         return list(run.retrieved) if stages.gate is None else stages.gate(queries, run.retrieved)
 
-    def _generate(self, run: "_Run", hits: list[Hit]) -> Iterator[str]:
+    def _generate(self, run: AnswerRun, hits: list[Hit]) -> Iterator[str]:
         """Grounded generation: the evidence gate, a prompt of the best sentences, the model's
         answer streamed, then the sentence that supports it, quoted and cited."""
         stages, options = self.pipeline, run.options
@@ -620,7 +312,7 @@ class Asker:
         answer = run.finish(text, sources, generator, stages.annotate)
         return answer if answer.abstained else replace(answer, short=short, pages=pages)
 
-    def _evidence(self, run: "_Run", hits: list[Hit], reader: Reader | None) -> Answer:
+    def _evidence(self, run: AnswerRun, hits: list[Hit], reader: Reader | None) -> Answer:
         """The evidence answer (`ragcli.answer.evidence`): no model runs."""
         options = run.options
         found = self.pipeline.evidence(
@@ -637,7 +329,7 @@ class Asker:
         answer = run.finish(found.text, found.sources, None, self.pipeline.annotate)
         return replace(answer, short=found.short, pages=dict(found.pages), model="evidence")
 
-    def _summary(self, run: "_Run", hits: list[Hit]) -> Answer:
+    def _summary(self, run: AnswerRun, hits: list[Hit]) -> Answer:
         """A question about a whole document: the top hit's document, summarised extractively."""
         first = hits[0].chunk
         store = self.searcher.store
@@ -702,100 +394,3 @@ class Asker:
             "total": elapsed,
         }
         return replace(Answer.from_dict(record), cached=True, timings=timings)
-
-
-class _Run:
-    """The state of answering one question: options, clocks and the hits seen so far."""
-
-    def __init__(self, question: str, options: AskOptions, started: float) -> None:
-        self.question = question
-        self.options = options
-        self.started = started
-        self.timings: dict[str, float] = {}
-        self.retrieved: tuple[Hit, ...] = ()
-        self._last = started
-
-    def lap(self, name: str) -> None:
-        now = time.perf_counter()
-        self.timings[name] = now - self._last
-        self._last = now
-
-    def _totals(self) -> dict[str, float]:
-        total = time.perf_counter() - self.started
-        self.timings.setdefault("first_token", total)
-        return {
-            name: self.timings.get(name, 0.0)
-            for name in ("rewrite", "retrieve", "rerank", "prompt", "first_token", "generate")
-        } | {"total": total}
-
-    def abstain(
-        self,
-        sources: tuple[Source, ...] = (),
-        text: str = NOT_FOUND,
-        tokens: Mapping[str, int] | None = None,
-        model: str = "",
-    ) -> Answer:
-        """The answer when nothing relevant was found (or the model declined)."""
-        return Answer(
-            self.question,
-            text,
-            True,
-            sources,
-            timings=self._totals(),
-            tokens=dict(tokens or {"prompt": 0, "completion": 0}),
-            retrieved=self.retrieved,
-            model=model,
-        )
-
-    def finish(
-        self,
-        text: str,
-        sources: tuple[Source, ...],
-        generator: Generator | None,
-        annotate: Callable[..., tuple[SentenceSupport, ...]] | None,
-    ) -> Answer:
-        """Check citations, annotate support and detect a declined answer (step 10).
-
-        `generator` is None for an extractive answer (no model wrote it).
-        """
-        tokens = _usage(generator, text) if generator is not None else {"prompt": 0, "completion": 0}
-        model_id = generator.model_id if generator is not None else "evidence"
-        if generator is not None and says_not_found(text):
-            return self.abstain(sources, text.strip() or NOT_FOUND, tokens, model_id)
-        citations, invalid = parse_citations(text, len(sources))
-        text = strip_invalid_citations(text, len(sources)).strip() if invalid else text.strip()
-        support = annotate(text, sources) if annotate is not None else ()
-        inferred = not citations
-        if inferred:
-            citations = _supported_sources(support)
-        return Answer(
-            self.question,
-            text,
-            False,
-            sources,
-            citations,
-            support,
-            self._totals(),
-            tokens,
-            retrieved=self.retrieved,
-            invalid_citations=invalid,
-            citations_inferred=inferred,
-            model=model_id,
-        )
-
-
-def _supported_sources(support: Sequence[SentenceSupport]) -> tuple[int, ...]:
-    """Each supported or partially supported sentence's best source, in answer order, once."""
-    found: list[int] = []
-    for item in support:
-        if item.label != "unsupported" and item.source is not None and item.source not in found:
-            found.append(item.source)
-    return tuple(found)
-
-
-def _usage(generator: Generator, text: str) -> dict[str, int]:
-    """Token counts the model reported for its last call, else the completion counted here."""
-    usage = getattr(generator, "last_usage", None)
-    if usage:
-        return {"prompt": int(usage.get("prompt", 0)), "completion": int(usage.get("completion", 0))}
-    return {"prompt": 0, "completion": generator.count_tokens(text)}

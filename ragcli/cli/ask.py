@@ -319,7 +319,7 @@ def print_answers(asker, questions: Iterable[str], options) -> None:
 
 def _print_streamed(items):
     """Answer text to stdout as it comes; then sources (and support, on a terminal)."""
-    from ragcli.answer.ask import Answer
+    from ragcli.answer.result import Answer
 
     answer = None
     streamed = False

@@ -54,7 +54,8 @@ from ragcli.evaluation.retrieval_eval import mode_rerank_grid
 from ragcli.types import Progress
 
 if TYPE_CHECKING:
-    from ragcli.answer.ask import Answer, AskOptions
+    from ragcli.answer.options import AskOptions
+    from ragcli.answer.result import Answer
     from ragcli.config import Settings
     from ragcli.generation.llama import Generator
 
@@ -101,7 +102,7 @@ def answer_configurations(
 ) -> list[AnswerConfiguration]:
     """Every retrieval mode combined with every reranker, on top of `base` `AskOptions`."""
     if base is None:
-        from ragcli.answer.ask import AskOptions
+        from ragcli.answer.options import AskOptions
 
         base = AskOptions(use_cache=False)
     return [

@@ -114,7 +114,7 @@ class IndexTools:
         Raises:
             NotIndexed, ModelNotFound, UsageError and the search errors.
         """
-        from ragcli.answer.ask import Answer
+        from ragcli.answer.result import Answer
 
         if not question.strip():
             raise UsageError("question: ask something")

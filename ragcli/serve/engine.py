@@ -23,7 +23,7 @@ from ragcli.mcp.tools import IndexTools
 from ragcli.errors import RagError
 
 if TYPE_CHECKING:
-    from ragcli.answer.ask import AskOptions
+    from ragcli.answer.options import AskOptions
     from ragcli.index import Index
     from ragcli.retrieval.search import QueryOptions
 
@@ -137,7 +137,7 @@ class Engine:
 
     @staticmethod
     def _stream(asker: Any, job: AnswerJob) -> None:
-        from ragcli.answer.ask import Answer
+        from ragcli.answer.result import Answer
 
         pieces = asker.stream(job.question, job.options)
         try:

@@ -1,0 +1,105 @@
+"""`Answer`: a finished answer with everything needed to check it, and its JSON shape."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping
+
+from ragcli.answer.context import Source
+from ragcli.answer.support import SentenceSupport
+from ragcli.types import Hit
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A finished answer with everything needed to check it.
+
+    Attributes:
+        question: as asked.
+        text: the answer (citations to missing sources removed).
+        abstained: True when the documents held nothing relevant or the model declined.
+        sources: the numbered context given to the model.
+        citations: source numbers cited in `text` (all valid), or inferred (see below).
+        support: per-sentence support annotation.
+        timings: seconds: rewrite, retrieve, rerank, prompt (context + messages),
+            first_token (from the start of the call), generate, total.
+        tokens: prompt and completion tokens as the model counted them.
+        cached: served from the answer cache.
+        retrieved: every hit retrieved before context building (not cached).
+        invalid_citations: numbers the model cited that name no source (removed from `text`).
+        citations_inferred: the model cited nothing; `citations` come from the support annotation.
+        model: the model file name.
+        short: the short answer (no citation) when one is shown, else None.
+        pages: citation number -> page of the quoted sentence, where it differs from knowing
+            only the source's first page (evidence answers).
+    """
+
+    question: str
+    text: str
+    abstained: bool
+    sources: tuple[Source, ...] = ()
+    citations: tuple[int, ...] = ()
+    support: tuple[SentenceSupport, ...] = ()
+    timings: Mapping[str, float] = field(default_factory=dict)
+    tokens: Mapping[str, int] = field(default_factory=dict)
+    cached: bool = False
+    retrieved: tuple[Hit, ...] = ()
+    invalid_citations: tuple[int, ...] = ()
+    citations_inferred: bool = False
+    model: str = ""
+    short: str | None = None
+    pages: Mapping[int, int] = field(default_factory=dict)
+
+    def page(self, number: int) -> int | None:
+        """The page cited as ``[number]``: the quoted sentence's page, else the source's first."""
+        if number in self.pages:
+            return self.pages[number]
+        source = self.source(number)
+        return source.page if source is not None else None
+
+    def source(self, number: int) -> Source | None:
+        """The source cited as ``[number]``."""
+        return next((source for source in self.sources if source.number == number), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of `rag ask --json` (without the envelope)."""
+        return {
+            "question": self.question,
+            "answer": self.text,
+            "abstained": self.abstained,
+            "model": self.model,
+            "short_answer": self.short,
+            "citations": [
+                {"number": n, "path": s.path, "page": self.page(n)}
+                for n in self.citations
+                if (s := self.source(n)) is not None
+            ],
+            "citations_inferred": self.citations_inferred,
+            "invalid_citations": list(self.invalid_citations),
+            "sources": [asdict(source) for source in self.sources],
+            "support": [asdict(item) for item in self.support],
+            "timings": {key: round(value, 4) for key, value in self.timings.items()},
+            "tokens": dict(self.tokens),
+            "cached": self.cached,
+        }
+
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any]) -> "Answer":
+        """Rebuild an answer from `to_dict` output (the answer cache's format)."""
+        sources = tuple(Source(**{**s, "chunk_ids": tuple(s["chunk_ids"])}) for s in record["sources"])
+        return cls(
+            question=record["question"],
+            text=record["answer"],
+            abstained=record["abstained"],
+            sources=sources,
+            citations=tuple(c["number"] for c in record["citations"]),
+            support=tuple(SentenceSupport(**item) for item in record["support"]),
+            timings=record["timings"],
+            tokens=record["tokens"],
+            cached=record["cached"],
+            invalid_citations=tuple(record["invalid_citations"]),
+            citations_inferred=record["citations_inferred"],
+            model=record["model"],
+            short=record.get("short_answer"),
+            pages={c["number"]: c["page"] for c in record["citations"] if c.get("page") is not None},
+        )
