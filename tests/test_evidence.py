@@ -216,3 +216,34 @@ def test_a_short_line_is_read_from_the_best_sentence_even_under_a_label_line():
     found = answer_with_evidence("When was the keep-days option added?", [hit(text)], reader=TypedReader())
     assert '"--keep-days <n>" [1]' in found.text.split("\n")
     assert found.short == "2019"
+
+
+def test_a_sentence_pointing_back_brings_what_it_points_at():
+    text = (
+        "Kilns\n\nPotters fire clay twice. Each piece is first dried for a week in the shade. "
+        "This keeps thin walls from cracking in the heat. To achieve this, the drying room has no "
+        "windows. Glazing comes after the first firing."
+    )
+    found = answer_with_evidence("How is the drying room built to achieve slow drying?", [hit(text)])
+    quoted = found.text
+    # the best sentence opens with "To achieve this": its "this" and the "This" before it are quoted
+    assert "To achieve this, the drying room has no windows." in quoted
+    assert "This keeps thin walls from cracking in the heat." in quoted
+    assert "Each piece is first dried for a week in the shade." in quoted
+    assert quoted.index("Each piece") < quoted.index("This keeps") < quoted.index("To achieve")
+
+
+@pytest.mark.parametrize(
+    ("sentence", "back"),
+    [
+        ("This makes review easier.", True),
+        ('"They should be small."', True),
+        ("To achieve this, split early.", True),
+        ("Thistles grow here.", False),
+        ("The drying room has no windows.", False),
+    ],
+)
+def test_refers_back(sentence, back):
+    from ragcli.answer.evidence import refers_back
+
+    assert refers_back(sentence) is back

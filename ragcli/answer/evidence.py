@@ -10,7 +10,9 @@ retrieved text holds them, so the answer a user sees is that text, chosen by its
    introduces a list (it ends with ":" or is a list item) brings the list (the items' own
    lines first: bullets, numbers, a definition list's terms); any other brings the sentences
    after it in its section (up to the next heading or term: the explaining sentence after a
-   statement, a definition's next sentence, an option's description) and the one before it.
+   statement, a definition's next sentence, an option's description) and the one before it;
+   a sentence opening by pointing back ("This makes ...", "To achieve this, ...") brings the
+   one before it too (`refers_back`).
 3. Question terms still uncovered (the other side of a comparison) bring the best sentence
    that covers them, then sentences scoring nearly as well as the best fill what is left.
 4. All of it stays within a budget of characters (`AskOptions.evidence_chars`) and is quoted
@@ -246,9 +248,28 @@ def complete(
         if introduces_list(sentence):  # "... The variants are as follows:"
             _bring_list(sentence, every, chosen)
             return
+    first = best
     for sentence in reversed(before[-PRECEDING:] if PRECEDING else []):
         if not chosen.add(_ranked(sentence, in_order)):
             return
+        first = sentence
+    earlier = [s for s in before if s.start < first.start]
+    while earlier and refers_back(first.text) and chosen.add(_ranked(earlier[-1], in_order)):
+        first = earlier.pop()
+
+
+# Words that open a sentence leaning on the one before it ("This makes ...", "They should ...",
+# "To achieve this, ..."): quoted alone, such a sentence does not say what it is about.
+_REFERS_BACK = re.compile(
+    r"^[\"'(]*(?:this|that|these|those|it|they|such|thus|hence|therefore|otherwise|"
+    r"to (?:\w+ ){1,2}(?:this|that|it))\b",
+    re.IGNORECASE,
+)
+
+
+def refers_back(text: str) -> bool:
+    """Whether a sentence opens by pointing back at the one before it."""
+    return bool(_REFERS_BACK.match(text.strip()))
 
 
 def _section(best: Sentence, every: Sequence[Sentence]) -> list[Sentence]:
