@@ -33,7 +33,7 @@ def chunking_override(
     index: Path, group: str, split_by: str | None, chunk_size: int | None, chunk_overlap: int | None
 ) -> ChunkSettings | None:
     """Settings from the flags given, the rest from the group's current settings or preset."""
-    from ragcli.store.local.database import DATABASE_NAME, Store
+    from ragcli.store.directory import DATABASE_NAME, IndexDirectory
 
     given = {
         k: v
@@ -44,7 +44,7 @@ def chunking_override(
         return None
     base = PRESETS.get(group, PRESETS[DEFAULT_GROUP])
     if (index / DATABASE_NAME).is_file():
-        store = Store.open(index)
+        store = IndexDirectory.open(index)
         try:
             base = store.groups().get(group, base)
         finally:

@@ -280,7 +280,7 @@ def _refuse_remote_rebuild(index: Path, uri: str | None) -> None:
         UsageError: the index (or the requested store) is on Milvus.
     """
     from ragcli.errors import UsageError
-    from ragcli.store.local.database import read_index_meta
+    from ragcli.store.directory import read_index_meta
     from ragcli.store.interface import STORE_URI_KEY, normalise_uri
 
     recorded = read_index_meta(index, STORE_URI_KEY)

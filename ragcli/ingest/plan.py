@@ -39,7 +39,7 @@ class IngestPlan:
 
 def remembered_options(index: Path) -> dict[str, RootOptions]:
     """Each ingested root's options as the index stores them."""
-    from ragcli.store.local.database import read_index_meta
+    from ragcli.store.directory import read_index_meta
 
     return read_root_options(read_index_meta(index, META_KEY))
 

@@ -195,7 +195,7 @@ class IndexTools:
     def _asker(self) -> Asker:
         """The `Index`'s open `Asker` (its searcher serves `search`), refreshed when the index
         changed."""
-        from ragcli.store.local.database import DATABASE_NAME
+        from ragcli.store.directory import DATABASE_NAME
 
         database = self.index.path / DATABASE_NAME
         inode = database.stat().st_ino if database.is_file() else -1
