@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from ragcli.store.directory import DATABASE_NAME, DirectorySettings, directory_size
-from ragcli.store.local.database import NewChunk, Store
+from ragcli.store.local.database import Store
 from ragcli.store.local.vector_files import VECTORS_DIR, open_vector_file
 from ragcli.store.interface import ChunkFilter, DocumentPiece
 from ragcli.store.local.chunkcache import ChunkCache
@@ -83,8 +83,6 @@ class LocalBackend(DirectorySettings):
 
         A chunk whose hash maps to None is written without a vector (`embed_pending` adds it).
         """
-        from ragcli.analysis import term_string
-
         new = [h for h, value in vectors.items() if value is not None and not isinstance(value, int)]
         with self.store.transaction():
             ids: dict[str, int | None] = {
@@ -95,34 +93,16 @@ class LocalBackend(DirectorySettings):
 
                 ids.update(self.store.insert_embeddings(new, np.stack([vectors[h] for h in new])))
             for piece in pieces:
-                self._write_piece(piece, ids, term_string)
+                self._write_piece(piece, ids)
 
-    def _write_piece(
-        self, piece: DocumentPiece, embedding_ids: Mapping[str, int | None], term_string
-    ) -> None:
+    def _write_piece(self, piece: DocumentPiece, embedding_ids: Mapping[str, int | None]) -> None:
         store = self.store
         if piece.first:
             doc_id = store.upsert_document(piece.record)
             store.clear_chunks(doc_id, piece.group)
         else:
             doc_id = store.document_by_path(piece.record["path"])["id"]
-        store.add_chunks(
-            doc_id,
-            piece.group,
-            [
-                NewChunk(
-                    order=c.order,
-                    text=c.text,
-                    start=c.start,
-                    end=c.end,
-                    page=c.page,
-                    hash=c.hash,
-                    tokens=term_string(c.text, piece.record.get("title")),
-                    embedding_id=embedding_ids.get(c.hash),
-                )
-                for c in piece.chunks
-            ],
-        )
+        store.add_chunks(doc_id, piece.group, piece.chunks, piece.record.get("title"), embedding_ids)
         if piece.last:
             store.mark_chunked(doc_id, piece.group, piece.content_hash)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -23,15 +22,6 @@ from ragcli.store.local.vector_files import VectorFiles
 from ragcli.store.interface import PieceChunk
 from ragcli.types import Chunk
 from ragcli.text import PART_SEPARATOR
-
-
-@dataclass(frozen=True)
-class NewChunk(PieceChunk):
-    """A chunk about to be stored: the piece's chunk (window, page, hash) with its BM25 tokens
-    and embedding id."""
-
-    tokens: str
-    embedding_id: int | None
 
 
 def _chunk_metadata(row: Sequence[Any]) -> dict[str, Any]:
@@ -111,12 +101,6 @@ class Store(IndexDirectory, EmbeddingRows, VectorFiles):
         )
         return int(cursor.lastrowid)
 
-    def replace_chunks(self, doc_id: int, group: str, content_hash: str, chunks: Sequence[NewChunk]) -> None:
-        """Replace a document's chunks in one group (caller holds the transaction)."""
-        self.clear_chunks(doc_id, group)
-        self.add_chunks(doc_id, group, chunks)
-        self.mark_chunked(doc_id, group, content_hash)
-
     def clear_chunks(self, doc_id: int, group: str) -> None:
         """Drop a document's chunks in a group and its "chunked" mark (caller holds the transaction).
 
@@ -126,9 +110,20 @@ class Store(IndexDirectory, EmbeddingRows, VectorFiles):
         self._delete_chunks("doc_id = ? AND group_name = ?", [doc_id, group])
         self.db.execute("DELETE FROM doc_groups WHERE doc_id = ? AND group_name = ?", [doc_id, group])
 
-    def add_chunks(self, doc_id: int, group: str, chunks: Sequence[NewChunk]) -> None:
-        """Append chunks to a document's group (caller holds the transaction)."""
+    def add_chunks(
+        self,
+        doc_id: int,
+        group: str,
+        chunks: Sequence[PieceChunk],
+        title: str | None,
+        embedding_ids: Mapping[str, int | None],
+    ) -> None:
+        """Append chunks to a document's group with their BM25 terms (from the text and the
+        document's title) and their vector's id by hash, if stored (caller holds the transaction)."""
+        from ragcli.analysis import term_string
+
         for chunk in chunks:
+            tokens = term_string(chunk.text, title)
             chunk_id = self.db.execute(
                 'INSERT INTO chunks (doc_id, group_name, ord, text, start, "end", page, hash, embedding_id, '
                 "tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -141,11 +136,11 @@ class Store(IndexDirectory, EmbeddingRows, VectorFiles):
                     chunk.end,
                     chunk.page,
                     chunk.hash,
-                    chunk.embedding_id,
-                    chunk.tokens,
+                    embedding_ids.get(chunk.hash),
+                    tokens,
                 ],
             ).lastrowid
-            self._postings.add(group, chunk_id, chunk.tokens.split())
+            self._postings.add(group, chunk_id, tokens.split())
         if chunks:
             self._touched.add(group)
 
