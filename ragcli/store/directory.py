@@ -14,7 +14,7 @@ import sqlite3
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Self
 
 from ragcli.errors import IndexCorrupt, NotIndexed, UnknownGroup, UsageError
 from ragcli.store.local.connection import connect_database
@@ -66,7 +66,7 @@ class IndexDirectory:
         self.db = db
 
     @classmethod
-    def open(cls, path: Path):
+    def open(cls, path: Path) -> Self:
         """Open an existing index.
 
         Raises:
@@ -79,7 +79,7 @@ class IndexDirectory:
         return cls._connect(path)
 
     @classmethod
-    def create(cls, path: Path):
+    def create(cls, path: Path) -> Self:
         """Open an index, creating the directory (with its marker) and schema when missing.
 
         Raises:
@@ -89,7 +89,7 @@ class IndexDirectory:
         return cls._connect(path)
 
     @classmethod
-    def _connect(cls, path: Path):
+    def _connect(cls, path: Path) -> Self:
         check_format(path)
         return cls(path, connect_database(path))
 
