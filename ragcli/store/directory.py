@@ -14,7 +14,7 @@ import sqlite3
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Self
+from typing import Any, Iterator, Self, Sequence
 
 from ragcli.errors import IndexCorrupt, NotIndexed, UnknownGroup, UsageError
 from ragcli.store.local.connection import connect_database
@@ -153,6 +153,11 @@ class IndexDirectory:
         `data_version`) or this connection's own writes (`total_changes`)."""
         db = self.db
         return id(db), db.execute("PRAGMA data_version").fetchone()[0], db.total_changes
+
+    def count(self, table: str, where: str = "", params: Sequence[Any] = ()) -> int:
+        """Rows of a table of the database (those matching `where`, with its `params`)."""
+        sql = f"SELECT count(*) FROM {table}" + (f" WHERE {where}" if where else "")
+        return int(self.db.execute(sql, list(params)).fetchone()[0])
 
     # -- meta ---------------------------------------------------------------------------
     def get_meta(self, key: str, default: str | None = None) -> str | None:

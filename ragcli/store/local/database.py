@@ -213,10 +213,6 @@ class Store(IndexDirectory, EmbeddingRows, VectorFiles):
                 found[row[0]] = Chunk(*row[:9], metadata=_chunk_metadata(row))
         return found
 
-    def count(self, table: str, where: str = "", params: Sequence[Any] = ()) -> int:
-        sql = f"SELECT count(*) FROM {table}" + (f" WHERE {where}" if where else "")
-        return int(self.db.execute(sql, list(params)).fetchone()[0])
-
     # -- reads for retrieval, ingest and diagnosis ---------------------------------------
     def has_chunks(self, group: str) -> bool:
         """Whether the group holds at least one chunk."""
