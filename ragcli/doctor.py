@@ -64,7 +64,7 @@ def diagnose(settings: Settings) -> list[Check]:
 
 def _embedding(settings: Settings) -> str:
     from ragcli.generation.chooser import embedder_for
-    from ragcli.store.local.database import read_index_meta
+    from ragcli.store.directory import read_index_meta
 
     embedder = embedder_for(
         settings,

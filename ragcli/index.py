@@ -219,7 +219,7 @@ class Index(IndexWrites):
                 searcher = self._searcher or self._asker.searcher
                 self._embedder = searcher.embedder()
             else:
-                from ragcli.store.local.database import read_index_meta
+                from ragcli.store.directory import read_index_meta
 
                 self._embedder = self._load_embedder(
                     read_index_meta(self.path, "embedding_model"),

@@ -8,9 +8,9 @@ delegates to the ingest stage (`ragcli.ingest.pipeline`, `ragcli.ingest.watch`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from ragcli.choices import DEFAULT_GROUP, plain_value
+from ragcli.choices import DEFAULT_GROUP
 from ragcli.errors import UsageError
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ragcli.ingest.report import IngestReport
     from ragcli.ingest.watch import WatchBatch
     from ragcli.store.removal import RemovalPlan
-    from ragcli.types import Progress
+    from ragcli.types import IngestOptions, Progress
 
 # A bare ingest whose roots were read with different options runs once per set of options;
 # a rebuild or a watch is one run, so it needs them named.
@@ -43,14 +43,8 @@ class IndexWrites:
     def ingest(
         self,
         paths: Sequence[str | Path] | None = None,
+        options: IngestOptions | None = None,
         *,
-        group: str | None = None,
-        split_by: str | None = None,
-        chunk_size: int | None = None,
-        chunk_overlap: int | None = None,
-        include: Iterable[str] = (),
-        exclude: Iterable[str] = (),
-        forget_filters: bool = False,
         prune: bool = True,
         rebuild: bool = False,
         batch_chunks: int = 256,
@@ -68,12 +62,10 @@ class IndexWrites:
         Args:
             paths: folders (walked) and files; None for the roots ingested before, each read
                 with the options it was last ingested with (`ragcli.ingest.remembered`).
-            group: the chunk group to fill (default: the root's remembered group, else the
-                `group` setting, else "medium").
-            split_by, chunk_size, chunk_overlap: override the group's chunking.
-            include, exclude: gitignore-style patterns; given, they replace the roots'
-                remembered ones, else those are used.
-            forget_filters: read the roots without their remembered patterns.
+            options: what to read and how to cut it (`ragcli.types.IngestOptions`): the chunk
+                group to fill (default: the root's remembered group, else the `group`
+                setting, else "medium"), its chunking overridden, include/exclude patterns
+                replacing the roots' remembered ones; None: all as remembered or set.
             prune: remove indexed documents whose files are gone from the given folders.
             rebuild: build a fresh index (e.g. for another embedding model) and swap it in.
             batch_chunks: chunks embedded and committed per transaction.
@@ -93,9 +85,7 @@ class IndexWrites:
         from ragcli.ingest.pipeline import ingest
         from ragcli.ingest.report import merge_reports
 
-        plan = plan or self.ingest_plan(
-            paths, group, split_by, chunk_size, chunk_overlap, include, exclude, forget_filters=forget_filters
-        )
+        plan = plan or self.ingest_plan(paths, options)
         if rebuild and len(plan.batches) > 1:
             raise UsageError(_ONE_BATCH.format(what="--rebuild"))
         self._lift_exclusions(paths)
@@ -150,9 +140,9 @@ class IndexWrites:
             NotIndexed: there is no index.
         """
         from ragcli.ingest.background import start_background_embedding
-        from ragcli.store.local.database import Store
+        from ragcli.store.directory import IndexDirectory
 
-        Store.open(self.path).close()
+        IndexDirectory.open(self.path).close()
         options = [] if lock_timeout is None else ["--lock-timeout", str(lock_timeout)]
         if self.settings.embed_model:
             options += ["--embed-model", str(self.settings.embed_model)]
@@ -161,15 +151,9 @@ class IndexWrites:
     def watch(
         self,
         paths: Sequence[str | Path] | None = None,
+        options: IngestOptions | None = None,
         *,
         stop: threading.Event,
-        group: str | None = None,
-        split_by: str | None = None,
-        chunk_size: int | None = None,
-        chunk_overlap: int | None = None,
-        include: Iterable[str] = (),
-        exclude: Iterable[str] = (),
-        forget_filters: bool = False,
         batch_chunks: int = 256,
         plan: IngestPlan | None = None,
     ) -> Iterator["WatchBatch"]:
@@ -185,9 +169,7 @@ class IndexWrites:
         """
         from ragcli.ingest.watch import watch
 
-        plan = plan or self.ingest_plan(
-            paths, group, split_by, chunk_size, chunk_overlap, include, exclude, forget_filters=forget_filters
-        )
+        plan = plan or self.ingest_plan(paths, options)
         if len(plan.batches) > 1:
             raise UsageError(_ONE_BATCH.format(what="--watch"))
         batch = plan.batches[0]
@@ -220,14 +202,7 @@ class IndexWrites:
     def ingest_plan(
         self,
         paths: Sequence[str | Path] | None = None,
-        group: str | None = None,
-        split_by: str | None = None,
-        chunk_size: int | None = None,
-        chunk_overlap: int | None = None,
-        include: Iterable[str] = (),
-        exclude: Iterable[str] = (),
-        *,
-        forget_filters: bool = False,
+        options: IngestOptions | None = None,
     ) -> "IngestPlan":
         """What an `ingest` with these arguments reads and how, checked; nothing changes.
 
@@ -239,21 +214,10 @@ class IndexWrites:
         """
         from ragcli.ingest.plan import plan_ingest
         from ragcli.ingest.walk import refuse_index_in_roots
+        from ragcli.types import IngestOptions
 
-        plan = plan_ingest(
-            self.path,
-            paths,
-            group=group,
-            default_group=self.settings.get("group") or DEFAULT_GROUP,
-            include=tuple(include or ()),
-            exclude=tuple(exclude or ()),
-            forget_filters=forget_filters,
-            chunk_flags={
-                "split_by": plain_value(split_by),
-                "chunk_size": chunk_size,
-                "chunk_overlap": chunk_overlap,
-            },
-        )
+        default_group = self.settings.get("group") or DEFAULT_GROUP
+        plan = plan_ingest(self.path, paths, options or IngestOptions(), default_group=default_group)
         refuse_index_in_roots(self.path, plan.roots)
         return plan
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol
 
+from ragcli.choices import plain_value
+
 
 @dataclass(frozen=True)
 class Document:
@@ -41,6 +43,44 @@ class ChunkSettings:
     split_by: str = "token"
     chunk_size: int = 256
     chunk_overlap: int = 25
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """What an ingest reads and how it cuts it, as a front end was given it: a `None` or empty
+    field was not given (the root's remembered value is kept, else the settings decide).
+
+    `split_by`, `chunk_size` and `chunk_overlap` override the group's `ChunkSettings` one by
+    one; `include`/`exclude` (gitignore-style patterns) replace the roots' remembered ones;
+    `forget_filters` reads the roots without theirs."""
+
+    group: str | None = None
+    split_by: str | None = None
+    chunk_size: int | None = None
+    chunk_overlap: int | None = None
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    forget_filters: bool = False
+
+    def __post_init__(self) -> None:
+        # typer passes a choice as an enum member, a library caller patterns as a list
+        object.__setattr__(self, "split_by", plain_value(self.split_by))
+        object.__setattr__(self, "include", tuple(self.include or ()))
+        object.__setattr__(self, "exclude", tuple(self.exclude or ()))
+
+    def chunk_flags(self) -> dict[str, Any]:
+        """The chunk settings given, by `ChunkSettings` field name (those not given left out)."""
+        given = {
+            "split_by": self.split_by,
+            "chunk_size": self.chunk_size,
+            "chunk_overlap": self.chunk_overlap,
+        }
+        return {name: value for name, value in given.items() if value is not None}
+
+    @property
+    def filters_given(self) -> bool:
+        """Whether the roots' remembered patterns are replaced (patterns given, or forgotten)."""
+        return bool(self.include or self.exclude) or self.forget_filters
 
 
 @dataclass(frozen=True)

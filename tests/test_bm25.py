@@ -251,7 +251,7 @@ def make_fts5_index(index, docs: dict[str, str], *, without_fts_row: str | None 
 
     import sqlite_utils
 
-    from ragcli.store.local.database import DATABASE_NAME
+    from ragcli.store.directory import DATABASE_NAME
     from ragcli.store.local.migrations import migrations
 
     index.mkdir(parents=True, exist_ok=True)

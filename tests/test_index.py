@@ -14,6 +14,7 @@ import pytest
 import ragcli
 from fakes import HashEmbedder
 from ragcli.errors import NotIndexed, UnknownGroup, UsageError
+from ragcli.types import IngestOptions
 
 GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guide" / "python.md"
 
@@ -108,7 +109,7 @@ def test_search_ask_remove_status_and_errors(docs, loads):
     with ragcli.open_index("idx") as index:
         with pytest.raises(NotIndexed):
             index.search("anything")
-        report = index.ingest([docs], split_by="word", chunk_size=60, chunk_overlap=0)
+        report = index.ingest([docs], IngestOptions(split_by="word", chunk_size=60, chunk_overlap=0))
         assert report.failed == [] and report.group == "medium"
         best = index.search("sourdough starter", mode="bm25", top_k=1)[0]
         assert best.chunk.path.endswith("bread_baking.md")

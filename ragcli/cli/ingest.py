@@ -148,6 +148,7 @@ def ingest(
     """
     started = time.perf_counter()  # the summary reports wall time, model preparation included
     from ragcli.index import open_index
+    from ragcli.types import IngestOptions
 
     if watch and rebuild:
         raise typer.BadParameter("--rebuild cannot be combined with --watch: rebuild first, then watch")
@@ -157,17 +158,16 @@ def ingest(
         )
     runtime = embed_runtime.value if embed_runtime is not None else None
     index_ = open_index(index, embed_model=embed_model, embed_runtime=runtime, group=group)
-    chunking = {
-        "group": group,
-        "split_by": split_by,
-        "chunk_size": chunk_size,
-        "chunk_overlap": chunk_overlap,
-        "include": include or (),
-        "exclude": exclude or (),
-        "forget_filters": no_filters,
-    }
-    plan = index_.ingest_plan(paths, **chunking)  # a usage error before the model loads
-    chunking["batch_chunks"] = batch_size
+    options = IngestOptions(
+        group=group,
+        split_by=split_by,
+        chunk_size=chunk_size,
+        chunk_overlap=chunk_overlap,
+        include=include or (),
+        exclude=exclude or (),
+        forget_filters=no_filters,
+    )
+    plan = index_.ingest_plan(paths, options)  # a usage error before the model loads
     err = stderr_console()
     _say_plan(err, plan)
     with step_status(err, "loading the embedding model") as step:
@@ -179,12 +179,17 @@ def ingest(
     if watch:
         from ragcli.cli.watch import run_watch
 
-        run_watch(lambda stop: index_.watch(paths, stop=stop, plan=plan, **chunking), plan.roots)
+        run_watch(
+            lambda stop: index_.watch(paths, options, stop=stop, batch_chunks=batch_size, plan=plan),
+            plan.roots,
+        )
         return
     with progress_bar(err, "reading", unit="files") as bar:
         report = index_.ingest(
             paths,
+            options,
             prune=prune,
+            batch_chunks=batch_size,
             rebuild=rebuild,
             progress=bar,
             lock_timeout=lock_timeout,
@@ -192,7 +197,6 @@ def ingest(
             store=store,
             defer_embedding=defer_embedding,
             plan=plan,
-            **chunking,
         )
     for failure in report.failed:
         message = failure.reason if failure.path in failure.reason else f"{failure.path}: {failure.reason}"

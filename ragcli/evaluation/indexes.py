@@ -19,7 +19,7 @@ from ragcli.choices import DEFAULT_GROUP
 from ragcli.config import Settings
 from ragcli.evaluation.datasets import read_corpus
 from ragcli.ingest.splitting import PRESETS
-from ragcli.store.local.database import read_index_meta
+from ragcli.store.directory import read_index_meta
 
 if TYPE_CHECKING:
     from ragcli.embedding.base import Embedder

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from ragcli.choices import DEFAULT_GROUP
 from ragcli.ingest.splitting import PRESETS, section_bounds, split, validate_settings
@@ -29,22 +29,16 @@ def chunking_for(store: Backend, group: str, chunking: ChunkSettings | None) -> 
     return store.groups().get(group) or PRESETS.get(group, PRESETS[DEFAULT_GROUP])
 
 
-def chunking_override(
-    index: Path, group: str, split_by: str | None, chunk_size: int | None, chunk_overlap: int | None
-) -> ChunkSettings | None:
-    """Settings from the flags given, the rest from the group's current settings or preset."""
-    from ragcli.store.local.database import DATABASE_NAME, Store
+def chunking_override(index: Path, group: str, given: Mapping[str, Any]) -> ChunkSettings | None:
+    """Settings from the flags given (`IngestOptions.chunk_flags`), the rest from the group's
+    current settings or preset; None when none is given."""
+    from ragcli.store.directory import DATABASE_NAME, IndexDirectory
 
-    given = {
-        k: v
-        for k, v in {"split_by": split_by, "chunk_size": chunk_size, "chunk_overlap": chunk_overlap}.items()
-        if v is not None
-    }
     if not given:
         return None
     base = PRESETS.get(group, PRESETS[DEFAULT_GROUP])
     if (index / DATABASE_NAME).is_file():
-        store = Store.open(index)
+        store = IndexDirectory.open(index)
         try:
             base = store.groups().get(group, base)
         finally:

@@ -33,7 +33,7 @@ from ragcli.locking import DEFAULT_TIMEOUT, index_writer
 from ragcli.store.chooser import open_backend
 from ragcli.store.errors import storage_errors
 from ragcli.store.interface import Backend
-from ragcli.store.local.database import Store
+from ragcli.store.directory import IndexDirectory
 from ragcli.store.ownership import (
     claim_index_dir,
     is_index,
@@ -264,7 +264,7 @@ def _existing_index(
         NotIndexed: there is no index (said before a lock file is made anywhere, or a connection).
         IndexBusy: another process kept the index locked for longer than `lock_timeout`.
     """
-    Store.open(index).close()
+    IndexDirectory.open(index).close()
     with index_writer(index, timeout=lock_timeout, on_wait=on_wait), storage_errors(index):
         store = open_backend(index)
         try:
@@ -280,7 +280,7 @@ def _refuse_remote_rebuild(index: Path, uri: str | None) -> None:
         UsageError: the index (or the requested store) is on Milvus.
     """
     from ragcli.errors import UsageError
-    from ragcli.store.local.database import read_index_meta
+    from ragcli.store.directory import read_index_meta
     from ragcli.store.interface import STORE_URI_KEY, normalise_uri
 
     recorded = read_index_meta(index, STORE_URI_KEY)

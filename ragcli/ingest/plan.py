@@ -14,7 +14,7 @@ from typing import Sequence
 from ragcli.ingest.chunking import chunking_override
 from ragcli.ingest.remembered import META_KEY, RootOptions, changes, known_roots, read_root_options
 from ragcli.ingest.walk import FileFilter, resolve_roots, unmatched_patterns
-from ragcli.types import ChunkSettings
+from ragcli.types import ChunkSettings, IngestOptions
 
 
 @dataclass
@@ -39,7 +39,7 @@ class IngestPlan:
 
 def remembered_options(index: Path) -> dict[str, RootOptions]:
     """Each ingested root's options as the index stores them."""
-    from ragcli.store.local.database import read_index_meta
+    from ragcli.store.directory import read_index_meta
 
     return read_root_options(read_index_meta(index, META_KEY))
 
@@ -47,17 +47,13 @@ def remembered_options(index: Path) -> dict[str, RootOptions]:
 def plan_ingest(
     index: Path,
     paths: Sequence[str | Path] | None,
+    options: IngestOptions,
     *,
-    group: str | None,
     default_group: str,
-    include: Sequence[str] = (),
-    exclude: Sequence[str] = (),
-    forget_filters: bool = False,
-    chunk_flags: dict | None = None,
 ) -> IngestPlan:
     """The batches to run and what to say about them.
 
-    A named root is read with the flags given; flags not given (the patterns, the group) keep
+    A named root is read with the options given; those not given (the patterns, the group) keep
     the root's remembered values. With no paths, every root ingested before is read with its
     own remembered options, the flags given replacing them.
 
@@ -67,42 +63,38 @@ def plan_ingest(
     remembered = remembered_options(index)
     named = bool(paths)
     roots = resolve_roots(paths) if named else [Path(root) for root in known_roots(index)]
-    filters_given = bool(include or exclude) or forget_filters
     notices: list[str] = []
     chosen: dict[Path, RootOptions] = {}
     for root in roots:
         before = remembered.get(str(root))
         base = before or RootOptions(default_group)
-        options = RootOptions(
-            group or base.group,
-            tuple(include) if filters_given else base.include,
-            tuple(exclude) if filters_given else base.exclude,
+        root_options = RootOptions(
+            options.group or base.group,
+            options.include if options.filters_given else base.include,
+            options.exclude if options.filters_given else base.exclude,
         )
-        chosen[root] = options
-        if before is not None and before != options:
-            notices.append(f"{root}: {'; '.join(changes(before, options))}")
+        chosen[root] = root_options
+        if before is not None and before != root_options:
+            notices.append(f"{root}: {'; '.join(changes(before, root_options))}")
     if not named:
         notices.insert(0, "reading the roots ingested before:")
         notices[1:1] = [f"  {root} ({chosen[root].describe()})" for root in roots]
     batches: dict[RootOptions, list[Path]] = {}
-    for root, options in chosen.items():
-        batches.setdefault(options, []).append(root)
-    flags = chunk_flags or {}
+    for root, root_options in chosen.items():
+        batches.setdefault(root_options, []).append(root)
+    flags = options.chunk_flags()
     return IngestPlan(
         [
             Batch(
                 batch_roots,
-                options.group,
-                chunking_override(index, options.group, *(flags.get(k) for k in _CHUNK_FLAGS)),
-                options.file_filter,
+                root_options.group,
+                chunking_override(index, root_options.group, flags),
+                root_options.file_filter,
             )
-            for options, batch_roots in batches.items()
+            for root_options, batch_roots in batches.items()
         ],
         notices,
     )
-
-
-_CHUNK_FLAGS = ("split_by", "chunk_size", "chunk_overlap")
 
 
 def pattern_warnings(plan: IngestPlan) -> list[str]:

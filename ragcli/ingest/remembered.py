@@ -88,7 +88,7 @@ def known_roots(index: Path) -> list[str]:
         UsageError: nothing was ingested before, so there is nothing to default to.
     """
     from ragcli.errors import UsageError
-    from ragcli.store.local.database import read_index_meta
+    from ragcli.store.directory import read_index_meta
 
     roots = json.loads(read_index_meta(index, "roots") or "[]")
     if not roots:

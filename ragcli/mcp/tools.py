@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable
 
+from ragcli.call_options import ask_options, query_options
 from ragcli.errors import UsageError
 
 if TYPE_CHECKING:
@@ -38,15 +39,6 @@ class _State:
 
 def no_progress(done: float, total: float | None, message: str) -> None:
     """A `ProgressFn` that reports nowhere."""
-
-
-def filter_pairs(filters: Mapping[str, str | Sequence[str]] | None) -> list[str]:
-    """`{"file_type": ["pdf", "md"], "modified": ">=2024-01-01"}` -> the CLI's key=value pairs."""
-    pairs: list[str] = []
-    for key, value in (filters or {}).items():
-        values = [value] if isinstance(value, str) else list(value)
-        pairs.extend(f"{key}={item}" for item in values)
-    return pairs
 
 
 class IndexTools:
@@ -69,24 +61,18 @@ class IndexTools:
             self._state = None
 
     # -- the calls ------------------------------------------------------------------------
-    def search(
-        self,
-        query: str,
-        *,
-        mode: str | None = None,
-        top_k: int | None = None,
-        group: str | None = None,
-        filters: Mapping[str, Any] | None = None,
-        progress: ProgressFn = no_progress,
-    ) -> dict[str, Any]:
+    def search(self, query: str, *, progress: ProgressFn = no_progress, **given: Any) -> dict[str, Any]:
         """Ranked chunks for `query` (the data of `rag query --json`).
+
+        `given`: the search parameters (mode, top_k, group, filters, ...) as
+        `ragcli.call_options.query_options` takes them; None means "not given".
 
         Raises:
             NotIndexed, UsageError, UnknownGroup, UnknownFilter, IndexMismatch.
         """
         if not query.strip():
             raise UsageError("query: give some words to search for")
-        options = self.index.query_options(mode=mode, top_k=top_k, group=group, filters=filter_pairs(filters))
+        options = query_options(self.index, given)
         with self._lock:
             progress(0, 2, "opening the index")
             searcher = self._asker().searcher
@@ -95,21 +81,13 @@ class IndexTools:
             progress(2, 2, f"{len(hits)} hits")
         return {"query": query, "mode": options.mode, "hits": [hit.to_dict() for hit in hits]}
 
-    def ask(
-        self,
-        question: str,
-        *,
-        mode: str | None = None,
-        top_k: int | None = None,
-        filters: Mapping[str, Any] | None = None,
-        answer_style: str | None = None,
-        max_tokens: int | None = None,
-        progress: ProgressFn = no_progress,
-    ) -> dict[str, Any]:
+    def ask(self, question: str, *, progress: ProgressFn = no_progress, **given: Any) -> dict[str, Any]:
         """Answer `question` from the index with citations (the data of `rag ask --json`).
 
-        None means "not given": the settings decide as for `rag ask` (RAG_MODE, the config
-        file's mode, top_k and answer_style, else the defaults).
+        `given`: the answer parameters (mode, top_k, filters, answer_style, max_tokens, ...) as
+        `ragcli.call_options.ask_options` takes them. None means "not given": the settings
+        decide as for `rag ask` (RAG_MODE, the config file's mode, top_k and answer_style,
+        else the defaults).
 
         Raises:
             NotIndexed, ModelNotFound, UsageError and the search errors.
@@ -118,13 +96,7 @@ class IndexTools:
 
         if not question.strip():
             raise UsageError("question: ask something")
-        options = self.index.ask_options(
-            mode=mode,
-            top_k=top_k,
-            filters=filter_pairs(filters),
-            answer_style=answer_style,
-            max_tokens=max_tokens,
-        )
+        options = ask_options(self.index, given)
         with self._lock:
             progress(0, None, "retrieving and reading the sources")
             answer, pieces = None, 0
@@ -195,7 +167,7 @@ class IndexTools:
     def _asker(self) -> Asker:
         """The `Index`'s open `Asker` (its searcher serves `search`), refreshed when the index
         changed."""
-        from ragcli.store.local.database import DATABASE_NAME
+        from ragcli.store.directory import DATABASE_NAME
 
         database = self.index.path / DATABASE_NAME
         inode = database.stat().st_ino if database.is_file() else -1

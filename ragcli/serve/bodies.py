@@ -68,16 +68,6 @@ class IngestBody(_Body):
     )
 
 
-def filter_pairs(filters: Optional[Filters]) -> Optional[list[str]]:
-    """Filters as the CLI's key=value pairs (what `Index.query_options` parses)."""
-    if filters is None or isinstance(filters, list):
-        return filters
-    pairs: list[str] = []
-    for key, value in filters.items():
-        pairs.extend(f"{key}={item}" for item in ([value] if isinstance(value, str) else value))
-    return pairs
-
-
 def problems(error: ValidationError) -> str:
     """A validation error as one line: `top_k: Input should be less than or equal to 100`."""
     parts = [f"{'.'.join(map(str, item['loc'])) or 'body'}: {item['msg']}" for item in error.errors()]

@@ -13,7 +13,8 @@ from starlette.responses import FileResponse, JSONResponse, Response, StreamingR
 
 from ragcli.errors import IndexBusy, NotIndexed, RagError, UnknownFilter, UnknownGroup, UsageError
 from ragcli.records import json_document
-from ragcli.serve.bodies import AskBody, IngestBody, QueryBody, filter_pairs, problems
+from ragcli.call_options import ask_options, query_options
+from ragcli.serve.bodies import AskBody, IngestBody, QueryBody, problems
 from ragcli.serve.files import document_file, ingest_targets
 
 if TYPE_CHECKING:
@@ -79,17 +80,7 @@ def _json(kind: str, payload: dict[str, Any]) -> Response:
 async def query(request: Request) -> Response:
     body = await parse(request, QueryBody)
     engine = engine_of(request)
-    options = engine.index.query_options(
-        mode=body.mode,
-        top_k=body.top_k,
-        group=body.group,
-        filters=filter_pairs(body.filters),
-        min_score=body.min_score,
-        rerank=body.rerank,
-        fusion=body.fusion,
-        require=body.require,
-        exclude=body.exclude,
-    )
+    options = query_options(engine.index, body.model_dump(exclude={"query"}))
     hits = await engine.search(body.query, options)
     return _json("query", {"query": body.query, "mode": options.mode, "hits": hits})
 
@@ -160,14 +151,7 @@ def _integer(value: str, name: str) -> int:
 async def ask(request: Request) -> Response:
     body = await parse(request, AskBody)
     engine = engine_of(request)
-    options = engine.index.ask_options(
-        mode=body.mode,
-        top_k=body.top_k,
-        group=body.group,
-        filters=filter_pairs(body.filters),
-        answer_style=body.answer_style,
-        max_tokens=body.max_tokens,
-    )
+    options = ask_options(engine.index, body.model_dump(exclude={"question", "stream"}))
     job = engine.admit(body.question, options)
     if job is None:
         raise HTTPProblem(503, "busy: the answer queue is full", {"retry-after": str(RETRY_AFTER)})

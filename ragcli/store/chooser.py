@@ -13,15 +13,15 @@ from ragcli.errors import UsageError
 from ragcli.store.interface import STORE_URI_KEY, Backend, normalise_uri
 
 if TYPE_CHECKING:
-    from ragcli.store.local.database import Store
+    from ragcli.store.directory import IndexDirectory
 
 
-def recorded_uri(store: Store) -> str:
+def recorded_uri(store: IndexDirectory) -> str:
     """The backend an index uses: "local" or the Milvus URI recorded when it was created."""
     return store.get_meta(STORE_URI_KEY) or "local"
 
 
-def choose_store(store: Store, uri: str | None) -> str:
+def choose_store(store: IndexDirectory, uri: str | None) -> str:
     """The backend an index is to use: its recorded one, or `uri` for an index still empty.
 
     Raises:
@@ -42,9 +42,10 @@ def choose_store(store: Store, uri: str | None) -> str:
     return wanted
 
 
-def backend_for(store: Store, uri: str | None = None) -> Backend:
+def backend_for(store: IndexDirectory, uri: str | None = None) -> Backend:
     """The backend of an open index directory (takes ownership of `store`): its recorded one,
-    or `uri` (recorded once it could be opened, so an unreachable URI pins nothing).
+    or `uri` (recorded once it could be opened, so an unreachable URI pins nothing). Only a
+    local index reads the directory's database as its `Store` (documents, chunks, vectors).
 
     Raises:
         StoreUnavailable: the Milvus store cannot be reached (one line naming the URI).
@@ -53,8 +54,9 @@ def backend_for(store: Store, uri: str | None = None) -> Backend:
     uri = uri or recorded
     if uri == "local":
         from ragcli.store.local.backend import LocalBackend
+        from ragcli.store.local.database import Store
 
-        return LocalBackend(store)
+        return LocalBackend(store if isinstance(store, Store) else Store(store.path, store.db))
     from ragcli.store.milvus.backend import MilvusBackend
 
     backend = MilvusBackend(store, uri)
@@ -70,9 +72,9 @@ def open_backend(index: Path) -> Backend:
         NotIndexed: there is no index at `index`.
         StoreUnavailable: its Milvus store cannot be reached.
     """
-    from ragcli.store.local.database import Store
+    from ragcli.store.directory import IndexDirectory
 
-    store = Store.open(Path(index))
+    store = IndexDirectory.open(Path(index))
     try:
         return backend_for(store)
     except BaseException:
@@ -87,9 +89,9 @@ def create_backend(index: Path, uri: str | None = None) -> Backend:
         UsageError: `uri` differs from the index's recorded store.
         StoreUnavailable: the Milvus store cannot be reached.
     """
-    from ragcli.store.local.database import Store
+    from ragcli.store.directory import IndexDirectory
 
-    store = Store.create(Path(index))
+    store = IndexDirectory.create(Path(index))
     try:
         return backend_for(store, choose_store(store, uri))
     except BaseException:
@@ -98,7 +100,8 @@ def create_backend(index: Path, uri: str | None = None) -> Backend:
 
 
 def as_backend(store: Any) -> Backend:
-    """A backend as given, or an open local `Store` wrapped as its backend (library callers)."""
-    from ragcli.store.local.database import Store
+    """A backend as given, or an open index directory (a local `Store`) wrapped as its backend
+    (library callers)."""
+    from ragcli.store.directory import IndexDirectory
 
-    return backend_for(store) if isinstance(store, Store) else store
+    return backend_for(store) if isinstance(store, IndexDirectory) else store

@@ -46,7 +46,8 @@ class ChunkFilter:
 
 @dataclass(frozen=True)
 class PieceChunk:
-    """One chunk of a document piece about to be written."""
+    """One chunk of a document piece about to be written: what the splitter cut, as every
+    backend receives it (each derives its BM25 terms and vector from it)."""
 
     order: int
     text: str

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ragcli.store.local.database import Store
+from ragcli.store.directory import DATABASE_NAME, IndexDirectory
 from ragcli.store.interface import Backend
 
 META_KEY = "excluded"
@@ -61,7 +61,7 @@ def stored_form(path: str | Path) -> str:
     return os.fsencode(str(path)).decode("utf-8", "backslashreplace")
 
 
-def exclusions(store: Store | Backend) -> list[str]:
+def exclusions(store: IndexDirectory | Backend) -> list[str]:
     return json.loads(store.get_meta(META_KEY, "[]") or "[]")
 
 
@@ -73,7 +73,7 @@ def record_exclusions(index: Path, targets: Iterable[Path]) -> None:
     inside a root is recorded as an exclusion.
     """
     targets = [stored_form(t) for t in targets]
-    store = Store.open(index)
+    store = IndexDirectory.open(index)
     try:
         roots = json.loads(store.get_meta("roots", "[]") or "[]")
         kept_roots = [r for r in roots if not any(_within(r, t) for t in targets)]
@@ -87,16 +87,16 @@ def record_exclusions(index: Path, targets: Iterable[Path]) -> None:
 def copy_exclusions(source: Path, target: Path) -> None:
     """Give a rebuilt index (`target`) the exclusions of the one it replaces, so that what
     `rag rm` removed stays removed after `rag ingest --rebuild`."""
-    if not (Path(source) / "index.db").exists():
+    if not (Path(source) / DATABASE_NAME).exists():
         return
-    store = Store.open(source)
+    store = IndexDirectory.open(source)
     try:
         excluded = exclusions(store)
     finally:
         store.close()
     if not excluded:
         return
-    store = Store.create(target)
+    store = IndexDirectory.create(target)
     try:
         store.set_meta(META_KEY, json.dumps(excluded))
     finally:
@@ -105,10 +105,10 @@ def copy_exclusions(source: Path, target: Path) -> None:
 
 def lift_exclusions(index: Path, paths: Sequence[Path]) -> None:
     """Forget exclusions that `paths` (named in `rag ingest`) are or lie inside."""
-    if not (Path(index) / "index.db").exists():
+    if not (Path(index) / DATABASE_NAME).exists():
         return
     named = [stored_form(Path(p).expanduser().resolve()) for p in paths]
-    store = Store.open(index)
+    store = IndexDirectory.open(index)
     try:
         excluded = exclusions(store)
         kept = [e for e in excluded if not any(_within(root, e) for root in named)]
@@ -122,7 +122,7 @@ def _within(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def apply_exclusions(store: Store | Backend, files: list[Path]) -> list[Path]:
+def apply_exclusions(store: IndexDirectory | Backend, files: list[Path]) -> list[Path]:
     """`files` without those under a path `rag rm` removed."""
     excluded = exclusions(store)
     if not excluded:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ragcli.store.local.database import DATABASE_NAME
+from ragcli.store.directory import DATABASE_NAME
 from ragcli.store.interface import Backend
 from ragcli.store.chooser import open_backend
 

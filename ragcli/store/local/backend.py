@@ -13,7 +13,8 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from ragcli.store.local.database import DATABASE_NAME, NewChunk, Store
+from ragcli.store.directory import DATABASE_NAME, DirectorySettings, directory_size
+from ragcli.store.local.database import Store
 from ragcli.store.local.vector_files import VECTORS_DIR, open_vector_file
 from ragcli.store.interface import ChunkFilter, DocumentPiece
 from ragcli.store.local.chunkcache import ChunkCache
@@ -22,30 +23,9 @@ if TYPE_CHECKING:
     import numpy as np
 
     from ragcli.store.local.vectors import VectorIndex
-    from ragcli.types import Chunk, ChunkSettings
+    from ragcli.types import Chunk
 
 log = logging.getLogger(__name__)
-
-
-class DirectorySettings:
-    """Meta and chunk groups kept in the index directory's own database, on every backend."""
-
-    store: Store
-
-    def set_meta(self, key: str, value: Any) -> None:
-        self.store.set_meta(key, value)
-
-    def change_meta(self) -> list[tuple[str, str]]:
-        return self.store.change_meta()
-
-    def groups(self) -> dict[str, ChunkSettings]:
-        return self.store.groups()
-
-    def group(self, name: str) -> ChunkSettings:
-        return self.store.group(name)
-
-    def ensure_group(self, name: str, settings: ChunkSettings) -> bool:
-        return self.store.ensure_group(name, settings)
 
 
 class LocalBackend(DirectorySettings):
@@ -103,8 +83,6 @@ class LocalBackend(DirectorySettings):
 
         A chunk whose hash maps to None is written without a vector (`embed_pending` adds it).
         """
-        from ragcli.analysis import term_string
-
         new = [h for h, value in vectors.items() if value is not None and not isinstance(value, int)]
         with self.store.transaction():
             ids: dict[str, int | None] = {
@@ -115,34 +93,16 @@ class LocalBackend(DirectorySettings):
 
                 ids.update(self.store.insert_embeddings(new, np.stack([vectors[h] for h in new])))
             for piece in pieces:
-                self._write_piece(piece, ids, term_string)
+                self._write_piece(piece, ids)
 
-    def _write_piece(
-        self, piece: DocumentPiece, embedding_ids: Mapping[str, int | None], term_string
-    ) -> None:
+    def _write_piece(self, piece: DocumentPiece, embedding_ids: Mapping[str, int | None]) -> None:
         store = self.store
         if piece.first:
             doc_id = store.upsert_document(piece.record)
             store.clear_chunks(doc_id, piece.group)
         else:
             doc_id = store.document_by_path(piece.record["path"])["id"]
-        store.add_chunks(
-            doc_id,
-            piece.group,
-            [
-                NewChunk(
-                    order=c.order,
-                    text=c.text,
-                    start=c.start,
-                    end=c.end,
-                    page=c.page,
-                    hash=c.hash,
-                    tokens=term_string(c.text, piece.record.get("title")),
-                    embedding_id=embedding_ids.get(c.hash),
-                )
-                for c in piece.chunks
-            ],
-        )
+        store.add_chunks(doc_id, piece.group, piece.chunks, piece.record.get("title"), embedding_ids)
         if piece.last:
             store.mark_chunked(doc_id, piece.group, piece.content_hash)
 
@@ -372,13 +332,6 @@ class LocalDense:
 def embedded_share(embedded: int, chunks: int) -> float:
     """The share of chunks with a vector, 0..1 (1.0 for a group without chunks)."""
     return round(embedded / chunks, 4) if chunks else 1.0
-
-
-def directory_size(path: Path) -> int:
-    """Bytes of a file, or of every file under a folder; 0 when missing."""
-    if path.is_file():
-        return path.stat().st_size
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
 
 
 def vector_search(params: dict[str, Any]) -> dict[str, Any]:

@@ -12,9 +12,8 @@ from typing import Iterator
 from ragcli.errors import IndexBusy, IndexCorrupt, RagError
 from ragcli.locking import exclusive
 from ragcli.store.local.schema import MIGRATION_NAMES
-from ragcli.store.ownership import NotAnIndex, newer_format_message
+from ragcli.store.ownership import DATABASE_NAME, NotAnIndex, newer_format_message
 
-DATABASE_NAME = "index.db"
 MIGRATION_LOCK = "migrate.lock"
 
 

@@ -1,47 +1,27 @@
-"""The on-disk index: one directory holding a SQLite database and per-group vector files.
+"""The local index: one directory holding a SQLite database and per-group vector files.
 
 SQLite is the source of truth (documents, chunks with their BM25 terms, the BM25 postings
 of `ragcli.store.local.postings`, and every embedding vector); the FAISS files are derived from
 it and carry a generation number (`ragcli.store.local.vector_files`). `Store` is the
-database: its connection (`ragcli.store.local.connection`), meta, groups, documents and
-chunks here, its embedding rows in `ragcli.store.local.embedding_rows`.
+database: the index directory's part (opening, meta, groups, transactions) in
+`ragcli.store.directory`, documents and chunks here, its embedding rows in
+`ragcli.store.local.embedding_rows`.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
-from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
-from ragcli.errors import IndexCorrupt, NotIndexed, UnknownGroup, UsageError
-from ragcli.store.local.connection import DATABASE_NAME, connect_database
+from ragcli.store.directory import IndexDirectory, now_iso
 from ragcli.store.local.embedding_rows import ID_BATCH, EmbeddingRows
 from ragcli.store.local.postings import PostingsWriter
 from ragcli.store.local.vector_files import VectorFiles
 from ragcli.store.interface import PieceChunk
-from ragcli.store.ownership import check_format, claim_index_dir
-from ragcli.types import Chunk, ChunkSettings
+from ragcli.types import Chunk
 from ragcli.text import PART_SEPARATOR
-
-GROUP_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,39}$")
-
-
-@dataclass(frozen=True)
-class NewChunk(PieceChunk):
-    """A chunk about to be stored: the piece's chunk (window, page, hash) with its BM25 tokens
-    and embedding id."""
-
-    tokens: str
-    embedding_id: int | None
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def _chunk_metadata(row: Sequence[Any]) -> dict[str, Any]:
@@ -52,95 +32,27 @@ def _chunk_metadata(row: Sequence[Any]) -> dict[str, Any]:
     return meta
 
 
-def read_index_meta(index: Path, key: str) -> str | None:
-    """One meta value of the index at `index`; None when there is no index or no such value."""
-    if not (index / DATABASE_NAME).is_file():
-        return None
-    store = Store.open(index)
-    try:
-        return store.get_meta(key)
-    finally:
-        store.close()
-
-
-class Store(EmbeddingRows, VectorFiles):
-    """An index directory. Open it with `Store.open` (must exist) or `Store.create`.
+class Store(IndexDirectory, EmbeddingRows, VectorFiles):
+    """An index directory (`ragcli.store.directory.IndexDirectory`) with its documents and
+    chunks. Open it with `Store.open` (must exist) or `Store.create`.
 
     Its embedding rows (`ragcli.store.local.embedding_rows`) and vector files
-    (`ragcli.store.local.vector_files`) are mixins kept in their own modules."""
+    (`ragcli.store.local.vector_files`) are mixins kept in their own modules. The BM25
+    postings of the chunks a transaction added are written as one segment just before its
+    commit, so they land (or vanish) with the chunks."""
 
     def __init__(self, path: Path, db: sqlite3.Connection) -> None:
-        self.path = path
-        self.db = db
+        super().__init__(path, db)
         self._postings = PostingsWriter(db)
         self._touched: set[str] = set()  # groups whose chunks this transaction changed
 
-    @classmethod
-    def open(cls, path: Path) -> "Store":
-        """Open an existing index.
+    def _before_commit(self) -> None:
+        self._postings.flush()
+        self._bump_chunk_versions()
 
-        Raises:
-            NotIndexed: there is no index at `path`.
-        """
-        if path.exists() and not path.is_dir():
-            raise NotIndexed(f"--index {path} is a file, not an index folder: pass the index's folder")
-        if not (path / DATABASE_NAME).is_file():
-            raise NotIndexed(f"no index at {path}: run `rag ingest DIR` first (or pass --index PATH)")
-        return cls._connect(path)
-
-    @classmethod
-    def create(cls, path: Path) -> "Store":
-        """Open an index, creating the directory (with its marker) and schema when missing.
-
-        Raises:
-            NotAnIndex: `path` is a file, or a non-empty folder that is not a ragcli index.
-        """
-        claim_index_dir(path)
-        return cls._connect(path)
-
-    @classmethod
-    def _connect(cls, path: Path) -> "Store":
-        check_format(path)
-        return cls(path, connect_database(path))
-
-    def close(self) -> None:
-        self.db.close()
-
-    def check_integrity(self) -> None:
-        """Run SQLite's `PRAGMA quick_check` (reads every page once, skips index cross-checks).
-
-        Raises:
-            IndexCorrupt: a page is damaged; the message says how to recover.
-        """
-        from ragcli.store.errors import corrupt_message
-
-        try:
-            problems = [row[0] for row in self.db.execute("PRAGMA quick_check(3)").fetchall()]
-        except sqlite3.DatabaseError as error:
-            raise IndexCorrupt(corrupt_message(self.path, str(error))) from error
-        if problems != ["ok"]:
-            raise IndexCorrupt(corrupt_message(self.path, "quick_check: " + "; ".join(problems)[:200]))
-
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """One write transaction; rolled back on any exception.
-
-        The BM25 postings of the chunks it added are written as one segment just before
-        the commit, so they land (or vanish) with the chunks.
-        """
-        conn = self.db
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-            self._postings.flush()
-            self._bump_chunk_versions()
-            conn.execute("COMMIT")
-        except BaseException:
-            self._postings.discard()
-            self._touched.clear()
-            if conn.in_transaction:  # a failed COMMIT (disk full) must not leave it open
-                conn.execute("ROLLBACK")
-            raise
+    def _after_rollback(self) -> None:
+        self._postings.discard()
+        self._touched.clear()
 
     def _bump_chunk_versions(self) -> None:
         """Count each change to a group's chunks or their vectors (`chunk_version`), so a
@@ -152,63 +64,6 @@ class Store(EmbeddingRows, VectorFiles):
     def chunk_version(self, group: str) -> int:
         """How many committed transactions changed the group's chunks or their vectors."""
         return int(self.get_meta(f"chunks_version:{group}", "0") or 0)
-
-    @contextmanager
-    def snapshot(self) -> Iterator[None]:
-        """Reads in the block see one committed state, even while an ingest commits (WAL)."""
-        if self.db.in_transaction:
-            yield
-            return
-        self.db.execute("BEGIN")
-        try:
-            yield
-        finally:
-            self.db.execute("COMMIT")
-
-    def version(self) -> tuple[int, int, int]:
-        """Changes whenever the database does: by another connection's commit (SQLite's
-        `data_version`) or this connection's own writes (`total_changes`)."""
-        db = self.db
-        return id(db), db.execute("PRAGMA data_version").fetchone()[0], db.total_changes
-
-    # -- meta ---------------------------------------------------------------------------
-    def get_meta(self, key: str, default: str | None = None) -> str | None:
-        row = self.db.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
-        return row[0] if row else default
-
-    def set_meta(self, key: str, value: Any) -> None:
-        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", [key, str(value)])
-
-    # -- groups -------------------------------------------------------------------------
-    def groups(self) -> dict[str, ChunkSettings]:
-        rows = self.db.execute("SELECT name, split_by, chunk_size, chunk_overlap FROM groups ORDER BY name")
-        return {name: ChunkSettings(by, size, overlap) for name, by, size, overlap in rows.fetchall()}
-
-    def group(self, name: str) -> ChunkSettings:
-        """Settings of one group.
-
-        Raises:
-            UnknownGroup: the index has no such group; the message lists the ones it has.
-        """
-        groups = self.groups()
-        if name not in groups:
-            known = ", ".join(groups) or "none yet"
-            raise UnknownGroup(f"unknown group '{name}' (this index has: {known})")
-        return groups[name]
-
-    def ensure_group(self, name: str, settings: ChunkSettings) -> bool:
-        """Create or update a group; True when its chunking settings changed."""
-        if not GROUP_NAME.match(name):
-            raise UsageError(f"--group '{name}': use letters, digits and _ (starting with a letter)")
-        old = self.groups().get(name)
-        if old == settings:
-            return False
-        self.db.execute(
-            "INSERT OR REPLACE INTO groups (name, split_by, chunk_size, chunk_overlap, created_at) "
-            "VALUES (?, ?, ?, ?, ?)",
-            [name, settings.split_by, settings.chunk_size, settings.chunk_overlap, now_iso()],
-        )
-        return old is not None
 
     # -- documents ----------------------------------------------------------------------
     def document_by_path(self, path: str) -> dict[str, Any] | None:
@@ -246,12 +101,6 @@ class Store(EmbeddingRows, VectorFiles):
         )
         return int(cursor.lastrowid)
 
-    def replace_chunks(self, doc_id: int, group: str, content_hash: str, chunks: Sequence[NewChunk]) -> None:
-        """Replace a document's chunks in one group (caller holds the transaction)."""
-        self.clear_chunks(doc_id, group)
-        self.add_chunks(doc_id, group, chunks)
-        self.mark_chunked(doc_id, group, content_hash)
-
     def clear_chunks(self, doc_id: int, group: str) -> None:
         """Drop a document's chunks in a group and its "chunked" mark (caller holds the transaction).
 
@@ -261,9 +110,20 @@ class Store(EmbeddingRows, VectorFiles):
         self._delete_chunks("doc_id = ? AND group_name = ?", [doc_id, group])
         self.db.execute("DELETE FROM doc_groups WHERE doc_id = ? AND group_name = ?", [doc_id, group])
 
-    def add_chunks(self, doc_id: int, group: str, chunks: Sequence[NewChunk]) -> None:
-        """Append chunks to a document's group (caller holds the transaction)."""
+    def add_chunks(
+        self,
+        doc_id: int,
+        group: str,
+        chunks: Sequence[PieceChunk],
+        title: str | None,
+        embedding_ids: Mapping[str, int | None],
+    ) -> None:
+        """Append chunks to a document's group with their BM25 terms (from the text and the
+        document's title) and their vector's id by hash, if stored (caller holds the transaction)."""
+        from ragcli.analysis import term_string
+
         for chunk in chunks:
+            tokens = term_string(chunk.text, title)
             chunk_id = self.db.execute(
                 'INSERT INTO chunks (doc_id, group_name, ord, text, start, "end", page, hash, embedding_id, '
                 "tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -276,11 +136,11 @@ class Store(EmbeddingRows, VectorFiles):
                     chunk.end,
                     chunk.page,
                     chunk.hash,
-                    chunk.embedding_id,
-                    chunk.tokens,
+                    embedding_ids.get(chunk.hash),
+                    tokens,
                 ],
             ).lastrowid
-            self._postings.add(group, chunk_id, chunk.tokens.split())
+            self._postings.add(group, chunk_id, tokens.split())
         if chunks:
             self._touched.add(group)
 
@@ -353,10 +213,6 @@ class Store(EmbeddingRows, VectorFiles):
                 found[row[0]] = Chunk(*row[:9], metadata=_chunk_metadata(row))
         return found
 
-    def count(self, table: str, where: str = "", params: Sequence[Any] = ()) -> int:
-        sql = f"SELECT count(*) FROM {table}" + (f" WHERE {where}" if where else "")
-        return int(self.db.execute(sql, list(params)).fetchone()[0])
-
     # -- reads for retrieval, ingest and diagnosis ---------------------------------------
     def has_chunks(self, group: str) -> bool:
         """Whether the group holds at least one chunk."""
@@ -404,18 +260,6 @@ class Store(EmbeddingRows, VectorFiles):
     def forget_chunked(self, group: str) -> None:
         """Mark every document as not yet chunked for the group (its settings changed)."""
         self.db.execute("DELETE FROM doc_groups WHERE group_name = ?", [group])
-
-    def full_integrity_check(self) -> str:
-        """SQLite's `PRAGMA integrity_check` (every page and index): "ok" or the first problem."""
-        return self.db.execute("PRAGMA integrity_check").fetchone()[0]
-
-    def change_meta(self) -> list[tuple[str, str]]:
-        """The meta values every write changes: the last ingest and the vector files' generations."""
-        rows = self.db.execute(
-            "SELECT key, value FROM meta WHERE key = 'last_ingest' OR key LIKE 'vectors_generation:%' "
-            "ORDER BY key"
-        )
-        return [tuple(row) for row in rows.fetchall()]
 
     def content_state(self) -> dict[str, Any]:
         """What identifies the index's content now (`change_meta`, document and chunk counts and

@@ -7,6 +7,7 @@ import shlex
 import sqlite3
 from typing import Any
 
+from ragcli.store.directory import integrity
 from ragcli.store.local.database import Store
 
 
@@ -29,13 +30,6 @@ def local_checks(store: Store) -> list[tuple[str, Any, str]]:
             )
         )
     return checks
-
-
-def integrity(store: Store) -> str:
-    result = store.full_integrity_check()
-    if result != "ok":
-        raise RuntimeError(f"integrity_check: {result}")
-    return "integrity_check ok"
 
 
 def roots(store: Store) -> str:

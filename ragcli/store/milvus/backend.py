@@ -16,8 +16,9 @@ time) and to a Milvus server (``http://host:19530``). Two collections hold the c
 
 The embedding model is recorded in the chunks collection's properties; an index directory
 with another model is refused. Per-machine settings (groups, roots, exclusions) stay in the
-index directory's SQLite database. Filters are evaluated with the local store's SQL over
-the document rows (`ragcli.store.filters`), then applied as ``doc_id in [...]``.
+index directory's SQLite database (`ragcli.store.directory`). Filters are evaluated with the
+local store's SQL over the document rows (`ragcli.store.filters`), then applied as
+``doc_id in [...]``.
 
 The client is made by `ragcli.store.milvus.connection`; status and doctor checks are in
 `ragcli.store.milvus.health`.
@@ -28,12 +29,12 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ragcli.errors import IndexMismatch, StoreUnavailable
 from ragcli.store.interface import ChunkFilter, DocumentPiece
 from ragcli.store.filters import COLUMNS
-from ragcli.store.local.backend import DirectorySettings
+from ragcli.store.directory import DirectorySettings, IndexDirectory
 from ragcli.store.milvus.connection import connect, reason
 from ragcli.store.milvus.health import MilvusHealth
 from ragcli.store.milvus.search import MilvusDense, MilvusLexical
@@ -52,9 +53,6 @@ from ragcli.store.milvus.schema import (
 from ragcli.types import Chunk
 from ragcli.text import PART_SEPARATOR
 
-if TYPE_CHECKING:
-    from ragcli.store.local.database import Store
-
 _BATCH = 500
 _DOC_FIELDS = [
     "doc_id", "path", "content_hash", "file_name", "file_type", "size", "modified", "created", "title",
@@ -72,7 +70,7 @@ class MilvusBackend(DirectorySettings, MilvusHealth):
     # Every chunk row carries its vector: chunks are embedded before they are written.
     defers_embedding = False
 
-    def __init__(self, store: Store, uri: str) -> None:
+    def __init__(self, store: IndexDirectory, uri: str) -> None:
         self.store = store
         self.path = store.path
         self.uri = uri

@@ -4,12 +4,10 @@ health checks (a mixin of `ragcli.store.milvus.backend.MilvusBackend`)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ragcli.store.directory import DATABASE_NAME, directory_size, integrity
 from ragcli.store.milvus.schema import CHUNKS, DOCUMENTS, check_collections
-
-if TYPE_CHECKING:
-    from ragcli.store.local.database import Store
 
 
 class MilvusHealth:
@@ -20,9 +18,6 @@ class MilvusHealth:
         return {"documents": self._count(DOCUMENTS), "chunks": chunks, "embeddings": chunks}
 
     def describe(self) -> dict[str, Any]:
-        from ragcli.store.local.database import DATABASE_NAME
-        from ragcli.store.local.backend import directory_size
-
         groups = {
             name: {
                 "vectors": self.chunk_count(name),
@@ -62,7 +57,7 @@ class MilvusHealth:
             ),
             (
                 "sqlite integrity",
-                lambda: _local_integrity(self.store),
+                lambda: integrity(self.store),
                 "rebuild the index folder: rag ingest",
             ),
         ]
@@ -82,9 +77,3 @@ class MilvusHealth:
     def _ping(self) -> str:
         version = self.client.get_server_version()
         return f"{self.uri} answers (server {version})"
-
-
-def _local_integrity(store: Store) -> str:
-    from ragcli.store.local.health import integrity
-
-    return integrity(store)

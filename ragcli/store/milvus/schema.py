@@ -189,7 +189,7 @@ def document_row(
     piece: DocumentPiece, doc_id: int, count: int, old: Mapping[str, Any] | None
 ) -> dict[str, Any]:
     """The documents collection's row once all of a document's chunks in a group are in."""
-    from ragcli.store.local.database import now_iso
+    from ragcli.store.directory import now_iso
 
     record = piece.record
     chunked = dict((old or {}).get("chunked") or {})

@@ -1,0 +1,48 @@
+"""A search or an ask call from a front end that takes JSON (the MCP tools, `rag serve`'s API)
+turned into the `Index`'s options, one way for all of them.
+
+The call's parameters come by their `QueryOptions` / `AskOptions` field name, None meaning "not
+given" (the `Index` resolves it from the settings, as for the CLI); `filters` may be the CLI's
+``key=value`` pairs or a JSON object of key -> value or list of values.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
+
+if TYPE_CHECKING:
+    from ragcli.answer.ask import AskOptions
+    from ragcli.index import Index
+    from ragcli.retrieval.search import QueryOptions
+
+JsonFilters = Union[Mapping[str, Union[str, Sequence[str]]], Sequence[str], None]
+
+
+def filter_pairs(filters: JsonFilters) -> list[str] | None:
+    """`{"file_type": ["pdf", "md"], "modified": ">=2024-01-01"}` -> the CLI's key=value pairs
+    (what `Index.query_options` parses); pairs stay as they are, None stays None."""
+    if filters is None:
+        return None
+    if not isinstance(filters, Mapping):
+        return list(filters)
+    pairs: list[str] = []
+    for key, value in filters.items():
+        pairs.extend(f"{key}={item}" for item in ([value] if isinstance(value, str) else value))
+    return pairs
+
+
+def query_options(index: Index, given: Mapping[str, Any]) -> QueryOptions:
+    """The search options of a call's parameters (see the module docstring)."""
+    return index.query_options(**_parsed(given))
+
+
+def ask_options(index: Index, given: Mapping[str, Any]) -> AskOptions:
+    """The answer options (retrieval ones included) of a call's parameters."""
+    return index.ask_options(**_parsed(given))
+
+
+def _parsed(given: Mapping[str, Any]) -> dict[str, Any]:
+    values = dict(given)
+    if "filters" in values:
+        values["filters"] = filter_pairs(values["filters"])
+    return values
