@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
 
 if TYPE_CHECKING:
-    from ragcli.answer.ask import AskOptions
+    from ragcli.answer.options import AskOptions
     from ragcli.index import Index
     from ragcli.retrieval.search import QueryOptions
 
