@@ -109,13 +109,17 @@ class Hit:
     sources: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """The hit as JSON-ready data: the shape of `rag query --json` and of the agents' search."""
+        """The hit as JSON-ready data: the shape of `rag query --json` and of the agents' search;
+        ``place`` is where it is in words ("slide 3"), None where path and page say it all."""
+        from ragcli.places import place
+
         chunk = self.chunk
         return {
             "rank": self.rank,
             "score": self.score,
             "path": chunk.path,
             "page": chunk.page,
+            "place": place(chunk.path, chunk.page, chunk.text),
             "chunk_id": chunk.id,
             "group": chunk.group,
             "text": chunk.text,

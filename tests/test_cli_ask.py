@@ -70,7 +70,7 @@ def test_json_document_has_the_documented_fields(index, echo):
     doc = json.loads(result.stdout)
     assert doc["schema_version"] == 1 and doc["kind"] == "answer"
     assert doc["answer"].endswith("[1].") and doc["abstained"] is False and doc["cached"] is False
-    assert doc["citations"] == [{"number": 1, "path": "/notes/router.md", "page": None}]
+    assert doc["citations"] == [{"number": 1, "path": "/notes/router.md", "page": None, "place": None}]
     assert {"number", "path", "page", "score", "text"} <= set(doc["sources"][0])
     assert {"sentence", "label", "score", "source"} == set(doc["support"][0])
     assert {"retrieve", "rerank", "prompt", "first_token", "total"} <= set(doc["timings"])
@@ -83,7 +83,7 @@ def test_json_document_has_the_documented_fields(index, echo):
 
 def test_citation_maps_to_path_and_page(index, echo):
     doc = json.loads(invoke("keeper log ships candle", *FAST, "--json").stdout)
-    assert doc["citations"] == [{"number": 1, "path": "/papers/lighthouse.pdf", "page": 1}]
+    assert doc["citations"] == [{"number": 1, "path": "/papers/lighthouse.pdf", "page": 1, "place": None}]
 
 
 def test_pipe_output_is_plain_answer_then_sources(index, echo):

@@ -94,7 +94,7 @@ def test_json_document(index):
     assert document["schema_version"] == 1 and document["query"] == "reset the router"
     assert document["mode"] == "hybrid" and len(document["hits"]) == 2
     top = document["hits"][0]
-    assert set(top) == {"rank", "score", "path", "page", "chunk_id", "group", "text", "sources"}
+    assert set(top) == {"rank", "score", "path", "page", "place", "chunk_id", "group", "text", "sources"}
     assert top["rank"] == 1 and top["path"] == "/notes/router.md" and top["group"] == "medium"
     assert set(top["sources"]) == {"bm25", "dense"} and top["sources"]["bm25"]["rank"] == 1
 

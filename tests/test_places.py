@@ -63,7 +63,8 @@ def test_query_table_names_the_slide_and_the_sheet_rows(office_index):
     piped = rag("query", "Tieguanyin oolong tonnes", "--mode", "bm25", "-k", "1")
     assert piped.stdout.split("\t")[2] == f"{office_index / 'tea_harvests.xlsx'}:1", piped.stdout
     shaped = rag("query", "Tieguanyin oolong tonnes", "--mode", "bm25", "-k", "1", "--json")
-    assert json.loads(shaped.stdout)["hits"][0]["page"] == 1
+    hit = json.loads(shaped.stdout)["hits"][0]
+    assert hit["page"] == 1 and hit["place"] == "sheet 1, rows 2-5"  # the words, for pages and agents
 
 
 def test_ask_cites_the_sheet_and_rows_it_quotes(office_index):
@@ -71,6 +72,9 @@ def test_ask_cites_the_sheet_and_rows_it_quotes(office_index):
     assert answer.returncode == 0, answer.stderr
     assert "Tonnes: 310" in answer.stdout
     assert "tea_harvests.xlsx:1 (sheet 1, row" in answer.stdout, answer.stdout
+    shaped = rag("ask", "How many tonnes of Tieguanyin oolong were harvested in Fujian?", "--json")
+    citation = json.loads(shaped.stdout)["citations"][0]
+    assert citation["page"] == 1 and citation["place"].startswith("sheet 1, row"), citation
 
 
 def test_open_a_mailbox_message_opens_its_mailbox_and_says_so(tmp_path, isolated_home):

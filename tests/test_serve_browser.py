@@ -91,3 +91,27 @@ def test_readable_at_phone_width(page):
     page.press("#q", "Enter")
     playwright.expect(page.locator("#hits li").first).to_be_visible()
     assert page.evaluate("document.documentElement.scrollWidth") <= 375
+
+
+def test_a_slide_and_a_sheet_are_named_in_their_own_unit(tmp_path, model_cache_dir):
+    """A hit in a deck says "slide N", one in a spreadsheet "sheet N, rows A-B", as the CLI does."""
+    from serving import FIXTURES, rag_child
+
+    env = clean_env(tmp_path / "home", model_cache_dir, RAG_MODE="bm25")
+    docs, index = tmp_path / "docs", tmp_path / "index"
+    docs.mkdir()
+    for name in ("coffee_houses.pptx", "tea_harvests.xlsx"):
+        shutil.copy(FIXTURES / "sample" / name, docs / name)
+    rag_child(env, "ingest", str(docs), "--index", str(index))
+    with running_server(env, "--index", str(index)) as url, playwright.sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        tab = browser.new_page()
+        tab.goto(url)
+        tab.fill("#q", "Tieguanyin oolong tonnes")
+        tab.press("#q", "Enter")
+        first = tab.locator("#hits li a.source").first
+        playwright.expect(first).to_contain_text("· sheet 1, rows 2-5")
+        tab.fill("#q", "Venice first coffee house")
+        tab.press("#q", "Enter")
+        playwright.expect(first).to_contain_text("coffee_houses.pptx · slide")
+        browser.close()

@@ -7,6 +7,7 @@ from typing import Any, Mapping
 
 from ragcli.answer.context import Source
 from ragcli.answer.support import SentenceSupport
+from ragcli.places import place
 from ragcli.types import Hit
 
 
@@ -57,6 +58,16 @@ class Answer:
         source = self.source(number)
         return source.page if source is not None else None
 
+    def quoted_from(self, number: int) -> str:
+        """The lines of the answer that cite source `number` (where its rows and pages are read)."""
+        return "\n".join(line for line in self.text.split("\n") if line.rstrip().endswith(f"[{number}]"))
+
+    def place(self, number: int) -> str | None:
+        """Where ``[number]`` points in words ("slide 3", "sheet 2, rows 7-12"), or None where
+        its path and page say it all (`ragcli.places.place`)."""
+        source = self.source(number)
+        return place(source.path, self.page(number), self.quoted_from(number)) if source else None
+
     def source(self, number: int) -> Source | None:
         """The source cited as ``[number]``."""
         return next((source for source in self.sources if source.number == number), None)
@@ -70,7 +81,7 @@ class Answer:
             "model": self.model,
             "short_answer": self.short,
             "citations": [
-                {"number": n, "path": s.path, "page": self.page(n)}
+                {"number": n, "path": s.path, "page": self.page(n), "place": self.place(n)}
                 for n in self.citations
                 if (s := self.source(n)) is not None
             ],

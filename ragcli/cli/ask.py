@@ -352,15 +352,10 @@ def _print_sources(answer) -> None:
     title = "Sources (inferred from support):" if answer.citations_inferred else "Sources:"
     console.print(f"\n{title}", markup=False, highlight=False)
     for source in shown:
-        where = cited_place(source.path, answer.page(source.number), _quoted_from(answer, source.number))
+        where = cited_place(source.path, answer.page(source.number), answer.quoted_from(source.number))
         console.print(f"  [{source.number}] {printable(where)}", markup=False, highlight=False)
     if console.is_terminal and answer.support:
         _print_support(console, answer)
-
-
-def _quoted_from(answer, number: int) -> str:
-    """The lines of the answer that cite source `number` (where its rows and pages are read)."""
-    return "\n".join(line for line in answer.text.split("\n") if line.rstrip().endswith(f"[{number}]"))
 
 
 def _is_quote(sentence: str, answer) -> bool:

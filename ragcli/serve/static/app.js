@@ -92,8 +92,12 @@ async function search(event) {
   }
 }
 
+// Where a hit or citation is, in the document's own unit ("slide 3", "sheet 2, rows 7-12").
+const placeOf = (item) => item.place || (item.page ? `page ${item.page}` : "");
+const titled = (path, item) => path + (placeOf(item) ? ` · ${placeOf(item)}` : "");
+
 function hitItem(hit, words) {
-  const where = hit.path + (hit.page ? ` · page ${hit.page}` : "");
+  const where = titled(hit.path, hit);
   const open = () => showText(where, hit.text, hit.path, hit.page, words);
   return el("li", {},
     sourceLink(hit.path, hit.page, where, open),
@@ -172,7 +176,7 @@ function showAnswer(answer) {
   const sources = new Map(answer.sources.map((source) => [source.number, source]));
   const open = (citation) => {
     const source = sources.get(citation.number) || {};
-    const title = `[${citation.number}] ${citation.path}` + (citation.page ? ` · page ${citation.page}` : "");
+    const title = `[${citation.number}] ` + titled(citation.path, citation);
     return () => showChunk(title, citation.path, citation.page, (source.chunk_ids || [])[0]);
   };
   const byNumber = new Map(answer.citations.map((citation) => [citation.number, citation]));
@@ -184,7 +188,7 @@ function showAnswer(answer) {
   }));
   $("citations").replaceChildren(...answer.citations.map((citation) => el("li", { value: citation.number },
     sourceLink(citation.path, citation.page,
-      citation.path + (citation.page ? ` · page ${citation.page}` : ""), open(citation)))));
+      titled(citation.path, citation), open(citation)))));
   const labels = answer.support.map((item) => item.label);
   const supported = labels.filter((label) => label === "supported").length;
   $("ask-state").textContent = answer.abstained
