@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Hashable, Iterable, Mapping, Sequence
 
 from ragcli.store.local.database import DATABASE_NAME, NewChunk, Store
 from ragcli.store.local.vector_files import VECTORS_DIR, open_vector_file
@@ -34,6 +34,14 @@ class DirectorySettings:
 
     def set_meta(self, key: str, value: Any) -> None:
         self.store.set_meta(key, value)
+
+    def version(self) -> Hashable | None:
+        """None: the content lives elsewhere, so no read of it may be kept between queries."""
+        return None
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """Nothing to hold: the content lives elsewhere."""
+        return nullcontext()
 
     def change_meta(self) -> list[tuple[str, str]]:
         return self.store.change_meta()
@@ -59,6 +67,10 @@ class LocalBackend(DirectorySettings):
     def __init__(self, store: Store) -> None:
         self.store = store
         self.path = store.path
+
+    def version(self) -> Hashable | None:
+        """`Store.version`: changes with every commit, of this process or another."""
+        return self.store.version()
 
     @property
     def db(self):
