@@ -204,8 +204,11 @@ def _best_in_range(
         kth = np.partition(totals, len(totals) - take)[len(totals) - take]  # 3x faster than argpartition
     # Everything tied with the k-th best stays a candidate, so ties resolve by chunk id.
     picked = np.flatnonzero(totals >= kth) if kth > 0 else np.flatnonzero(totals)
-    order = np.lexsort((picked, -totals[picked]))[:k]
-    return [(int(picked[i]) + low, float(totals[picked[i]])) for i in order]
+    best = picked[np.lexsort((picked, -totals[picked]))[:k]]
+    scores = totals[best].tolist()  # Python floats, as float() makes them: one call, not k
+    if low:
+        best = best + low
+    return list(zip(best.tolist(), scores))
 
 
 def _best(
@@ -229,6 +232,8 @@ def _best(
     import numpy as np
 
     low, high = (int(ids.min()), int(ids.max())) if bounds is None else bounds
+    if low <= high - low:  # ids from 0 cost fewer extra slots than shifting them costs time
+        low = 0
     if high - low < 8 * len(ids) + 1_000_000:  # a dense accumulator over the id range
         shifted = ids - low if low else ids
         totals = np.bincount(shifted, weights=partial)
@@ -252,4 +257,4 @@ def _best(
     chunk_ids, first = np.unique(chunk_ids[picked], return_index=True)
     scores = scores[picked][first]
     order = np.lexsort((chunk_ids, -scores))[:k]
-    return [(int(chunk_ids[i]), float(scores[i])) for i in order]
+    return list(zip(chunk_ids[order].tolist(), scores[order].tolist()))
