@@ -349,11 +349,13 @@ def test_a_query_scored_without_numpy_equals_the_numpy_scorer(isolated_home, mon
             gone = store.db.execute("SELECT id FROM documents WHERE path LIKE 'router-%'").fetchall()
             store.delete_documents([doc_id for (doc_id,) in gone])
         assert store.db.execute("SELECT count(*) FROM bm25_deleted").fetchone()[0]  # marks, not rewrites
+        some = [row[0] for row in store.db.execute("SELECT id FROM chunks WHERE id % 3 = 0")]
         for query in QUERIES + ["router reset button", "copy", "lamp lamp beam", "no such word"]:
             terms = index_terms(query)
             for k in (1, 3, 999):
-                expected = PostingsReader().top_k(store.db, "medium", terms, k)
-                assert _top_k_in_python(store.db, "medium", terms, k) == expected, (query, k)
+                for allowed in (None, some):
+                    expected = PostingsReader().top_k(store.db, "medium", terms, k, allowed)
+                    assert _top_k_in_python(store.db, "medium", terms, k, allowed) == expected, (query, k)
         monkeypatch.setattr(postings_reader, "PYTHON_POSTINGS", 5)  # too many postings: numpy's turn
         assert _top_k_in_python(store.db, "medium", index_terms("copy"), 3) is None
     finally:

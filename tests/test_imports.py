@@ -96,8 +96,8 @@ def test_bm25_query_imports_no_model_runtime(index):
 
 def test_a_small_bm25_query_does_not_import_numpy(index):
     # Importing numpy costs more than scoring a few thousand postings in plain Python.
-    for output in (["--json"], []):
-        args = ["query", "lighthouse", "--mode", "bm25", *output]
+    for extra in (["--json"], [], ["--filter", "file_type=txt"]):
+        args = ["query", "lighthouse", "--mode", "bm25", *extra]
         assert loaded_heavy_modules(args, watched=("numpy",)) == set()
 
 

@@ -306,11 +306,8 @@ class LocalLexical:
             )
         return [[(chunks[cid], score) for cid, score in rows if cid in chunks] for rows in ranked]
 
-    def _allowed_ids(self, allowed: ChunkFilter):
-        import numpy as np
-
-        ids = self.store.filtered_chunk_ids(self.group, allowed.where, allowed.params)
-        return np.asarray(ids, dtype=np.int64)
+    def _allowed_ids(self, allowed: ChunkFilter) -> list[int]:
+        return self.store.filtered_chunk_ids(self.group, allowed.where, allowed.params)
 
 
 class LocalDense:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 
 def top_k(
-    db: sqlite3.Connection, group: str, terms: Sequence[str], k: int, allowed: np.ndarray | None = None
+    db: sqlite3.Connection, group: str, terms: Sequence[str], k: int, allowed: Sequence[int] | None = None
 ) -> list[tuple[int, float]]:
     """The k best (chunk id, BM25 score) pairs for analysed query terms, best first.
 
@@ -66,6 +66,7 @@ class PostingsReader:
         self._held = 0
         self._versions: dict[str, Hashable] = {}
         self._answered = False
+        self._allowed: tuple[Sequence[int] | None, np.ndarray | None] = (None, None)
 
     def _group(self, db: sqlite3.Connection, group: str, version: Hashable | None) -> tuple[int, float, dict]:
         """(N, average length, term cache) of a group at the snapshot's generation.
@@ -110,22 +111,29 @@ class PostingsReader:
         group: str,
         terms: Sequence[str],
         k: int,
-        allowed: np.ndarray | None = None,
+        allowed: Sequence[int] | None = None,
         version: Hashable | None = None,
     ) -> list[tuple[int, float]]:
         """Like the module's `top_k` (same scores, same order); call inside one snapshot.
 
         Args:
+            allowed: if given, only these chunk ids may be returned; pass the same object to
+                every query of a batch (it is turned into an array once).
             version: the database's `Store.version()` read in this snapshot, if known.
         """
         if not terms or k <= 0:
             return []
         first, self._answered = not self._answered, True
-        if first and allowed is None and "numpy" not in sys.modules and array("I").itemsize == 4:
-            found = _top_k_in_python(db, group, terms, k)
+        if first and "numpy" not in sys.modules and array("I").itemsize == 4:
+            found = _top_k_in_python(db, group, terms, k, allowed)
             if found is not None:
                 return found
         import numpy as np
+
+        if allowed is not None and not isinstance(allowed, np.ndarray):
+            if self._allowed[0] is not allowed:
+                self._allowed = allowed, np.asarray(allowed, dtype=np.int64)
+            allowed = self._allowed[1]
 
         docs, _, cache = self._group(db, group, version)
         if not docs:
@@ -151,7 +159,9 @@ class PostingsReader:
 PYTHON_POSTINGS = 50_000
 
 
-def _top_k_in_python(db: sqlite3.Connection, group: str, terms: Sequence[str], k: int) -> list | None:
+def _top_k_in_python(
+    db: sqlite3.Connection, group: str, terms: Sequence[str], k: int, allowed: Sequence[int] | None = None
+) -> list | None:
     """`PostingsReader.top_k` without numpy: the same scores (the same float64 expressions,
     added per chunk in the same order as `numpy.bincount`) and the same order, ties by chunk
     id; caches nothing. None when the terms hold more than PYTHON_POSTINGS postings."""
@@ -176,6 +186,9 @@ def _top_k_in_python(db: sqlite3.Connection, group: str, terms: Sequence[str], k
         for chunk_id, tf, length in postings:  # `term_scores`, one posting at a time
             score = idf * (tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / average)))
             totals[chunk_id] = totals.get(chunk_id, 0.0) + score
+    if allowed is not None:
+        kept = set(allowed)
+        totals = {chunk_id: total for chunk_id, total in totals.items() if chunk_id in kept}
     return heapq.nsmallest(k, totals.items(), key=_best_first)
 
 
