@@ -44,7 +44,6 @@ _WORD_CHAR = re.compile(r"[^\W_]")
 # written with and without the hyphen: their split words match both spellings, and kept
 # whole they rewarded one spelling (-0.007 nDCG@10 for BM25 on Cranfield).
 _COMPOUND = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
-_CJK_CHAR = re.compile(f"[{_CJK}]")
 # Longer "tokens" are URLs or run-together text, not something a user types as one term.
 MAX_WHOLE = 40
 
@@ -119,7 +118,14 @@ def whole_token(token: str) -> str | None:
         return None
     if _COMPOUND.fullmatch(token):
         return None
-    return None if _CJK_CHAR.search(token) else fold(token.lower())
+    return None if _cjk_char().search(token) else fold(token.lower())
+
+
+@lru_cache(maxsize=1)
+def _cjk_char() -> re.Pattern[str]:
+    """Compiled on first need: a class of the CJK ranges takes 2-3 ms to compile, and a new
+    process's query seldom holds a technical token."""
+    return re.compile(f"[{_CJK}]")
 
 
 def technical_terms(text: str) -> list[str]:
