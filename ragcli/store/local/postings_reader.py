@@ -217,6 +217,9 @@ def _best_in_range(
         kth = np.partition(totals, len(totals) - take)[len(totals) - take]  # 3x faster than argpartition
     # Everything tied with the k-th best stays a candidate, so ties resolve by chunk id.
     picked = np.flatnonzero(totals >= kth) if kth > 0 else np.flatnonzero(totals)
+    if len(picked) <= 4 * k:  # the usual few candidates: sorting them in Python beats lexsort's call
+        ranked = sorted(zip((-totals[picked]).tolist(), picked.tolist()))[:k]
+        return [(chunk + low, -negated) for negated, chunk in ranked]
     best = picked[np.lexsort((picked, -totals[picked]))[:k]]
     scores = totals[best].tolist()  # Python floats, as float() makes them: one call, not k
     if low:
