@@ -138,19 +138,27 @@ class PostingsReader:
         docs, _, cache = self._group(db, group, version)
         if not docs:
             return []
-        parts = [part for part in (self._term(db, group, term, cache) for term in terms) if len(part[0])]
+        parts, low, high, probe = [], None, 0, None
+        for term in terms:  # one pass: the postings, their id range and the probe
+            part = self._term(db, group, term, cache)
+            count = len(part[0])
+            if not count:
+                continue
+            parts.append(part)
+            low = part[2][0] if low is None else min(low, part[2][0])
+            high = max(high, part[2][1])
+            # The rarest term with at least k chunks: the k-th best total among its chunks
+            # bounds the k-th best overall from below (`_best_in_range`).
+            if count >= k and (probe is None or count < len(probe)):
+                probe = part[0]
         if not parts:
             return []
         if len(parts) == 1:
-            ids, partial, bounds = parts[0]
+            ids, partial = parts[0][0], parts[0][1]
         else:
             ids = np.concatenate([part[0] for part in parts])
             partial = np.concatenate([part[1] for part in parts])
-            bounds = (min(part[2][0] for part in parts), max(part[2][1] for part in parts))
-        # The rarest term with at least k chunks: the k-th best total among its chunks bounds the
-        # k-th best overall from below (`_best_in_range`).
-        probe = min((part[0] for part in parts if len(part[0]) >= k), key=len, default=None)
-        return _best(ids, partial, k, allowed, repeats=len(parts), bounds=bounds, probe=probe)
+        return _best(ids, partial, k, allowed, repeats=len(parts), bounds=(low, high), probe=probe)
 
 
 # A query with more postings than this is scored with numpy even in a new process. Importing
