@@ -332,6 +332,16 @@ def test_ties_resolve_by_chunk_id_on_both_accumulators():
     assert _best(ids, partial, 10, np.array([4])) == []
 
 
+def test_ascii_text_is_analysed_like_any_text():
+    """ASCII text takes a shorter path (no CJK runs, nothing to fold): the same terms as the
+    general path, which one accented word at the end forces."""
+    from ragcli.analysis import analyze
+
+    samples = [*ENGLISH.values(), *QUERIES, "snake_case v1.2 x86_64 --foo", "A1 b2 _c_ 3d THE Lamps"]
+    for text in samples:
+        assert analyze(text + " \u00e9") == analyze(text) + ["e"], text
+
+
 def test_a_query_scored_without_numpy_equals_the_numpy_scorer(isolated_home, monkeypatch):
     """A new process's first query is scored in plain Python (numpy not imported yet): the
     same (chunk id, score) pairs bit for bit, ties by chunk id, deleted chunks left out."""
