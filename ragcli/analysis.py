@@ -40,11 +40,11 @@ _APOSTROPHES = str.maketrans("", "", "'\u2019")
 # A call's empty parentheses or a manual section after a name: `join()`, `git-reset(1)`.
 _CALL = re.compile(r"\((?:[0-9][a-z]?)?\)$")
 _WORD_CHAR = re.compile(r"[^\W_]")
+_ASCII_WORDS = re.compile(r"[a-z0-9]+")  # `_TERMS`' words in lower-cased ASCII text
 # Letters-only words joined by hyphens ("boundary-layer", "long-term") are English compounds,
 # written with and without the hyphen: their split words match both spellings, and kept
 # whole they rewarded one spelling (-0.007 nDCG@10 for BM25 on Cranfield).
 _COMPOUND = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
-_CJK_CHAR = re.compile(f"[{_CJK}]")
 # Longer "tokens" are URLs or run-together text, not something a user types as one term.
 MAX_WHOLE = 40
 
@@ -119,7 +119,14 @@ def whole_token(token: str) -> str | None:
         return None
     if _COMPOUND.fullmatch(token):
         return None
-    return None if _CJK_CHAR.search(token) else fold(token.lower())
+    return None if _cjk_char().search(token) else fold(token.lower())
+
+
+@lru_cache(maxsize=1)
+def _cjk_char() -> re.Pattern[str]:
+    """Compiled on first need: a class of the CJK ranges takes 2-3 ms to compile, and a new
+    process's query seldom holds a technical token."""
+    return re.compile(f"[{_CJK}]")
 
 
 def technical_terms(text: str) -> list[str]:
@@ -146,6 +153,9 @@ def analyze(text: str) -> list[str]:
 
 def _words(text: str) -> list[str]:
     """`analyze` of NFKC-normalised text."""
+    if text.isascii():  # the same terms, without the CJK branch and the accent folding
+        words = [word for word in _ASCII_WORDS.findall(text.lower()) if word not in STOP_WORDS]
+        return _stemmer().stemWords(words) if words else []
     pieces: list[tuple[bool, list[str]]] = []
     words: list[str] = []
     for match in _TERMS.finditer(text.lower()):

@@ -237,10 +237,10 @@ def read_config_file(path: Path) -> dict[str, Any]:
     Raises:
         UsageError: invalid TOML, an unknown key or a bad value; the message names file and key.
     """
-    import tomllib
-
     if not path.is_file():
         return {}
+    import tomllib
+
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:

@@ -332,6 +332,46 @@ def test_ties_resolve_by_chunk_id_on_both_accumulators():
     assert _best(ids, partial, 10, np.array([4])) == []
 
 
+def test_ascii_text_is_analysed_like_any_text():
+    """ASCII text takes a shorter path (no CJK runs, nothing to fold): the same terms as the
+    general path, which one accented word at the end forces."""
+    from ragcli.analysis import analyze
+
+    samples = [*ENGLISH.values(), *QUERIES, "snake_case v1.2 x86_64 --foo", "A1 b2 _c_ 3d THE Lamps"]
+    for text in samples:
+        assert analyze(text + " \u00e9") == analyze(text) + ["e"], text
+
+
+def test_a_query_scored_without_numpy_equals_the_numpy_scorer(isolated_home, monkeypatch):
+    """A new process's first query is scored in plain Python (numpy not imported yet): the
+    same (chunk id, score) pairs bit for bit, ties by chunk id, deleted chunks left out."""
+    import numpy  # noqa: F401  (so that PostingsReader takes its numpy path here)
+
+    import ragcli.store.local.postings_reader as postings_reader
+    from ragcli.store.local.postings_reader import PostingsReader, _top_k_in_python
+
+    texts = {f"{name}-{i}": f"{text} Copy {i}." for i in range(6) for name, text in ENGLISH.items()}
+    documents = [Document(path=name, text=text, file_type="txt") for name, text in texts.items()]
+    ingest_documents(isolated_home, documents, embedder=HashEmbedder(), group="medium", chunking=WHOLE)
+    store = Store.open(isolated_home)
+    try:
+        with store.transaction():
+            gone = store.db.execute("SELECT id FROM documents WHERE path LIKE 'router-%'").fetchall()
+            store.delete_documents([doc_id for (doc_id,) in gone])
+        assert store.db.execute("SELECT count(*) FROM bm25_deleted").fetchone()[0]  # marks, not rewrites
+        some = [row[0] for row in store.db.execute("SELECT id FROM chunks WHERE id % 3 = 0")]
+        for query in QUERIES + ["router reset button", "copy", "lamp lamp beam", "no such word"]:
+            terms = index_terms(query)
+            for k in (1, 3, 999):
+                for allowed in (None, some):
+                    expected = PostingsReader().top_k(store.db, "medium", terms, k, allowed)
+                    assert _top_k_in_python(store.db, "medium", terms, k, allowed) == expected, (query, k)
+        monkeypatch.setattr(postings_reader, "PYTHON_POSTINGS", 5)  # too many postings: numpy's turn
+        assert _top_k_in_python(store.db, "medium", index_terms("copy"), 3) is None
+    finally:
+        store.close()
+
+
 def test_a_query_reads_one_committed_state_while_another_connection_writes(english, isolated_home):
     """WAL: a writer commits between the query's statements; the query still sees one state."""
     writer = Store.open(isolated_home)

@@ -46,13 +46,15 @@ try:
     main()
 except SystemExit as done:
     assert not done.code, done.code
-heavy = sorted(name for name in sys.modules if name.split(".")[0] in {heavy!r})
+heavy = sorted(name for name in sys.modules if name.split(".")[0] in {watched!r})
 sys.stderr.write("HEAVY=" + json.dumps(heavy) + "\\n")
 """
 
 
-def loaded_heavy_modules(args: list[str], *, fake_embedder: bool = False) -> set[str]:
-    code = PROBE.format(fake=fake_embedder, tests=str(TESTS), heavy=HEAVY)
+def loaded_heavy_modules(
+    args: list[str], *, fake_embedder: bool = False, watched: tuple[str, ...] = HEAVY
+) -> set[str]:
+    code = PROBE.format(fake=fake_embedder, tests=str(TESTS), watched=watched)
     done = subprocess.run(
         [sys.executable, "-c", code, json.dumps(args)],
         capture_output=True,
@@ -90,6 +92,13 @@ def test_get_imports_no_model_runtime(index):
 
 def test_bm25_query_imports_no_model_runtime(index):
     assert loaded_heavy_modules(["query", "lighthouse", "--mode", "bm25", "--json"]) == set()
+
+
+def test_a_small_bm25_query_does_not_import_numpy(index):
+    # Importing numpy costs more than scoring a few thousand postings in plain Python.
+    for extra in (["--json"], [], ["--filter", "file_type=txt"]):
+        args = ["query", "lighthouse", "--mode", "bm25", *extra]
+        assert loaded_heavy_modules(args, watched=("numpy",)) == set()
 
 
 def test_dense_query_does_not_import_torch(index):

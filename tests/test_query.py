@@ -303,6 +303,26 @@ def test_empty_index(isolated_home, fake_models, tmp_path):
             searcher.search("router")
 
 
+def test_an_open_searcher_sees_groups_change_under_it(searcher, isolated_home):
+    """Resolved groups are remembered only while the database is unchanged: a group another
+    connection adds is found, an index it empties is said to be empty."""
+    bm25 = QueryOptions(mode="bm25")
+    assert "/notes/router.md" in paths(searcher.search("router", bm25))
+    with pytest.raises(UnknownGroup):
+        searcher.search("router", QueryOptions(mode="bm25", group="fine"))
+    fine = ChunkSettings("word", 8, 0)
+    ingest_documents(isolated_home, DOCS[:1], embedder=HashEmbedder(), group="fine", chunking=fine)
+    assert paths(searcher.search("router", QueryOptions(mode="bm25", group="fine"))) == ["/notes/router.md"]
+    writer = Store.open(isolated_home)
+    with writer.transaction():
+        writer.delete_documents([doc_id for (doc_id,) in writer.db.execute("SELECT id FROM documents")])
+    writer.close()
+    with pytest.raises(NotIndexed, match="empty"):
+        searcher.search("router", bm25)
+    with pytest.raises(NotIndexed, match="empty"):
+        searcher.search_many(["router"], bm25)
+
+
 def test_unknown_group_lists_the_known_ones(searcher):
     with pytest.raises(UnknownGroup, match="medium"):
         searcher.search("router", QueryOptions(group="fine"))

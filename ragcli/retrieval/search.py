@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Mapping, Sequence
 
 from ragcli.text import valid_unicode
 from ragcli.choices import DEFAULT_FUSION, DEFAULT_GROUP, FUSIONS, MAX_QUERY_CHARS, MODES, RERANKERS
@@ -186,6 +186,9 @@ class Searcher:
         self._retrievers: dict[tuple[str, str], Retriever] = {}
         self._filter_keys: list[str] | None = None
         self._noted: set[str] = set()  # coverage lines already said (once per searcher)
+        # Groups resolved at one store version: two reads a query saved while nothing changes.
+        self._resolved: dict[str | None, str] = {}
+        self._resolved_at: Hashable | None = None
 
     def __enter__(self) -> "Searcher":
         return self
@@ -202,6 +205,7 @@ class Searcher:
         process changed it; the loaded models stay."""
         self._retrievers.clear()
         self._filter_keys = None
+        self._resolved.clear()
 
     # -- models ---------------------------------------------------------------------------
     def embedder(self) -> Embedder:
@@ -248,6 +252,10 @@ class Searcher:
             UnknownGroup: the group does not exist.
             NotIndexed: the index (or group) holds no chunks.
         """
+        version = self.store.version()
+        known = self._resolved.get(group) if version is not None and version == self._resolved_at else None
+        if known is not None:  # nothing changed since this group was last resolved
+            return known
         groups = self.store.groups()
         name = group or default_group(groups)
         if groups and name not in groups:
@@ -255,6 +263,9 @@ class Searcher:
         if not groups or not self.store.has_chunks(name):
             where = f" (group '{name}')" if group else ""
             raise NotIndexed(f"the index at {self.store.path} is empty{where}: run `rag ingest DIR` first")
+        if version != self._resolved_at:
+            self._resolved, self._resolved_at = {}, version
+        self._resolved[group] = name
         return name
 
     def compile_filters(self, filters: Mapping[str, tuple[str, ...]]) -> ChunkFilter | None:
@@ -293,6 +304,14 @@ class Searcher:
         check_query_length(query)
         query = valid_unicode(query)  # non-UTF-8 bytes from argv/stdin must not reach the tokenizer
         validate(options)
+        if options.mode == "bm25" and options.rerank is None:
+            # One read snapshot for the group check and the postings: the first read of a
+            # snapshot costs SQLite a lock and a WAL check, about 4 µs, the later ones 1 µs.
+            with self.store.snapshot():
+                return self._search(query, options)
+        return self._search(query, options)
+
+    def _search(self, query: str, options: QueryOptions) -> list[Hit]:
         group = self.resolve_group(options.group)
         log.info("index %s, group %s, mode %s, top %d", self.store.path, group, options.mode, options.top_k)
         allowed = self.compile_filters(options.filters)
@@ -329,6 +348,10 @@ class Searcher:
         for query in queries:
             check_query_length(query)
         validate(options)
+        with self.store.snapshot():
+            return self._search_batch(queries, options)
+
+    def _search_batch(self, queries: Sequence[str], options: QueryOptions) -> list[list[Hit]]:
         group = self.resolve_group(options.group)
         log.info(
             "index %s, group %s, bm25 batch of %d, top %d",

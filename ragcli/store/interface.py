@@ -19,7 +19,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Hashable, Iterable, Mapping, Protocol, Sequence
 
 from ragcli.errors import UsageError
 
@@ -118,8 +118,16 @@ class Backend(Protocol):
     def ensure_group(self, name: str, settings: ChunkSettings) -> bool: ...
     def forget_chunked(self, group: str) -> None: ...
     def transaction(self) -> AbstractContextManager[None]: ...
+    def snapshot(self) -> AbstractContextManager[None]:
+        """Reads in the block see one committed state (local store; elsewhere a no-op)."""
+        ...
+
     def check_integrity(self) -> None: ...
     def close(self) -> None: ...
+    def version(self) -> Hashable | None:
+        """A value that changes whenever the index may have (None: unknown), so a searcher
+        can keep what it read about groups between queries."""
+        ...
 
     # -- ingest bookkeeping -----------------------------------------------------------
     def bind_model(self, model_id: str, fingerprint: str, dimension: int) -> None:

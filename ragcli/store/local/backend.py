@@ -11,7 +11,7 @@ import logging
 import threading
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Hashable, Iterable, Mapping, Sequence
 
 from ragcli.store.directory import DATABASE_NAME, DirectorySettings, directory_size
 from ragcli.store.local.database import Store
@@ -39,6 +39,10 @@ class LocalBackend(DirectorySettings):
     def __init__(self, store: Store) -> None:
         self.store = store
         self.path = store.path
+
+    def version(self) -> Hashable | None:
+        """`Store.version`: changes with every commit, of this process or another."""
+        return self.store.version()
 
     @property
     def db(self):
@@ -227,26 +231,26 @@ class LocalLexical:
     """BM25 over one group's postings (kept in memory between queries) and its chunks."""
 
     def __init__(self, store: Store, group: str) -> None:
+        from ragcli.analysis import index_terms
         from ragcli.store.local.postings_reader import PostingsReader
 
         self.store = store
         self.group = group
         self._reader = PostingsReader()
         self._chunks = ChunkCache()
+        self._terms = index_terms  # imported here, not per query (a `from` import costs 1 µs)
 
     def search_many(
         self, queries: Sequence[str], k: int, allowed: ChunkFilter | None
     ) -> list[list[tuple[Chunk, float]]]:
         """One snapshot, one read of the hit chunks (reused while the database is unchanged)."""
-        from ragcli.analysis import index_terms
-
         with self.store.snapshot():  # filters, statistics and postings from the same commit
             allowed_ids = self._allowed_ids(allowed) if allowed is not None and allowed.where else None
             if allowed_ids is not None and not len(allowed_ids):
                 return [[] for _ in queries]
             version = self.store.version()  # one read tells both caches the database is unchanged
             ranked = [
-                self._reader.top_k(self.store.db, self.group, index_terms(query), k, allowed_ids, version)
+                self._reader.top_k(self.store.db, self.group, self._terms(query), k, allowed_ids, version)
                 for query in queries
             ]
             chunks = self._chunks.chunks(
@@ -254,11 +258,8 @@ class LocalLexical:
             )
         return [[(chunks[cid], score) for cid, score in rows if cid in chunks] for rows in ranked]
 
-    def _allowed_ids(self, allowed: ChunkFilter):
-        import numpy as np
-
-        ids = self.store.filtered_chunk_ids(self.group, allowed.where, allowed.params)
-        return np.asarray(ids, dtype=np.int64)
+    def _allowed_ids(self, allowed: ChunkFilter) -> list[int]:
+        return self.store.filtered_chunk_ids(self.group, allowed.where, allowed.params)
 
 
 class LocalDense:

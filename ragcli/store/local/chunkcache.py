@@ -47,6 +47,10 @@ class ChunkCache:
             self._version = version
         cached = self._chunks
         wanted = list(dict.fromkeys(ids))
+        try:  # every hit read before (the common case of a warm stream of queries)
+            return {chunk_id: cached[chunk_id] for chunk_id in wanted}
+        except KeyError:
+            pass
         missing = [chunk_id for chunk_id in wanted if chunk_id not in cached]
         found = store.chunks(missing) if missing else {}
         found.update((chunk_id, cached[chunk_id]) for chunk_id in wanted if chunk_id in cached)

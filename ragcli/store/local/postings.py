@@ -27,7 +27,7 @@ import math
 import sqlite3
 from array import array
 from collections import Counter, defaultdict
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 if TYPE_CHECKING:
     import numpy as np
@@ -171,6 +171,13 @@ def deleted_ids(
     """Sorted ids of chunks marked deleted, in some segments or in a whole group."""
     import numpy as np
 
+    return np.sort(np.fromiter(deleted_rows(db, segments, group), dtype=np.int64))
+
+
+def deleted_rows(
+    db: sqlite3.Connection, segments: Sequence[int] | None = None, group: str | None = None
+) -> Iterator[int]:
+    """Ids of chunks marked deleted, in some segments or in a whole group, in no order."""
     if segments is not None:
         marks = ",".join("?" * len(segments))
         rows = db.execute(f"SELECT chunk_id FROM bm25_deleted WHERE segment IN ({marks})", list(segments))
@@ -180,7 +187,7 @@ def deleted_ids(
             "(SELECT id FROM bm25_segments WHERE group_name = ?)",
             [group],
         )
-    return np.sort(np.fromiter((row[0] for row in rows), dtype=np.int64))
+    return (row[0] for row in rows)
 
 
 def live(ids: np.ndarray, deleted: np.ndarray) -> np.ndarray | None:
@@ -353,13 +360,7 @@ def term_postings(
     """
     import numpy as np
 
-    rows = db.execute(
-        "SELECT chunk_ids, tfs, lengths FROM bm25_postings WHERE group_name = ? AND term = ?", [group, term]
-    ).fetchall()
-    if len(rows) == 1:
-        ids, tfs, lengths = rows[0]
-    else:
-        ids, tfs, lengths = (b"".join(row[i] for row in rows) for i in range(3))
+    ids, tfs, lengths = term_blobs(db, group, term)
     arrays = (
         np.frombuffer(ids, dtype=np.int64),
         np.frombuffer(tfs, dtype=np.uint32),
@@ -367,6 +368,17 @@ def term_postings(
     )
     keep = live(arrays[0], deleted_ids(db, group=group) if deleted is None else deleted)
     return arrays if keep is None else tuple(array[keep] for array in arrays)
+
+
+def term_blobs(db: sqlite3.Connection, group: str, term: str) -> tuple[bytes, bytes, bytes]:
+    """A term's packed (chunk ids, term frequencies, chunk lengths) over all segments of a
+    group, deleted chunks included (see the module's layout)."""
+    rows = db.execute(
+        "SELECT chunk_ids, tfs, lengths FROM bm25_postings WHERE group_name = ? AND term = ?", [group, term]
+    ).fetchall()
+    if len(rows) == 1:
+        return rows[0]
+    return tuple(b"".join(row[i] for row in rows) for i in range(3))
 
 
 def term_scores(

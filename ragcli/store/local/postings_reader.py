@@ -2,18 +2,29 @@
 
 `PostingsReader` caches each term's live postings and their BM25 contributions per index
 generation; a query sums the contributions of its terms per chunk (`numpy.bincount`) and keeps
-the k best (`_best`), ties ordered by chunk id.
+the k best (`_best`), ties ordered by chunk id. A reader's first query, while numpy is not
+imported, is scored in plain Python when its postings are few (`_top_k_in_python`): a new
+`rag query` process then skips numpy's import, which costs more than the scoring.
 """
 
 from __future__ import annotations
 
+import heapq
+import math
 import sqlite3
+import sys
+from array import array
 from typing import TYPE_CHECKING, Hashable, Sequence
 
 from ragcli.store.local.postings import (
+    B,
     GENERATION_KEY,
+    IDF_FLOOR,
+    K1,
     collection_stats,
     deleted_ids,
+    deleted_rows,
+    term_blobs,
     term_postings,
     term_scores,
 )
@@ -23,7 +34,7 @@ if TYPE_CHECKING:
 
 
 def top_k(
-    db: sqlite3.Connection, group: str, terms: Sequence[str], k: int, allowed: np.ndarray | None = None
+    db: sqlite3.Connection, group: str, terms: Sequence[str], k: int, allowed: Sequence[int] | None = None
 ) -> list[tuple[int, float]]:
     """The k best (chunk id, BM25 score) pairs for analysed query terms, best first.
 
@@ -54,6 +65,8 @@ class PostingsReader:
         self._terms: dict[str, dict[str, tuple[np.ndarray, np.ndarray, tuple[int, int]]]] = {}
         self._held = 0
         self._versions: dict[str, Hashable] = {}
+        self._answered = False
+        self._allowed: tuple[Sequence[int] | None, np.ndarray | None] = (None, None)
 
     def _group(self, db: sqlite3.Connection, group: str, version: Hashable | None) -> tuple[int, float, dict]:
         """(N, average length, term cache) of a group at the snapshot's generation.
@@ -98,34 +111,97 @@ class PostingsReader:
         group: str,
         terms: Sequence[str],
         k: int,
-        allowed: np.ndarray | None = None,
+        allowed: Sequence[int] | None = None,
         version: Hashable | None = None,
     ) -> list[tuple[int, float]]:
         """Like the module's `top_k` (same scores, same order); call inside one snapshot.
 
         Args:
+            allowed: if given, only these chunk ids may be returned; pass the same object to
+                every query of a batch (it is turned into an array once).
             version: the database's `Store.version()` read in this snapshot, if known.
         """
-        import numpy as np
-
         if not terms or k <= 0:
             return []
+        first, self._answered = not self._answered, True
+        if first and "numpy" not in sys.modules and array("I").itemsize == 4:
+            found = _top_k_in_python(db, group, terms, k, allowed)
+            if found is not None:
+                return found
+        import numpy as np
+
+        if allowed is not None and not isinstance(allowed, np.ndarray):
+            if self._allowed[0] is not allowed:
+                self._allowed = allowed, np.asarray(allowed, dtype=np.int64)
+            allowed = self._allowed[1]
+
         docs, _, cache = self._group(db, group, version)
         if not docs:
             return []
-        parts = [part for part in (self._term(db, group, term, cache) for term in terms) if len(part[0])]
+        parts, low, high, probe = [], None, 0, None
+        for term in terms:  # one pass: the postings, their id range and the probe
+            part = self._term(db, group, term, cache)
+            count = len(part[0])
+            if not count:
+                continue
+            parts.append(part)
+            low = part[2][0] if low is None else min(low, part[2][0])
+            high = max(high, part[2][1])
+            # The rarest term with at least k chunks: the k-th best total among its chunks
+            # bounds the k-th best overall from below (`_best_in_range`).
+            if count >= k and (probe is None or count < len(probe)):
+                probe = part[0]
         if not parts:
             return []
         if len(parts) == 1:
-            ids, partial, bounds = parts[0]
+            ids, partial = parts[0][0], parts[0][1]
         else:
             ids = np.concatenate([part[0] for part in parts])
             partial = np.concatenate([part[1] for part in parts])
-            bounds = (min(part[2][0] for part in parts), max(part[2][1] for part in parts))
-        # The rarest term with at least k chunks: the k-th best total among its chunks bounds the
-        # k-th best overall from below (`_best_in_range`).
-        probe = min((part[0] for part in parts if len(part[0]) >= k), key=len, default=None)
-        return _best(ids, partial, k, allowed, repeats=len(parts), bounds=bounds, probe=probe)
+        return _best(ids, partial, k, allowed, repeats=len(parts), bounds=(low, high), probe=probe)
+
+
+# A query with more postings than this is scored with numpy even in a new process. Importing
+# numpy costs 0.06-0.12 s of CPU on a 2-core x86 machine (its BLAS threads included); the plain
+# Python loop costs about 0.5 µs a posting, so up to here it costs at most half the import.
+PYTHON_POSTINGS = 50_000
+
+
+def _top_k_in_python(
+    db: sqlite3.Connection, group: str, terms: Sequence[str], k: int, allowed: Sequence[int] | None = None
+) -> list | None:
+    """`PostingsReader.top_k` without numpy: the same scores (the same float64 expressions,
+    added per chunk in the same order as `numpy.bincount`) and the same order, ties by chunk
+    id; caches nothing. None when the terms hold more than PYTHON_POSTINGS postings."""
+    docs, average = collection_stats(db, group)
+    if not docs:
+        return []
+    blobs, held = [], 0
+    for term in terms:
+        ids, tfs, lengths = term_blobs(db, group, term)
+        held += len(ids) // 8
+        if held > PYTHON_POSTINGS:
+            return None
+        blobs.append((array("q", ids), array("I", tfs), array("I", lengths)))
+    deleted = set(deleted_rows(db, group=group)) if held else set()
+    totals: dict[int, float] = {}
+    for ids, tfs, lengths in blobs:
+        postings = [posting for posting in zip(ids, tfs, lengths) if posting[0] not in deleted]
+        if not postings:
+            continue
+        idf = math.log(docs - len(postings) + 0.5) - math.log(len(postings) + 0.5)
+        idf = IDF_FLOOR if idf <= 0 else idf
+        for chunk_id, tf, length in postings:  # `term_scores`, one posting at a time
+            score = idf * (tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / average)))
+            totals[chunk_id] = totals.get(chunk_id, 0.0) + score
+    if allowed is not None:
+        kept = set(allowed)
+        totals = {chunk_id: total for chunk_id, total in totals.items() if chunk_id in kept}
+    return heapq.nsmallest(k, totals.items(), key=_best_first)
+
+
+def _best_first(item: tuple[int, float]) -> tuple[float, int]:
+    return -item[1], item[0]
 
 
 def _best_in_range(
@@ -149,8 +225,14 @@ def _best_in_range(
         kth = np.partition(totals, len(totals) - take)[len(totals) - take]  # 3x faster than argpartition
     # Everything tied with the k-th best stays a candidate, so ties resolve by chunk id.
     picked = np.flatnonzero(totals >= kth) if kth > 0 else np.flatnonzero(totals)
-    order = np.lexsort((picked, -totals[picked]))[:k]
-    return [(int(picked[i]) + low, float(totals[picked[i]])) for i in order]
+    if len(picked) <= 4 * k:  # the usual few candidates: sorting them in Python beats lexsort's call
+        ranked = sorted(zip((-totals[picked]).tolist(), picked.tolist()))[:k]
+        return [(chunk + low, -negated) for negated, chunk in ranked]
+    best = picked[np.lexsort((picked, -totals[picked]))[:k]]
+    scores = totals[best].tolist()  # Python floats, as float() makes them: one call, not k
+    if low:
+        best = best + low
+    return list(zip(best.tolist(), scores))
 
 
 def _best(
@@ -174,6 +256,8 @@ def _best(
     import numpy as np
 
     low, high = (int(ids.min()), int(ids.max())) if bounds is None else bounds
+    if low <= high - low:  # ids from 0 cost fewer extra slots than shifting them costs time
+        low = 0
     if high - low < 8 * len(ids) + 1_000_000:  # a dense accumulator over the id range
         shifted = ids - low if low else ids
         totals = np.bincount(shifted, weights=partial)
@@ -197,4 +281,4 @@ def _best(
     chunk_ids, first = np.unique(chunk_ids[picked], return_index=True)
     scores = scores[picked][first]
     order = np.lexsort((chunk_ids, -scores))[:k]
-    return [(int(chunk_ids[i]), float(scores[i])) for i in order]
+    return list(zip(chunk_ids[order].tolist(), scores[order].tolist()))
