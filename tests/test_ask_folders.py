@@ -72,7 +72,8 @@ def test_why_question_gets_the_explaining_sentences_not_an_abstention(squad_inde
     answer = squad_index.ask(WHY)
     lines = answer.text.split("\n")
     assert not answer.abstained and answer.short is None, answer.text
-    assert 1 <= len(lines) <= 3 and all(QUOTED.fullmatch(line) for line in lines), answer.text
+    # (a quoted "They ..." brings the sentence naming who they are: up to four lines)
+    assert 1 <= len(lines) <= 4 and all(QUOTED.fullmatch(line) for line in lines), answer.text
     assert any("replaced the Norse religion and the Old Norse language" in line for line in lines)
     assert cited_files(answer) == {"normans.md"}
 

@@ -27,10 +27,10 @@ def test_cli_enums_are_the_choice_lists():
 
 
 def test_the_library_validates_against_the_same_lists():
-    from ragcli.answer import ask
+    from ragcli.answer import options
     from ragcli.retrieval import fusion, search
 
-    assert ask.ANSWER_STYLES is choices.ANSWER_STYLES
+    assert options.ANSWER_STYLES is choices.ANSWER_STYLES
     assert search.FUSIONS is choices.FUSIONS
     assert fusion.DEFAULT_FUSION == search.DEFAULT_FUSION == choices.DEFAULT_FUSION
 
