@@ -247,3 +247,20 @@ def test_refers_back(sentence, back):
     from ragcli.answer.evidence import refers_back
 
     assert refers_back(sentence) is back
+
+
+def test_a_sentence_two_sources_share_is_quoted_once():
+    from ragcli.answer.evidence import _Selection
+
+    chosen = _Selection(1000)
+    assert chosen.add(Sentence("Only useful when merging.", 0, 10))
+    assert chosen.add(Sentence("Only useful  when merging.", 1, 40))  # its twin page says it again
+    assert [s.passage for s in chosen.chosen] == [0]
+
+
+def test_a_sentence_cut_by_a_chunks_end_is_the_same_sentence():
+    from ragcli.answer.evidence import _same_words
+
+    whole = "Verify that the tip commit of the side branch is signed with a valid key, i.e. a key."
+    assert _same_words(whole, whole[:60]) and _same_words(whole[:60], whole)
+    assert not _same_words(whole, "Verify that.")  # too short to say

@@ -165,7 +165,13 @@ class _Selection:
         self.label = label  # the label line a sentence's paragraph sits under, quoted with it
 
     def has(self, sentence: Sentence) -> bool:
-        return any(s.passage == sentence.passage and s.start == sentence.start for s in self.chosen)
+        """Chosen already: the same sentence, or the same words from another source (pages
+        that include a shared text, a man page and its HTML twin, say it twice)."""
+        words = " ".join(sentence.text.split())
+        return any(
+            (s.passage == sentence.passage and s.start == sentence.start) or _same_words(s.text, words)
+            for s in self.chosen
+        )
 
     def add(self, sentence: Sentence) -> bool:
         """Add `sentence` when it fits (the first one always does); False when it does not."""
@@ -181,6 +187,13 @@ class _Selection:
         self.chosen += pieces
         self.left -= cost
         return True
+
+
+def _same_words(text: str, words: str) -> bool:
+    """The same sentence, or one cut short by a chunk's end (a prefix of 40+ characters)."""
+    other = " ".join(text.split())
+    shorter, longer = sorted((other, words), key=len)
+    return shorter == longer or (len(shorter) >= 40 and longer.startswith(shorter))
 
 
 def _list_run(in_order: Sequence[Sentence], at: int) -> list[Sentence]:
