@@ -159,9 +159,9 @@ def test_eval_answers_on_an_index_without_the_relevant_documents_warns(tmp_path)
 
 
 @pytest.fixture
-def sample_index():
-    done = rag("ingest", str(FIXTURES / "sample"))
-    assert done.returncode == 0, done.stderr
+def sample_index(corpus_index, isolated_home):
+    """fixtures/sample's index, copied to this test's index home."""
+    corpus_index("sample").copy(isolated_home)
 
 
 @pytest.mark.model
