@@ -49,6 +49,20 @@ def shared_model_files(cache: Path, shared: Path) -> Path:
     return cache
 
 
+def child_environ(home: Path, model_cache_dir: Path) -> dict[str, str]:
+    """The environment of a `rag` child a module- or session-wide fixture starts (before any
+    test's `isolated_home`): no RAG_* settings, config and cache under `home`, models shared."""
+    environ = {key: value for key, value in os.environ.items() if not key.startswith("RAG_")}
+    environ.update(
+        RAG_CACHE_DIR=str(shared_model_files(home / "cache", model_cache_dir)),
+        RAG_CONFIG=str(home / "none.toml"),
+        XDG_CONFIG_HOME=str(home / "config"),
+        XDG_DATA_HOME=str(home / "data"),
+        HF_HUB_OFFLINE="1",
+    )
+    return environ
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path, monkeypatch, model_cache_dir) -> Path:
     """Point every index, config and cache location at this test's own folder."""
@@ -131,14 +145,6 @@ def _build_corpus(home: Path, name: str, model_cache_dir: Path, rag) -> IndexedC
         for file_name in only:
             shutil.copy(docs / file_name, home / "docs" / file_name)
         docs = home / "docs"
-    environ = {key: value for key, value in os.environ.items() if not key.startswith("RAG_")}
-    environ.update(
-        RAG_CACHE_DIR=str(shared_model_files(home / "cache", model_cache_dir)),
-        RAG_CONFIG=str(home / "none.toml"),
-        XDG_CONFIG_HOME=str(home / "config"),
-        XDG_DATA_HOME=str(home / "data"),
-        HF_HUB_OFFLINE="1",
-    )
-    done = rag("ingest", str(docs), "--index", str(home / "index"), env=environ)
+    done = rag("ingest", str(docs), "--index", str(home / "index"), env=child_environ(home, model_cache_dir))
     assert done.returncode == 0, done.stderr
     return IndexedCorpus(docs, home / "index")
