@@ -113,6 +113,7 @@ def test_ctx(rag, layer):
     assert "context too small" in done.stderr and "raise --ctx" in done.stderr
 
 
+@pytest.mark.model  # generates with the packaged GGUF model
 @pytest.mark.parametrize("layer", LAYERS)
 def test_max_tokens_and_threads(rag, layer):
     done = rag(
