@@ -121,12 +121,12 @@ class Index(IndexWrites):
 
     def close(self) -> None:
         """Close the open index connections (models stay loaded for reuse)."""
+        if self._asker is not None:
+            self._asker.close()  # its answer cache; the searcher is the one closed below
+            self._asker = None
         if self._searcher is not None:
             self._searcher.close()
             self._searcher = None
-        if self._asker is not None:
-            self._asker.close()
-            self._asker = None
 
     # -- options --------------------------------------------------------------------------
     def query_options(self, **given: Any) -> "QueryOptions":
@@ -219,9 +219,8 @@ class Index(IndexWrites):
                 self._fresh = self._load_embedder(None, notify)
             return self._fresh
         if self._embedder is None:
-            if self._searcher is not None or self._asker is not None:
-                searcher = self._searcher or self._asker.searcher
-                self._embedder = searcher.embedder()
+            if self._searcher is not None:
+                self._embedder = self._searcher.embedder()
             else:
                 from ragcli.store.directory import read_index_meta
 
@@ -264,12 +263,18 @@ class Index(IndexWrites):
         return self._searcher
 
     def asker(self) -> "Asker":
-        """The open `Asker` (opened on first use; it loads the answer model the options name)."""
+        """The open `Asker` (opened on first use; it loads the answer model the options name).
+
+        It searches with this index's `searcher()`: one open store and one query embedder
+        serve both `search` and `ask`.
+
+        Raises:
+            NotIndexed: there is no index yet.
+        """
         if self._asker is None:
             from ragcli.answer.ask import Asker
 
-            embedder = self.embedder() if self._searcher is not None else self._embedder
-            self._asker = Asker(self.path, settings=self.settings, embedder=embedder)
+            self._asker = Asker(settings=self.settings, searcher=self.searcher())
         return self._asker
 
     # -- the pipeline (ingest, embed, watch, remove: `ragcli.index_writes.IndexWrites`) ----

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -15,6 +18,17 @@ sys.path.insert(0, str(Path(__file__).parent))
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+# The corpora tests index, by name: (fixtures folder, only these files, leaving out these).
+# A whole folder is indexed where it is (its paths are the repository's); a part, from a copy.
+CORPORA: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    # every readable fixture document: English, Chinese, PDF, DOCX, HTML
+    "docs": ("docs", (), ("broken",)),
+    "three-docs": ("docs", ("lighthouses.pdf", "bread_baking.md", "chinese_tea.txt"), ()),
+    "lighthouse-bread": ("docs", ("lighthouses.pdf", "bread_baking.md"), ()),
+    "sample": ("sample", (), ()),  # every format of the README's examples, a scan among them
+    "office": ("sample", ("coffee_houses.pptx", "tea_harvests.xlsx"), ()),
+}
 
 
 @pytest.fixture(scope="session")
@@ -33,6 +47,20 @@ def shared_model_files(cache: Path, shared: Path) -> Path:
         (shared / sub).mkdir(exist_ok=True)
         (cache / sub).symlink_to(shared / sub, target_is_directory=True)
     return cache
+
+
+def child_environ(home: Path, model_cache_dir: Path) -> dict[str, str]:
+    """The environment of a `rag` child a module- or session-wide fixture starts (before any
+    test's `isolated_home`): no RAG_* settings, config and cache under `home`, models shared."""
+    environ = {key: value for key, value in os.environ.items() if not key.startswith("RAG_")}
+    environ.update(
+        RAG_CACHE_DIR=str(shared_model_files(home / "cache", model_cache_dir)),
+        RAG_CONFIG=str(home / "none.toml"),
+        XDG_CONFIG_HOME=str(home / "config"),
+        XDG_DATA_HOME=str(home / "data"),
+        HF_HUB_OFFLINE="1",
+    )
+    return environ
 
 
 @pytest.fixture(autouse=True)
@@ -75,3 +103,48 @@ def bowl_index(tmp_path, isolated_home, monkeypatch):
     (root / "bowl.txt").write_text(BOWL)
     ingest(isolated_home, [root], embedder=fake, group="medium", chunking=ChunkSettings("sentence", 3, 0))
     return isolated_home
+
+
+@dataclass(frozen=True)
+class IndexedCorpus:
+    """A corpus folder and its index, built once per session by the real `rag ingest` with the
+    packaged embedding model. Shared by every test that names the corpus: read it only; a test
+    that writes (ingest, rm, an answer it caches) works on `copy`."""
+
+    docs: Path
+    index: Path
+
+    def copy(self, to: Path) -> Path:
+        """A private copy of the index at `to` (its documents stay where the corpus has them)."""
+        shutil.copytree(self.index, to)
+        return to
+
+
+@pytest.fixture(scope="session")
+def corpus_index(tmp_path_factory, model_cache_dir) -> Callable[[str], IndexedCorpus]:
+    """`corpus_index(name)`: the `IndexedCorpus` of a `CORPORA` name, built on first use."""
+    from runner import rag
+
+    built: dict[str, IndexedCorpus] = {}
+
+    def index_of(name: str) -> IndexedCorpus:
+        if name not in built:
+            built[name] = _build_corpus(tmp_path_factory.mktemp(f"corpus-{name}"), name, model_cache_dir, rag)
+        return built[name]
+
+    return index_of
+
+
+def _build_corpus(home: Path, name: str, model_cache_dir: Path, rag) -> IndexedCorpus:
+    folder, only, leaving_out = CORPORA[name]
+    docs = FIXTURES / folder
+    if leaving_out:
+        docs = Path(shutil.copytree(docs, home / "docs", ignore=shutil.ignore_patterns(*leaving_out)))
+    elif only:
+        (home / "docs").mkdir()
+        for file_name in only:
+            shutil.copy(docs / file_name, home / "docs" / file_name)
+        docs = home / "docs"
+    done = rag("ingest", str(docs), "--index", str(home / "index"), env=child_environ(home, model_cache_dir))
+    assert done.returncode == 0, done.stderr
+    return IndexedCorpus(docs, home / "index")

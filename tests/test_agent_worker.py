@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 
 import pytest
 
-from conftest import FIXTURES
 from ragcli import open_index
 from ragcli.mcp.tools import IndexTools
 from ragcli.mcp.worker import can_fork, start_worker
@@ -18,15 +16,9 @@ pytestmark = pytest.mark.skipif(not can_fork(), reason="the worker needs os.fork
 
 
 @pytest.fixture
-def index_path(tmp_path):
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    for name in ("lighthouses.pdf", "bread_baking.md"):
-        shutil.copy(FIXTURES / "docs" / name, docs / name)
-    path = tmp_path / "idx"
-    with open_index(path) as index:
-        index.ingest([docs])
-    return path
+def index_path(tmp_path, corpus_index):
+    """This test's copy of an index of two fixture documents (a PDF and a Markdown file)."""
+    return corpus_index("lighthouse-bread").copy(tmp_path / "idx")
 
 
 def gone(pid: int) -> bool:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fakes import EchoGenerator, HashEmbedder
+from fakes import EchoGenerator, HashEmbedder, ScriptedGenerator
 from ragcli.answer.ask import Asker
 from ragcli.answer.options import AskOptions
 from ragcli.answer.result import Answer
@@ -18,7 +18,7 @@ from ragcli.errors import ModelNotFound
 from ragcli.ingest.pipeline import ingest
 from ragcli.generation.llama import TEMPLATE_MARGIN
 from ragcli.answer.prompting import NOT_FOUND, grounded_prompt, prompt_overhead
-from ragcli.retrieval.search import QueryOptions
+from ragcli.retrieval.search import QueryOptions, Searcher
 from ragcli.retrieval.rewrite import parse_queries
 from ragcli.types import Chunk, ChunkSettings, Hit
 
@@ -228,3 +228,22 @@ def test_the_names_of_a_question_are_its_capitalised_words_inside_a_sentence():
 
     names = question_names("How do I set up Acme Cloud? Does Bob's team at the V&A use it?")
     assert names == ["Acme Cloud", "Bob", "V&A"]  # a single letter ("A" of "V&A") is no name
+
+
+def test_an_asker_given_a_searcher_selects_with_its_answer_model_and_leaves_it_open(corpus, isolated_home):
+    """llm retrieval inside an answer uses the model the Asker answers with, not the searcher's
+    own; closing the Asker does not close a searcher it did not open."""
+
+    def searchers_own_model():
+        raise AssertionError("the searcher's own model was asked to select")
+
+    settings = load_settings()
+    searcher = Searcher(isolated_home, settings=settings, generator_factory=searchers_own_model)
+    answer_model = ScriptedGenerator(["1"])
+    options = AskOptions(query=QueryOptions(mode="llm", top_k=2), answer_style="evidence", use_cache=False)
+    with Asker(settings=settings, searcher=searcher, generator=answer_model) as asker:
+        assert asker.searcher is searcher
+        asker.ask("How is green tea made?", options)
+    assert answer_model.calls  # the answer model chose the passages
+    assert searcher.search("green tea", QueryOptions(mode="bm25", top_k=1))  # still open
+    searcher.close()

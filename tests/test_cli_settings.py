@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES
 
 QUESTION = "How long does the autolyse rest last?"
 FLAGS = {
@@ -47,20 +45,10 @@ main()
 
 
 @pytest.fixture(scope="module")
-def built_index(tmp_path_factory, model_cache_dir) -> Path:
-    """One index of the fixture documents, built by `rag ingest` with the packaged embedder."""
-    root = tmp_path_factory.mktemp("settings-index")
-    shutil.copytree(FIXTURES / "docs", root / "docs", ignore=shutil.ignore_patterns("broken"))
-    env = {**os.environ, "RAG_CACHE_DIR": str(model_cache_dir), "RAG_CONFIG": str(root / "none.toml")}
-    done = subprocess.run(
-        ["rag", "ingest", "--index", str(root / "idx"), str(root / "docs")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr
-    return root / "idx"
+def built_index(tmp_path_factory, corpus_index) -> Path:
+    """One index of the fixture documents, built by `rag ingest` with the packaged embedder
+    (this module's copy: its answers are cached in it)."""
+    return corpus_index("docs").copy(tmp_path_factory.mktemp("settings-index") / "idx")
 
 
 @pytest.fixture
@@ -125,6 +113,7 @@ def test_ctx(rag, layer):
     assert "context too small" in done.stderr and "raise --ctx" in done.stderr
 
 
+@pytest.mark.model  # generates with the packaged GGUF model
 @pytest.mark.parametrize("layer", LAYERS)
 def test_max_tokens_and_threads(rag, layer):
     done = rag(

@@ -38,20 +38,13 @@ EXAMPLE_TIMEOUT = 300  # seconds for one block; a block that never ends must be 
 
 
 @pytest.fixture(scope="module")
-def sample_index(tmp_path_factory, model_cache_dir) -> Path:
-    """fixtures/sample ingested once with the real models."""
+def sample_index(tmp_path_factory, model_cache_dir, corpus_index) -> Path:
+    """A home with fixtures/sample's index (ingested once with the real models) and a cache."""
     from conftest import shared_model_files
 
     home = tmp_path_factory.mktemp("doc-examples")
-    env = environment(home, home / "index", shared_model_files(home / "cache", model_cache_dir))
-    result = subprocess.run(
-        [rag_executable(), "ingest", str(ROOT / "fixtures" / "sample")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stderr
+    shared_model_files(home / "cache", model_cache_dir)
+    corpus_index("sample").copy(home / "index")
     return home
 
 

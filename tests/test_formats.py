@@ -17,6 +17,10 @@ from format_files import (
     make_xlsx,
     mail,
 )
+from typer.testing import CliRunner
+
+from conftest import child_environ
+from ragcli.cli import app
 from runner import rag
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -35,8 +39,9 @@ def _ingest(folder: Path, *flags: str):
 
 
 def _hits(query: str, *flags: str) -> list[dict]:
-    result = rag("query", query, "--mode", "bm25", "--json", *flags)
-    assert result.returncode == 0, result.stderr
+    """`rag query --json` in this process (what the hits are; the exit codes are `_ingest`'s)."""
+    result = CliRunner().invoke(app, ["query", query, "--mode", "bm25", "--json", *flags])
+    assert result.exit_code == 0, result.output
     return json.loads(result.stdout)["hits"]
 
 
@@ -45,6 +50,15 @@ def every_format(tmp_path_factory):
     folder = tmp_path_factory.mktemp("formats")
     make_all(folder)
     return folder
+
+
+@pytest.fixture(scope="module")
+def every_format_index(every_format, tmp_path_factory, model_cache_dir):
+    """`every_format` ingested once by the real `rag ingest --json`: (that run, its index).
+    Read the index only; a test that writes copies it."""
+    home = tmp_path_factory.mktemp("formats-index")
+    env = child_environ(home, model_cache_dir)
+    return rag("ingest", str(every_format), "--json", "--index", str(home / "index"), env=env), home / "index"
 
 
 WORDS = {
@@ -64,12 +78,12 @@ WORDS = {
 }
 
 
-def test_a_word_from_every_format_is_found_with_its_place(every_format):
-    ingested = _ingest(every_format)
+def test_a_word_from_every_format_is_found_with_its_place(every_format, every_format_index):
+    ingested, index = every_format_index
     assert ingested.returncode == 0, ingested.stderr
     assert json.loads(ingested.stdout)["failed"] == []
     for word, (name, place) in WORDS.items():
-        hits = _hits(word)
+        hits = _hits(word, "--index", str(index))
         assert hits, word
         assert hits[0]["path"] == str(every_format / name), (word, hits[0]["path"])
         assert place in hits[0]["text"], (word, hits[0]["text"])
@@ -89,22 +103,26 @@ def test_slides_and_chapters_are_pages(every_format):
     assert {"pptx", "xlsx", "csv", "ods", "odt", "epub", "rtf", "eml", "mbox", "code"} <= set(types)
 
 
-def test_mail_and_language_metadata_filter(every_format):
-    assert _ingest(every_format).returncode == 0
-    assert [h["path"] for h in _hits("discussed", "--filter", "from=carol@example.com")] == [
+def test_mail_and_language_metadata_filter(every_format, every_format_index):
+    ingested, index = every_format_index
+    assert ingested.returncode == 0
+    on_index = ("--index", str(index))
+    assert [h["path"] for h in _hits("discussed", "--filter", "from=carol@example.com", *on_index)] == [
         str(every_format / "news.mbox#2")
     ]
-    recent = {h["path"] for h in _hits("discussed", "--filter", "date>=2024-01-01")}
+    recent = {h["path"] for h in _hits("discussed", "--filter", "date>=2024-01-01", *on_index)}
     assert recent == {str(every_format / "news.mbox#2")}
-    old = {h["path"] for h in _hits("discussed", "--filter", "date<=2023-01-10")}
+    old = {h["path"] for h in _hits("discussed", "--filter", "date<=2023-01-10", *on_index)}
     assert old == {str(every_format / "news.mbox")}
-    assert [h["path"] for h in _hits("gravel", "--filter", "language=python")] == [
+    assert [h["path"] for h in _hits("gravel", "--filter", "language=python", *on_index)] == [
         str(every_format / "walk.py")
     ]
 
 
-def test_reingest_keeps_every_message_and_attachment(every_format):
-    assert _ingest(every_format).returncode == 0
+def test_reingest_keeps_every_message_and_attachment(every_format, every_format_index, isolated_home):
+    ingested, index = every_format_index
+    assert ingested.returncode == 0
+    shutil.copytree(index, isolated_home)  # this test's index: the first ingest's, copied
     again = json.loads(_ingest(every_format).stdout)
     assert again["added"] == again["removed"] == 0
     assert _hits("sundial") and _hits("pelican")

@@ -13,6 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from conftest import child_environ
 from runner import rag
 
 BOUND_KB = 500 * 1024  # peak RSS allowed over a normal ingest's
@@ -27,9 +28,9 @@ print(json.dumps({"rc": done.returncode, "stderr": done.stderr, "peak_kb": peak}
 """
 
 
-def measured(*args: str) -> dict:
+def measured(*args: str, env: dict[str, str] | None = None) -> dict:
     done = subprocess.run(
-        [sys.executable, "-c", _MEASURE, *args], capture_output=True, text=True, timeout=900
+        [sys.executable, "-c", _MEASURE, *args], capture_output=True, text=True, timeout=900, env=env
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -42,10 +43,13 @@ def folder_with_normal_file(tmp_path: Path) -> Path:
     return docs
 
 
-@pytest.fixture
-def baseline_kb(tmp_path) -> int:
-    docs = folder_with_normal_file(tmp_path / "baseline")
-    result = measured("ingest", str(docs), "--index", str(tmp_path / "baseline-index"))
+@pytest.fixture(scope="module")
+def baseline_kb(tmp_path_factory, model_cache_dir) -> int:
+    """A normal ingest's peak memory, measured once for the module."""
+    home = tmp_path_factory.mktemp("baseline")
+    docs = folder_with_normal_file(home)
+    env = child_environ(home, model_cache_dir)
+    result = measured("ingest", str(docs), "--index", str(home / "baseline-index"), env=env)
     assert result["rc"] == 0, result["stderr"]
     return result["peak_kb"]
 

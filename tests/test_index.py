@@ -192,3 +192,16 @@ def test_diagnose_and_models_use_the_index_settings(docs, loads):
         assert checks["index opens"].ok, checks["index opens"].detail
         assert str(index.path) in checks["disk space"].detail or checks["disk space"].ok
         assert all(entry.name for entry in index.models())
+
+
+def test_search_and_ask_share_one_searcher(docs, loads):
+    """An Index opens its store and loads its query embedder once for both searching and asking."""
+    with ragcli.open_index("idx") as index:
+        index.ingest([docs], IngestOptions(split_by="word", chunk_size=60, chunk_overlap=0))
+        searcher = index.searcher()
+        assert index.asker().searcher is searcher
+        hits = index.search("lighthouse lens", mode="hybrid", top_k=1)
+        answer = index.ask("What lens does a lighthouse use?", mode="hybrid", answer_style="evidence")
+        assert hits and answer.sources
+        assert index.embedder() is searcher.embedder()
+    assert len(loads) == 1  # one embedding model for ingest, search and the answer

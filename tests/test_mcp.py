@@ -32,16 +32,9 @@ def env(tmp_path_factory, model_cache_dir) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory, env) -> Path:
-    path = tmp_path_factory.mktemp("mcp-index") / "index"
-    docs = tmp_path_factory.mktemp("mcp-docs")
-    for name in ("lighthouses.pdf", "bread_baking.md", "chinese_tea.txt"):
-        shutil.copy(FIXTURES / "docs" / name, docs / name)
-    done = subprocess.run(
-        [RAG, "ingest", str(docs), "--index", str(path)], env=env, capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 0, done.stderr
-    return path
+def index(tmp_path_factory, corpus_index) -> Path:
+    """This module's copy of the three-document index (the ask tool caches answers in it)."""
+    return corpus_index("three-docs").copy(tmp_path_factory.mktemp("mcp-index") / "index")
 
 
 def session_run(index: Path, env: dict[str, str], body, errlog=None):

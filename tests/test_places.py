@@ -8,7 +8,6 @@ for people. Unit tests of `ragcli.places`, then the sample deck and spreadsheet 
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
@@ -43,14 +42,11 @@ def test_cited_place_keeps_the_path_page_form_first():
 
 
 @pytest.fixture
-def office_index(tmp_path, isolated_home, fixtures_dir):
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    for name in ("coffee_houses.pptx", "tea_harvests.xlsx"):
-        shutil.copy(fixtures_dir / "sample" / name, docs / name)
-    done = rag("ingest", str(docs))
-    assert done.returncode == 0, done.stderr
-    return docs
+def office_index(corpus_index, isolated_home):
+    """A slide deck and a spreadsheet, their index copied to this test's index home."""
+    office = corpus_index("office")
+    office.copy(isolated_home)
+    return office.docs
 
 
 def test_query_table_names_the_slide_and_the_sheet_rows(office_index):

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES
 from fakes import HashEmbedder
 from ragcli.config import load_settings
 from ragcli.errors import IndexMismatch, NotIndexed, UnknownFilter, UnknownGroup, UsageError
@@ -369,14 +368,9 @@ def test_keyword_rerank_hook_returns_ranked_hits(searcher):
 
 # -- the real default embedding model (ONNX) -------------------------------------------------------
 @pytest.fixture(scope="module")
-def real_index(tmp_path_factory, model_cache_dir):
+def real_index(corpus_index):
     """The fixture documents (English, Chinese, PDF, DOCX) ingested once with the real model."""
-    from ragcli.embedding import load_embedder
-
-    index = tmp_path_factory.mktemp("real") / "index"
-    embedder = load_embedder(None, cache_dir=model_cache_dir)
-    ingest(index, [FIXTURES / "docs"], embedder=embedder)
-    return index
+    return corpus_index("docs").index
 
 
 @pytest.mark.slow

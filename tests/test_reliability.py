@@ -19,17 +19,21 @@ from pathlib import Path
 
 import pytest
 
+from conftest import child_environ
+
 RAG = shutil.which("rag")
 
 
-def rag(*args: str, stdin: bytes | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+def rag(
+    *args: str, stdin: bytes | None = None, timeout: float = 600, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     command = [RAG, *args] if RAG else [sys.executable, "-m", "ragcli", *args]
     return subprocess.run(
         [os.fsencode(a) if isinstance(a, str) else a for a in command],
         input=stdin,
         capture_output=True,
         timeout=timeout,
-        env=os.environ.copy(),
+        env=dict(os.environ if env is None else env),
     )
 
 
@@ -204,12 +208,22 @@ def test_disk_full_is_one_line_keeps_committed_data_and_resumes(tmp_path, tiny_d
 
 
 # -- damaged files ------------------------------------------------------------------------------
-@pytest.fixture
-def small_index(tmp_path) -> tuple[Path, Path]:
-    docs, index = tmp_path / "docs", tmp_path / "idx"
+@pytest.fixture(scope="module")
+def small_notes(tmp_path_factory, model_cache_dir) -> tuple[Path, Path]:
+    """30 notes and their index, ingested once for the module (read them only)."""
+    home = tmp_path_factory.mktemp("small-notes")
+    docs, index = home / "docs", home / "idx"
     write_notes(docs, 30, words=80)
-    assert rag("ingest", "--index", str(index), str(docs)).returncode == 0
+    done = rag("ingest", "--index", str(index), str(docs), env=child_environ(home, model_cache_dir))
+    assert done.returncode == 0, err(done)
     return docs, index
+
+
+@pytest.fixture
+def small_index(small_notes, tmp_path) -> tuple[Path, Path]:
+    """The 30 notes and this test's own copy of their index (the tests damage it)."""
+    docs, index = small_notes
+    return docs, Path(shutil.copytree(index, tmp_path / "idx"))
 
 
 @pytest.mark.model

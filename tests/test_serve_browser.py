@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from serving import build_index, clean_env, running_server
+from serving import clean_env, running_server
 
 CHROMIUM = next(
     (
@@ -27,10 +27,10 @@ if CHROMIUM is None or not os.path.exists(CHROMIUM):
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, model_cache_dir):
+def server(tmp_path_factory, model_cache_dir, corpus_index):
     base = tmp_path_factory.mktemp("browser")
     env = clean_env(base / "home", model_cache_dir, RAG_MODE="hybrid")
-    docs, index = build_index(base, env)
+    index = corpus_index("three-docs").copy(base / "index")  # a copy: the server caches answers
     with running_server(env, "--index", str(index)) as url:
         yield url
 
@@ -93,16 +93,10 @@ def test_readable_at_phone_width(page):
     assert page.evaluate("document.documentElement.scrollWidth") <= 375
 
 
-def test_a_slide_and_a_sheet_are_named_in_their_own_unit(tmp_path, model_cache_dir):
+def test_a_slide_and_a_sheet_are_named_in_their_own_unit(tmp_path, model_cache_dir, corpus_index):
     """A hit in a deck says "slide N", one in a spreadsheet "sheet N, rows A-B", as the CLI does."""
-    from serving import FIXTURES, rag_child
-
     env = clean_env(tmp_path / "home", model_cache_dir, RAG_MODE="bm25")
-    docs, index = tmp_path / "docs", tmp_path / "index"
-    docs.mkdir()
-    for name in ("coffee_houses.pptx", "tea_harvests.xlsx"):
-        shutil.copy(FIXTURES / "sample" / name, docs / name)
-    rag_child(env, "ingest", str(docs), "--index", str(index))
+    index = corpus_index("office").copy(tmp_path / "index")
     with running_server(env, "--index", str(index)) as url, playwright.sync_playwright() as driver:
         browser = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         tab = browser.new_page()

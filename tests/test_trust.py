@@ -124,8 +124,7 @@ def test_qrels_without_a_header_keep_their_first_judgment(tmp_path):
     assert json.loads(without.stdout)["queries"] == json.loads(with_header.stdout)["queries"] == 15
 
 
-def test_eval_answers_on_an_index_without_the_relevant_documents_warns(tmp_path):
-    assert rag("ingest", str(FIXTURES / "sample")).returncode == 0
+def test_eval_answers_on_an_index_without_the_relevant_documents_warns(tmp_path, sample_index):
     wrong = tmp_path / "wrong.jsonl"
     wrong.write_text(
         json.dumps({"question": "Who keeps a lighthouse?", "answers": ["keeper"], "relevant": ["d01"]})
@@ -159,9 +158,9 @@ def test_eval_answers_on_an_index_without_the_relevant_documents_warns(tmp_path)
 
 
 @pytest.fixture
-def sample_index():
-    done = rag("ingest", str(FIXTURES / "sample"))
-    assert done.returncode == 0, done.stderr
+def sample_index(corpus_index, isolated_home):
+    """fixtures/sample's index, copied to this test's index home."""
+    corpus_index("sample").copy(isolated_home)
 
 
 @pytest.mark.model

@@ -80,7 +80,7 @@ from ragcli.answer.unknown import unknown_names
 from ragcli.config import Settings
 from ragcli.generation.llama import Generator, check_gguf, load_generator
 from ragcli.retrieval.rewrite import SearchRequest
-from ragcli.retrieval.search import Searcher
+from ragcli.retrieval.search import QueryOptions, Searcher
 from ragcli.types import Hit
 
 if TYPE_CHECKING:
@@ -90,14 +90,21 @@ __all__ = ["Answer", "AskOptions", "Asker", "Pipeline"]
 
 
 class Asker:
-    """Opens the index and loads the model once; answers many questions.
+    """Searches the index through one `Searcher` and loads the model once; answers many questions.
+
+    The llm retrieval mode and the llm reranker of a question use the answer model its
+    `AskOptions` name (passed to each search), whatever model the searcher was given.
 
     Args:
-        index: the index directory.
+        index: the index directory (not needed when `searcher` is given).
         settings: resolved settings (models, cache dir).
         generator: a ready model; None to load the GGUF the options name, on first need.
         pipeline: the stages (default: `Pipeline()`).
-        embedder: a loaded query embedder to reuse (see `Searcher`); None loads the index's own.
+        embedder: a loaded query embedder for the searcher this Asker opens (see `Searcher`);
+            None loads the index's own.
+        searcher: an open `Searcher` to search with (an `Index` passes its own, so searching
+            and asking share one store and one embedder); it stays open when the Asker closes.
+            None: the Asker opens one on `index` and closes it.
 
     Raises:
         NotIndexed: there is no index at `index`.
@@ -105,21 +112,25 @@ class Asker:
 
     def __init__(
         self,
-        index: Path,
+        index: Path | None = None,
         *,
         settings: Settings,
         generator: Generator | None = None,
         pipeline: Pipeline | None = None,
         embedder: "Embedder | None" = None,
+        searcher: Searcher | None = None,
     ) -> None:
         self.settings = settings
         self.pipeline = pipeline or Pipeline()
         self._injected = generator
         self._loaded: tuple[tuple, Generator] | None = None
         self._active = AskOptions()
-        self.searcher = Searcher(
-            Path(index), settings=settings, generator_factory=self._active_generator, embedder=embedder
-        )
+        self._owns_searcher = searcher is None
+        if searcher is None:
+            if index is None:
+                raise TypeError("Asker needs an index directory or a searcher")
+            searcher = Searcher(Path(index), settings=settings, embedder=embedder)
+        self.searcher = searcher
         self._cache: AnswerCache | None = None
         self._state: dict[str, Any] = {}
         self._capable: tuple[tuple, bool] | None = None
@@ -132,8 +143,9 @@ class Asker:
         self.close()
 
     def close(self) -> None:
-        """Close the index and the answer cache."""
-        self.searcher.close()
+        """Close the answer cache, and the searcher when this Asker opened it."""
+        if self._owns_searcher:
+            self.searcher.close()
         if self._cache is not None:
             self._cache.close()
 
@@ -225,7 +237,7 @@ class Asker:
             return
         run = AnswerRun(question, options, started)
         hits = self._retrieve(run)
-        if not hits or unknown_names(question, hits, self.searcher.search, options.query):
+        if not hits or unknown_names(question, hits, self._search, options.query):
             answer = run.abstain()
         elif asks_about_document(question):
             answer = self._summary(run, hits)
@@ -239,6 +251,10 @@ class Asker:
             self._answer_cache().put(key, answer.to_dict(), state=self._state)
         yield answer
 
+    def _search(self, query: str, options: QueryOptions) -> list[Hit]:
+        """`Searcher.search` with the answer model of the question's options for llm mode."""
+        return self.searcher.search(query, options, generator_factory=self._active_generator)
+
     def _retrieve(self, run: AnswerRun) -> list[Hit]:
         stages, options = self.pipeline, run.options
         first = first_stage(options)
@@ -246,7 +262,7 @@ class Asker:
         if options.rewrite is not None:
             requests = stages.rewrite(run.question, options.rewrite, first, self._active_generator)
         run.lap("rewrite")
-        hits = stages.retrieve(requests, self.searcher.search)
+        hits = stages.retrieve(requests, self._search)
         run.lap("retrieve")
         if options.query.rerank is not None and stages.rerank is not None:
             hits = stages.rerank(run.question, hits, options.query, self._active_generator)

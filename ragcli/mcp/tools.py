@@ -4,7 +4,7 @@
 every command uses, so settings and options resolve as in the CLI). It opens the index on first
 use (so a server starts, and reports a missing index per call, before anything was ingested),
 loads each model once, and keeps them across calls. Search and ask share the `Index`'s one
-`Asker` and its searcher, so one set of retrievers and vectors is open. Another process may
+`Searcher` (its `Asker` searches with it), so one set of retrievers and vectors is open. Another process may
 ingest meanwhile (`rag ingest --watch`): before each call the index's state is compared with the
 last one seen, and what was read from the index (retrievers, vectors) is dropped when it
 changed; the models stay. A rebuilt index (a new database file) is reopened.
@@ -26,6 +26,7 @@ from ragcli.errors import UsageError
 if TYPE_CHECKING:
     from ragcli.answer.ask import Asker
     from ragcli.index import Index
+    from ragcli.retrieval.search import Searcher
 
 # Reports (done, total or None, message) while a long call runs.
 ProgressFn = Callable[[float, "float | None", str], None]
@@ -75,7 +76,7 @@ class IndexTools:
         options = query_options(self.index, given)
         with self._lock:
             progress(0, 2, "opening the index")
-            searcher = self._asker().searcher
+            searcher = self._searcher()
             progress(1, 2, f"searching ({options.mode})")
             hits = searcher.search(query, options)
             progress(2, 2, f"{len(hits)} hits")
@@ -165,8 +166,12 @@ class IndexTools:
 
     # -- the open index -------------------------------------------------------------------
     def _asker(self) -> Asker:
-        """The `Index`'s open `Asker` (its searcher serves `search`), refreshed when the index
-        changed."""
+        """The `Index`'s open `Asker` (searching with `_searcher`)."""
+        self._searcher()
+        return self.index.asker()
+
+    def _searcher(self) -> Searcher:
+        """The `Index`'s open `Searcher`, refreshed when the index changed."""
         from ragcli.store.directory import DATABASE_NAME
 
         database = self.index.path / DATABASE_NAME
@@ -174,12 +179,12 @@ class IndexTools:
         if self._state is not None and self._state.inode != inode:
             self.index.close()  # rebuilt or removed: the open connection reads the old file
             self._state = None
-        asker = self.index.asker()
-        state = _State(inode, tuple(asker.searcher.store.change_meta()))
+        searcher = self.index.searcher()
+        state = _State(inode, tuple(searcher.store.change_meta()))
         if self._state is not None and state != self._state:
-            asker.searcher.refresh()
+            searcher.refresh()
         self._state = state
-        return asker
+        return searcher
 
 
 def _answer_record(record: dict[str, Any]) -> dict[str, Any]:

@@ -288,12 +288,20 @@ class Searcher:
             self._retrievers[key] = RETRIEVERS[name](self.store, group, self.embedder)
         return self._retrievers[key]
 
-    def search(self, query: str, options: QueryOptions = QueryOptions()) -> list[Hit]:
+    def search(
+        self,
+        query: str,
+        options: QueryOptions = QueryOptions(),
+        *,
+        generator_factory: Callable[[], Generator] | None = None,
+    ) -> list[Hit]:
         """Answer one query.
 
         Args:
             query: free text.
             options: mode, filters, cut-offs, reranking.
+            generator_factory: the language model of this call's llm mode and llm reranker
+                (an `Asker` passes the answer model its options name); None: the searcher's own.
 
         Returns:
             Up to `options.top_k` hits, best first, rank from 1.
@@ -309,9 +317,11 @@ class Searcher:
             # snapshot costs SQLite a lock and a WAL check, about 4 µs, the later ones 1 µs.
             with self.store.snapshot():
                 return self._search(query, options)
-        return self._search(query, options)
+        return self._search(query, options, generator_factory)
 
-    def _search(self, query: str, options: QueryOptions) -> list[Hit]:
+    def _search(
+        self, query: str, options: QueryOptions, generator: Callable[[], Generator] | None = None
+    ) -> list[Hit]:
         group = self.resolve_group(options.group)
         log.info("index %s, group %s, mode %s, top %d", self.store.path, group, options.mode, options.top_k)
         allowed = self.compile_filters(options.filters)
@@ -321,16 +331,17 @@ class Searcher:
         if options.min_score is not None:
             hits = [hit for hit in hits if hit.score >= options.min_score]
         keywords = bool(options.require or options.exclude)
+        generator = generator or self.generator
         if options.mode == "llm":
             from ragcli.retrieval.model_select import select
 
             if keywords:  # filter before the model reads the candidates
                 hits = self._rerank(query, hits, replace(options, rerank=None, top_k=len(hits) or 1))
             with stage("llm select"):
-                hits = select(query, hits, self.generator(), options.top_k)
+                hits = select(query, hits, generator(), options.top_k)
         if options.rerank is not None or keywords:
             with stage("rerank", options.rerank or "keywords"):
-                hits = self._rerank(query, hits, options)
+                hits = self._rerank(query, hits, options, generator)
         return ranked(hits[: options.top_k])
 
     def search_many(self, queries: Sequence[str], options: QueryOptions = QueryOptions()) -> list[list[Hit]]:
@@ -374,10 +385,16 @@ class Searcher:
             hits = [hit for hit in hits if hit.score >= options.min_score]
         return ranked(hits[: options.top_k])
 
-    def _rerank(self, query: str, hits: list[Hit], options: QueryOptions) -> list[Hit]:
+    def _rerank(
+        self,
+        query: str,
+        hits: list[Hit],
+        options: QueryOptions,
+        generator: Callable[[], Generator] | None = None,
+    ) -> list[Hit]:
         from ragcli.retrieval.rerank import rerank
 
-        return rerank(query, hits, options, generator_factory=self.generator)
+        return rerank(query, hits, options, generator_factory=generator or self.generator)
 
     def _retrieve(
         self, query: str, options: QueryOptions, group: str, allowed: ChunkFilter | None, fetch: int
