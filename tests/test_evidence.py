@@ -252,10 +252,13 @@ def test_refers_back(sentence, back):
 def test_a_sentence_two_sources_share_is_quoted_once():
     from ragcli.answer.evidence import _Selection
 
+    from ragcli.answer.evidence import render
+
     chosen = _Selection(1000)
     assert chosen.add(Sentence("Only useful when merging.", 0, 10))
     assert chosen.add(Sentence("Only useful  when merging.", 1, 40))  # its twin page says it again
     assert [s.passage for s in chosen.chosen] == [0]
+    assert render(chosen) == ['"Only useful when merging." [1] [2]']  # quoted once, both cited
 
 
 def test_a_sentence_cut_by_a_chunks_end_is_the_same_sentence():

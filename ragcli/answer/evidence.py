@@ -134,8 +134,10 @@ def is_list_item(text: str) -> bool:
     return bool(_LIST_ITEM.match(text))
 
 
-def quote(sentence: Sentence) -> str:
-    return f'"{" ".join(sentence.text.split())}" [{sentence.passage + 1}]'
+def quote(sentence: Sentence, also: Sequence[int] = ()) -> str:
+    """The sentence quoted and cited; `also`: other sources (0-based) saying the same words."""
+    cited = " ".join(f"[{passage + 1}]" for passage in (sentence.passage, *also))
+    return f'"{" ".join(sentence.text.split())}" {cited}'
 
 
 def rank_source_sentences(
@@ -163,19 +165,32 @@ class _Selection:
         self.chosen: list[Sentence] = []
         self.cut: set[int] = set()  # sources whose list was cut short
         self.label = label  # the label line a sentence's paragraph sits under, quoted with it
+        # Other sources saying a chosen sentence's words (pages that include a shared text, a
+        # man page and its HTML twin): the sentence is quoted once and cites them all.
+        self.also: dict[tuple[int, int], list[int]] = {}
 
     def has(self, sentence: Sentence) -> bool:
-        """Chosen already: the same sentence, or the same words from another source (pages
-        that include a shared text, a man page and its HTML twin, say it twice)."""
+        """Chosen already: the same sentence, or the same words from another source."""
+        return self._twin(sentence) is not None
+
+    def _twin(self, sentence: Sentence) -> Sentence | None:
         words = " ".join(sentence.text.split())
-        return any(
-            (s.passage == sentence.passage and s.start == sentence.start) or _same_words(s.text, words)
-            for s in self.chosen
+        return next(
+            (
+                s
+                for s in self.chosen
+                if (s.passage == sentence.passage and s.start == sentence.start) or _same_words(s.text, words)
+            ),
+            None,
         )
 
     def add(self, sentence: Sentence) -> bool:
         """Add `sentence` when it fits (the first one always does); False when it does not."""
-        if self.has(sentence):
+        twin = self._twin(sentence)
+        if twin is not None:
+            also = self.also.setdefault((twin.passage, twin.start), [])
+            if sentence.passage != twin.passage and sentence.passage not in also:
+                also.append(sentence.passage)
             return True
         label = self.label(sentence) if self.label is not None else None
         # The sentence before its label: the first chosen is the best sentence, which the
@@ -369,7 +384,7 @@ def render(chosen: _Selection) -> list[str]:
     lines = []
     for passage in order:
         mine = sorted((s for s in chosen.chosen if s.passage == passage), key=lambda s: s.start)
-        lines += [quote(sentence) for sentence in mine]
+        lines += [quote(s, chosen.also.get((s.passage, s.start), ())) for s in mine]
         if passage in chosen.cut:
             lines.append(f"(the list continues in [{passage + 1}])")
     return lines

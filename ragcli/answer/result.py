@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
@@ -60,7 +61,7 @@ class Answer:
 
     def quoted_from(self, number: int) -> str:
         """The lines of the answer that cite source `number` (where its rows and pages are read)."""
-        return "\n".join(line for line in self.text.split("\n") if line.rstrip().endswith(f"[{number}]"))
+        return "\n".join(line for line in self.text.split("\n") if number in _trailing_citations(line))
 
     def place(self, number: int) -> str | None:
         """Where ``[number]`` points in words ("slide 3", "sheet 2, rows 7-12"), or None where
@@ -114,3 +115,12 @@ class Answer:
             short=record.get("short_answer"),
             pages={c["number"]: c["page"] for c in record["citations"] if c.get("page") is not None},
         )
+
+
+_TRAILING = re.compile(r"(?:\s*\[\d+\])+\s*$")
+
+
+def _trailing_citations(line: str) -> set[int]:
+    """The source numbers a line ends by citing (``"..." [1] [3]`` -> {1, 3})."""
+    match = _TRAILING.search(line)
+    return {int(n) for n in re.findall(r"\d+", match.group())} if match else set()

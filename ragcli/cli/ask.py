@@ -359,10 +359,10 @@ def _print_sources(answer) -> None:
 
 
 def _is_quote(sentence: str, answer) -> bool:
-    """A line quoting a source word for word: ``"...text..." [n]``."""
+    """A line quoting a source word for word: ``"...text..." [n]`` (or ``[n] [m]``)."""
     import re
 
-    match = re.fullmatch(r'\s*"(.+)"\s*(?:\[\d+\])?\s*', sentence)
+    match = re.fullmatch(r'\s*"(.+)"(?:\s*\[\d+\])*\s*', sentence)
     if match is None:
         return False
     quoted = " ".join(match.group(1).split())
