@@ -5,14 +5,13 @@ never contradicts the evidence printed under it."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
 from runner import rag
-from conftest import FIXTURES, shared_model_files
+from conftest import FIXTURES, child_environ
 
 # Written for this test (fictional players): the fact asked four ways below, beside distractors
 # of the same types (another name, a number of sacks, a count of fumbles, a capitalised award).
@@ -41,14 +40,7 @@ def docs(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def env(tmp_path_factory, model_cache_dir, docs) -> dict[str, str]:
     home = tmp_path_factory.mktemp("answers-home")
-    environ = {key: value for key, value in os.environ.items() if not key.startswith("RAG_")}
-    environ.update(
-        RAG_CACHE_DIR=str(shared_model_files(home / "cache", model_cache_dir)),
-        RAG_INDEX=str(home / "index"),
-        XDG_CONFIG_HOME=str(home / "config"),
-        XDG_DATA_HOME=str(home / "data"),
-        HF_HUB_OFFLINE="1",
-    )
+    environ = child_environ(home, model_cache_dir) | {"RAG_INDEX": str(home / "index")}
     done = rag("ingest", str(docs), env=environ)
     assert done.returncode == 0, done.stderr
     return environ
