@@ -65,7 +65,8 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from ragcli.answer.cache import AnswerCache, cache_key, file_identity, index_state
 from ragcli.answer.context import build_context, context_budget
-from ragcli.answer.evidence import excerpts, page_of, rank_source_sentences, render, supporting_sentence
+from ragcli.answer.evidence import excerpts, page_of, quoted_under, rank_source_sentences, render
+from ragcli.answer.evidence import supporting_sentence
 from ragcli.answer.options import AskOptions, first_stage, needs_model, resolve_style
 from ragcli.answer.prompting import PROMPT_VERSION, parse_citations, prompt_overhead, says_not_found
 from ragcli.answer.prompting import short_answer, strip_invalid_citations
@@ -73,7 +74,7 @@ from ragcli.answer.qa_reader import reader_for
 from ragcli.answer.readers import Reader
 from ragcli.answer.result import Answer
 from ragcli.answer.run import AnswerRun
-from ragcli.answer.stages import SHORT_WORDS, Pipeline, prompt_sentences, quoted_evidence
+from ragcli.answer.stages import SHORT_WORDS, Pipeline, prompt_sentences
 from ragcli.answer.stages import without_example_copies
 from ragcli.answer.summary import asks_about_document, document_subject, extractive_summary
 from ragcli.answer.unknown import unknown_names
@@ -319,7 +320,8 @@ class Asker:
         if evidence is not None and (
             short is None or (len(short.split()) <= SHORT_WORDS and not short.endswith((".", "!", "?")))
         ):
-            chosen = quoted_evidence(run.question, sources, ranked, evidence, options)
+            passages, budget = options.passages, options.evidence_chars
+            chosen = quoted_under(run.question, sources, ranked, evidence, passages=passages, budget=budget)
             quoted = "\n" + "\n".join(render(chosen))
             yield quoted
             text += quoted

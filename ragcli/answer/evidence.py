@@ -375,6 +375,28 @@ def select_evidence(
     return chosen
 
 
+def quoted_under(
+    question: str,
+    sources: Sequence[Source],
+    ranked: Sequence[Sentence],
+    support: Sentence,
+    *,
+    passages: int,
+    budget: int,
+) -> _Selection:
+    """The evidence quoted under a generated short answer: what the evidence style would quote
+    (the best sentences of the first `passages` sources, completed), plus `support`, the
+    sentence holding the model's words, when it is not among them.
+
+    Anchoring the quote on the model's words instead lost answers a small model does not put
+    in its line (steps, reasons, list items): with Qwen2.5-Coder-0.5B on the tune half of a
+    real-question set, answered 0.47 anchored on the model's words, 0.55 anchored as here."""
+    read = [s for s in ranked if s.passage < passages] or list(ranked)
+    chosen = select_evidence(question, sources, read, budget)
+    chosen.add(support)
+    return chosen
+
+
 def render(chosen: _Selection) -> list[str]:
     """The quoted lines: sources in the order first chosen, each one's sentences in document order."""
     order: list[int] = []

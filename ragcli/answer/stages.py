@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ragcli.analysis import analyze
 from ragcli.answer.context import Source, build_context
-from ragcli.answer.evidence import Evidence, answer_with_evidence, is_answerable, select_evidence
+from ragcli.answer.evidence import Evidence, answer_with_evidence, is_answerable
 from ragcli.answer.options import AskOptions
 from ragcli.answer.prompting import grounded_prompt, without_citations
 from ragcli.answer.sentences import Sentence
@@ -31,7 +31,8 @@ QUESTION_WORDS = (
 
 
 # A generated short answer (this many words at most, not a sentence) gets the evidence quoted
-# under it (`quoted_evidence`), as in the evidence style; a model's own sentences stand cited.
+# under it (`ragcli.answer.evidence.quoted_under`), as in the evidence style; a model's own
+# sentences stand cited.
 SHORT_WORDS = 12
 # A generative prompt shows only sentences scoring at least this share of the best one's: on
 # qa-tune the gold answer is in such a sentence 98% of the time (as in the best 160 tokens),
@@ -86,26 +87,6 @@ def without_example_copies(pieces: Iterable[str], messages: Sequence[Message], s
 def stream_answer(generator: Generator, messages: Sequence[Message], options: AskOptions) -> Iterator[str]:
     """The default generation stage: stream the model's answer."""
     return generator.stream(messages, max_tokens=options.max_tokens, temperature=options.temperature)
-
-
-def quoted_evidence(
-    question: str,
-    sources: Sequence[Source],
-    ranked: Sequence[Sentence],
-    support: Sentence,
-    options: AskOptions,
-):
-    """The evidence quoted under a generated answer: what the evidence style would quote (the
-    best sentences of the first `options.passages` sources, completed), plus the sentence that
-    supports the model's words when it is not among them.
-
-    Anchoring the quote on the model's words instead lost answers a model does not put in its
-    line (steps, reasons, list items): on the tune half of a real-question set, answered
-    0.47 anchored on the model's words, 0.58 anchored as the evidence style."""
-    read = [s for s in ranked if s.passage < options.passages] or list(ranked)
-    chosen = select_evidence(question, sources, read, options.evidence_chars)
-    chosen.add(support)
-    return chosen
 
 
 def rerank_hits(
