@@ -316,7 +316,7 @@ class Searcher:
             # One read snapshot for the group check and the postings: the first read of a
             # snapshot costs SQLite a lock and a WAL check, about 4 µs, the later ones 1 µs.
             with self.store.snapshot():
-                return self._search(query, options)
+                return self._search(query, options, generator_factory)
         return self._search(query, options, generator_factory)
 
     def _search(
