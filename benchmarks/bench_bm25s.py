@@ -15,7 +15,8 @@ from ragcli import open_index  # noqa: E402
 from ragcli.analysis import index_terms  # noqa: E402
 from ragcli.evaluation.datasets import read_corpus  # noqa: E402
 from ragcli.ingest.pipeline import ingest_documents  # noqa: E402
-from ragcli.store.local.database import DATABASE_NAME, Store  # noqa: E402
+from ragcli.store.local.database import Store  # noqa: E402
+from ragcli.store.ownership import DATABASE_NAME  # noqa: E402
 from ragcli.store.local.postings import collection_stats, term_postings, term_scores  # noqa: E402
 from ragcli.store.local.postings_reader import PostingsReader  # noqa: E402
 

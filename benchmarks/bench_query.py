@@ -28,7 +28,8 @@ import numpy as np
 
 from ragcli.embedding import load_embedder
 from ragcli.ingest.pipeline import ingest_documents
-from ragcli.store.local.database import DATABASE_NAME, Store
+from ragcli.store.local.database import Store
+from ragcli.store.ownership import DATABASE_NAME
 from ragcli.types import ChunkSettings, Document
 from standin import (
     COMMON,
