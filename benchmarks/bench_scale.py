@@ -324,7 +324,7 @@ def main() -> None:
 
     from ragcli.config import load_settings
     from ragcli.embedding import load_embedder
-    from ragcli.store.local.database import DATABASE_NAME
+    from ragcli.store.ownership import DATABASE_NAME
 
     real = load_embedder(None, cache_dir=load_settings().cache_dir)
     base_vectors(real, args.work, args.corpus)
