@@ -263,3 +263,38 @@ def test_opening_a_current_index_does_not_import_sqlite_utils(tmp_path, isolated
     assert (
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
     )
+
+
+def test_an_interrupt_hidden_behind_a_readers_clean_up_error_still_stops_the_ingest(
+    tmp_path, isolated_home, monkeypatch
+):
+    """A Ctrl-C that lands while a reader closes its file, whose clean-up then fails (EBADF),
+    stops the run; it is not recorded as one failed file with the ingest going on."""
+    import ragcli.ingest.run as ingest_run
+
+    def read_interrupted(path):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise OSError(9, "Bad file descriptor") from None
+
+    monkeypatch.setattr(ingest_run, "read_document", read_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run(isolated_home, write_corpus(tmp_path / "docs"), HashEmbedder())
+
+
+def test_an_interrupt_while_a_file_object_takes_its_descriptor_stays_an_interrupt(tmp_path, monkeypatch):
+    import os
+
+    from ragcli.ingest.readers import base
+
+    real_fdopen = os.fdopen
+
+    def fdopen_then_interrupt(fd, mode):
+        real_fdopen(fd, mode).close()  # the file object owned fd and has closed it
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(base.os, "fdopen", fdopen_then_interrupt)
+    (tmp_path / "note.txt").write_text("text")
+    with pytest.raises(KeyboardInterrupt):
+        base.open_regular(tmp_path / "note.txt")

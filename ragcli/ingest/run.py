@@ -87,6 +87,7 @@ class IngestRun:
             return "failed"
         except Exception as error:  # noqa: BLE001 - the per-file boundary: a reader's bug, a RecursionError
             # or a MemoryError in one file's parser costs that file, never the rest of the ingest.
+            reraise_interrupt(error)
             self.report.failed.append(Failure(shown, unexpected_reader_error(shown, error)))
             return "failed"
         return self.queue(document, content_hash, existing is not None)
@@ -303,6 +304,16 @@ def file_hash(path: Path) -> str:
             return hashlib.file_digest(handle, "sha256").hexdigest()
         except OSError as error:
             raise ReaderError(f"{path}: cannot read file ({error.strerror or error})") from error
+
+
+def reraise_interrupt(error: BaseException) -> None:
+    """Raise the Ctrl-C behind `error`, if any: a reader's clean-up that fails while an
+    interrupt unwinds (closing a file twice) must not turn the interrupt into one failed file."""
+    seen = error.__context__
+    while seen is not None:
+        if isinstance(seen, KeyboardInterrupt):
+            raise seen
+        seen = seen.__context__
 
 
 def unexpected_reader_error(shown: str, error: BaseException) -> str:

@@ -82,10 +82,12 @@ def open_regular(path: Path) -> BinaryIO:
             )
             raise reader_error(path, f"not a regular file ({kind}); skipped")
         os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise
+    # Outside the guard: once the file object owns the descriptor it closes it itself, so an
+    # interrupt inside fdopen must not close it a second time (EBADF would hide the interrupt).
+    return os.fdopen(fd, "rb")
 
 
 def read_bytes(path: Path, limit: int | None = None) -> bytes:
