@@ -4,7 +4,15 @@ quotes the document's opening and its table of contents."""
 from __future__ import annotations
 
 from ragcli.answer.context import Source
-from ragcli.answer.summary import document_subject, extractive_summary
+import pytest
+
+from ragcli.answer.summary import (
+    asks_about_document,
+    document_subject,
+    extractive_summary,
+    file_name_globs,
+    named_documents,
+)
 
 PAGE = (
     "Tidy Manual\n\nNAME\n\ntidy - Sort the files of a folder into dated subfolders\n\n"
@@ -29,3 +37,53 @@ def test_a_summary_quotes_the_opening_and_the_headings_made_of_words():
     assert "---o" not in title
     assert quoted[0] == '"tidy - Sort the files of a folder into dated subfolders" [1]'
     assert '"This page explains how tidy decides where each file goes." [1]' in quoted
+
+
+@pytest.mark.parametrize(
+    "question, about",
+    [
+        ("Summarize the tidy manual", True),
+        ("what is the tidy page about?", True),
+        ("what does the tidy guide cover?", True),
+        ("what is the tidy page for?", True),
+        ("what does git describe print?", False),  # a command named "describe"
+        ("what is known about hidden files?", False),
+        ("what does the tidy manual say about hidden files?", False),  # a question inside it
+        ("what is the --dry-run flag for?", False),  # a purpose, but of no document
+    ],
+)
+def test_which_questions_ask_about_a_whole_document(question, about):
+    assert asks_about_document(question) is about
+
+
+@pytest.mark.parametrize(
+    "question, names",
+    [
+        ("what does the giteveryday document cover?", ["giteveryday"]),
+        ("summarize notes/bread.md.", ["bread.md"]),
+        ("what does the git-log man page say about --follow?", ["git-log"]),
+        ("In the README file, how do I install it?", ["README"]),
+        ("how do I call os.path.join?", []),  # a dotted name, not a file
+        ("what is on the main page?", []),
+        ("where in the git docs is rebase explained?", []),  # all the pages, not one
+    ],
+)
+def test_a_question_names_a_document_by_its_file_name(question, names):
+    assert named_documents(question) == names
+
+
+def test_file_name_globs_match_either_case_in_any_folder():
+    from fnmatch import fnmatchcase
+
+    globs = file_name_globs("ReadMe")
+    assert any(fnmatchcase("docs/README.md", g) for g in globs)
+    assert any(fnmatchcase("readme.txt", g) for g in globs)
+    assert not any(fnmatchcase("docs/readme-old.md", g) for g in globs)
+    assert any(fnmatchcase("/home/me/notes/bread.md", g) for g in file_name_globs("bread.md"))
+    assert not any(fnmatchcase("/home/me/notes/bread.mdx", g) for g in file_name_globs("bread.md"))
+
+
+def test_a_summary_of_a_text_written_without_spaces_quotes_its_sentences():
+    text = "中国茶的历史\n\n中国是茶的故乡，饮茶的历史已有数千年。唐代的陆羽被后人尊称为茶圣。\n"
+    summary, chosen = extractive_summary(Source(1, "tea.txt", None, 1.0, text, (1,)), None, 300)
+    assert len(chosen) == 2 and "陆羽" in summary

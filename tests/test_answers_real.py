@@ -70,6 +70,19 @@ def test_questions_about_a_document_are_answered_from_it(env, question):
     assert answer["sources"][0]["path"].endswith("bread_baking.md")
 
 
+@pytest.mark.parametrize(
+    "question, file, words",
+    [
+        ("What is the chinese_tea.txt file for?", "chinese_tea.txt", "陆羽"),  # a summary
+        ("what does the himalayan_peaks document say about Everest?", "himalayan_peaks.docx", "1953"),
+    ],
+)
+def test_a_document_named_by_its_file_name_answers(env, question, file, words):
+    answer = ask(env, question)
+    assert answer["sources"] and all(s["path"].endswith(file) for s in answer["sources"])
+    assert words in answer["answer"]
+
+
 def test_doc_restricts_a_question_to_one_document(env, docs, tmp_path):
     answer = ask(env, "What is this about?", "--doc", str(docs / "sample" / "octopus.html"))
     assert all(s["path"].endswith("octopus.html") for s in answer["sources"])

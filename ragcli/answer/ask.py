@@ -76,7 +76,13 @@ from ragcli.answer.result import Answer
 from ragcli.answer.run import AnswerRun
 from ragcli.answer.stages import SHORT_WORDS, Pipeline, prompt_sentences
 from ragcli.answer.stages import without_example_copies
-from ragcli.answer.summary import asks_about_document, document_subject, extractive_summary
+from ragcli.answer.summary import (
+    asks_about_document,
+    document_subject,
+    extractive_summary,
+    file_name_globs,
+    named_documents,
+)
 from ragcli.answer.unknown import unknown_names
 from ragcli.config import Settings
 from ragcli.generation.llama import Generator, check_gguf, load_generator
@@ -258,8 +264,9 @@ class Asker:
 
     def _retrieve(self, run: AnswerRun) -> list[Hit]:
         stages, options = self.pipeline, run.options
-        first = first_stage(options)
-        requests = [SearchRequest(document_subject(run.question), first)]
+        subject = document_subject(run.question)
+        first = self._named_document(subject, run.question, first_stage(options))
+        requests = [SearchRequest(subject, first)]
         if options.rewrite is not None:
             requests = stages.rewrite(run.question, options.rewrite, first, self._active_generator)
         run.lap("rewrite")
@@ -271,6 +278,17 @@ class Asker:
         run.lap("rerank")
         queries = [request.query for request in requests if request.is_query]
         return list(run.retrieved) if stages.gate is None else stages.gate(queries, run.retrieved)
+
+    def _named_document(self, subject: str, question: str, query: QueryOptions) -> QueryOptions:
+        """`query` kept to the document the question names by file name ("the giteveryday page",
+        "bread.md") when the index holds one of that name; unchanged otherwise or after `--doc`."""
+        if "path" in query.filters:
+            return query
+        for name in named_documents(question):
+            only = replace(query, filters={**query.filters, "path": file_name_globs(name)})
+            if self._search(subject, only):
+                return only
+        return query
 
     def _generate(self, run: AnswerRun, hits: list[Hit]) -> Iterator[str]:
         """Grounded generation: the evidence gate, a prompt of the best sentences, the model's

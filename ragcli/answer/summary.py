@@ -3,10 +3,11 @@
 When a question asks what a document says as a whole (`asks_about_document`), retrieving the
 few chunks most like the question's words misses the point: the answer covers the document
 the question names, which is the top hit's document (its file name or title matches the
-question best, or ``--doc`` chose it). Without a capable model the answer is an extractive
-summary (`extractive_summary`): the document's title and headings, then its most central
-sentences (its opening sentences, then those nearest, by embedding, to the mean of all its
-sentences), quoted in document order within the evidence budget.
+question best, or ``--doc`` chose it). A question that gives a file name ("bread.md", "the
+giteveryday page") is kept to the indexed file of that name, whatever it asks. Without a
+capable model the answer is an extractive summary (`extractive_summary`): the document's
+title and headings, then its most central sentences (its opening sentences, then those
+nearest, by embedding, to the mean of all its sentences), quoted in document order within the evidence budget.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ from ragcli.embedding.base import Embedder
 
 # The forms of a question about a document as a whole (English).
 _ABOUT_DOCUMENT = re.compile(
-    r"\b(summari[sz]\w*|summary|overview|gist|tl;?dr|main (?:idea|point|topic)s?|"
-    r"what(?:'s| is| are)\b.{1,80}\babout|what does\b.{1,80}\b(?:cover|say|describe))\b",
+    r"\b(?:summari[sz]\w*|summary|overview|gist|tl;?dr|main (?:idea|point|topic)s?)\b|"
+    # Only as the question's last word: "what does git describe print?" and "what is known about
+    # X?" ask about X, not about a document.
+    r"\bwhat(?:'s| is| are)\b.{1,80}\babout\W*$|\bwhat does\b.{1,80}\b(?:cover|say|describe)\W*$",
     re.IGNORECASE,
 )
 # Characters of the section headings shown after the title (the page's table of contents).
@@ -61,8 +64,60 @@ def document_subject(question: str) -> str:
 
 
 def asks_about_document(question: str) -> bool:
-    """Whether the question asks what a document says as a whole."""
-    return bool(_ABOUT_DOCUMENT.search(question))
+    """Whether the question asks what a document says as a whole ("summarize X", "what does the
+    X page cover", "what is the X guide for")."""
+    if _ABOUT_DOCUMENT.search(question):
+        return True
+    return bool(_PURPOSE.search(question) and _DOCUMENT_NOUN.search(question))
+
+
+# What a user calls one document when naming it (English, singular: "the git docs" are all of
+# them, "the git doc" is one).
+_DOCUMENT_NOUN = re.compile(
+    r"\b(?:document|doc|page|file|manual|guide|howto|how-to|article|chapter|paper|handbook|tutorial)\b",
+    re.IGNORECASE,
+)
+# "what is the X page for", "the purpose of the X guide".
+_PURPOSE = re.compile(r"\bwhat(?:'s| is| are)\b.{1,80}\bfor\b\W*$|\b(?:purpose|point) of\b", re.IGNORECASE)
+_FILE_NAME = re.compile(r"(?<![\w.-])[A-Za-z][\w-]*\.[A-Za-z][A-Za-z0-9]{0,4}(?!\.?[\w/-])")
+# A name-like word right before a document noun, past a kind of page ("the git-log man page").
+_NAMED_BY_NOUN = re.compile(
+    r"(?<![\w./-])([A-Za-z][\w.-]*[A-Za-z0-9])\s+(?:(?:man|help|web|wiki|info)\s+)?" + _DOCUMENT_NOUN.pattern,
+    re.IGNORECASE,
+)
+# Words before a document noun that are not its name ("the main page", "that file").
+_NOT_NAMES = frozenset(
+    "a an the this that these those my our your their its which what whole main man help web home "
+    "first last next previous same other each every one another".split()
+)
+
+
+def named_documents(question: str) -> list[str]:
+    """File names the question may give a document by, most explicit first: a word with a file
+    extension ("bread.md"), then a name-like word right before a document noun ("the giteveryday
+    document"). Each is a guess: only an indexed file of that name makes it one."""
+    names = [match.group(0) for match in _FILE_NAME.finditer(question)]
+    for match in _NAMED_BY_NOUN.finditer(question):
+        word = match.group(1)
+        if word.lower() not in _NOT_NAMES and not _DOCUMENT_NOUN.fullmatch(word):
+            names.append(word)
+    return list(dict.fromkeys(names))
+
+
+def file_name_globs(name: str) -> tuple[str, ...]:
+    """`path` filter globs for a file called `name` (or `name` plus any extension), in any folder,
+    matching letters in either case."""
+    import glob
+
+    either = "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else glob.escape(c) for c in name)
+    extension = "" if _FILE_NAME.fullmatch(name) else ".*"
+    return (either + extension, "*/" + either + extension)
+
+
+def _is_sentence(text: str) -> bool:
+    """Enough words to say something (not a label like "default: off"): four words, or eight
+    characters of a script written without spaces (Chinese, Japanese)."""
+    return len(text.split()) >= 4 or sum(ord(c) >= 0x2E80 for c in text) >= 8
 
 
 def central_sentences(sentences: Sequence[Sentence], embedder: Embedder | None) -> list[Sentence]:
@@ -96,7 +151,7 @@ def extractive_summary(source: Source, embedder: Embedder | None, budget: int) -
     sentences = sentences_of([source.text])
     title, headings = outline(sentences)
     body = [s for s in sentences if not is_title(s.text) and not s.text.lstrip().startswith("|")]
-    body = [s for s in body if len(s.text.split()) >= 4 and " ".join(s.text.lstrip("#").split()) != title]
+    body = [s for s in body if _is_sentence(s.text) and " ".join(s.text.lstrip("#").split()) != title]
     lines = []
     if title:
         lines.append(
