@@ -230,10 +230,10 @@ def test_terminal_view_colours_support_by_label(capsys, monkeypatch):
 def test_verbatim_quotes_are_not_relabelled_on_the_terminal():
     from ragcli.answer.result import Answer
     from ragcli.answer.context import Source
-    from ragcli.cli.ask import _is_quote
 
     source = Source(1, "a.md", None, 1.0, "The blood is blue because\nof hemocyanin.", (1,))
     answer = Answer("q", "x", False, (source,))
-    assert _is_quote('"The blood is blue because of hemocyanin." [1]', answer)
-    assert not _is_quote('"The blood is red." [1]', answer)
-    assert not _is_quote("The blood is blue because of hemocyanin [1].", answer)
+    assert answer.is_verbatim_quote('"The blood is blue because of hemocyanin." [1]')
+    assert answer.is_verbatim_quote('"The blood is blue because of hemocyanin." [1] [3]')
+    assert not answer.is_verbatim_quote('"The blood is red." [1]')
+    assert not answer.is_verbatim_quote("The blood is blue because of hemocyanin [1].")

@@ -59,6 +59,15 @@ class Answer:
         source = self.source(number)
         return source.page if source is not None else None
 
+    def is_verbatim_quote(self, line: str) -> bool:
+        """A line quoting a source word for word: ``"...text..." [n]`` (or ``[n] [m]``), the
+        quoted words in one of the sources (whitespace collapsed)."""
+        match = _QUOTE_LINE.fullmatch(line)
+        if match is None:
+            return False
+        quoted = " ".join(match.group(1).split())
+        return any(quoted in " ".join(source.text.split()) for source in self.sources)
+
     def quoted_from(self, number: int) -> str:
         """The lines of the answer that cite source `number` (where its rows and pages are read)."""
         return "\n".join(line for line in self.text.split("\n") if number in _trailing_citations(line))
@@ -117,7 +126,10 @@ class Answer:
         )
 
 
-_TRAILING = re.compile(r"(?:\s*\[\d+\])+\s*$")
+_CITATIONS = r"(?:\s*\[\d+\])"
+_TRAILING = re.compile(_CITATIONS + r"+\s*$")
+# A quoted line: the quote, then the sources it cites.
+_QUOTE_LINE = re.compile(r'\s*"(.+)"' + _CITATIONS + r"*\s*")
 
 
 def _trailing_citations(line: str) -> set[int]:

@@ -358,22 +358,11 @@ def _print_sources(answer) -> None:
         _print_support(console, answer)
 
 
-def _is_quote(sentence: str, answer) -> bool:
-    """A line quoting a source word for word: ``"...text..." [n]`` (or ``[n] [m]``)."""
-    import re
-
-    match = re.fullmatch(r'\s*"(.+)"(?:\s*\[\d+\])*\s*', sentence)
-    if match is None:
-        return False
-    quoted = " ".join(match.group(1).split())
-    return any(quoted in " ".join(source.text.split()) for source in answer.sources)
-
-
 def _print_support(console, answer) -> None:
     from rich.text import Text
 
     # A verbatim quote of a source is supported by construction: labelling it is noise.
-    shown = [item for item in answer.support if not _is_quote(item.sentence, answer)]
+    shown = [item for item in answer.support if not answer.is_verbatim_quote(item.sentence)]
     if not shown:
         return
     console.print("\nSupport:", highlight=False, markup=False)
