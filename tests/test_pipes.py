@@ -299,18 +299,16 @@ def test_color_never_means_no_escape_sequences_on_a_terminal(tmp_path, indexed):
 def test_support_labels_are_words_not_only_colour():
     from rich.console import Console
 
+    from ragcli.answer.result import Answer
+    from ragcli.answer.support import SentenceSupport
     from ragcli.cli.ask import _print_support
 
-    class Item:
-        def __init__(self, label, score):
-            self.label, self.score, self.source = label, score, 1
-            self.sentence = f"A sentence that is {label}."
-
-    class Answer:
-        support = [Item("supported", 0.9), Item("partial", 0.5), Item("unsupported", 0.1)]
-
+    support = tuple(
+        SentenceSupport(f"A sentence that is {label}.", label, score, 1)
+        for label, score in (("supported", 0.9), ("partial", 0.5), ("unsupported", 0.1))
+    )
     console = Console(file=io.StringIO(), color_system=None, width=120)
-    _print_support(console, Answer())
+    _print_support(console, Answer("q", "x", False, (), support=support))
     text = console.file.getvalue()
     for label in ("supported", "partial", "unsupported"):
         assert re.search(rf"\[1\] \d\.\d\d {label}\s+A sentence that is {label}\.", text)
