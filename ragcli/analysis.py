@@ -129,6 +129,11 @@ def _cjk_char() -> re.Pattern[str]:
     return re.compile(f"[{_CJK}]")
 
 
+def cjk_characters(text: str) -> int:
+    """How many characters of `text` are of the scripts written without spaces (`_CJK`)."""
+    return len(_cjk_char().findall(text))
+
+
 def technical_terms(text: str) -> list[str]:
     """Whole technical tokens of a text, in order (`whole_token`)."""
     return _technical(unicodedata.normalize("NFKC", text))

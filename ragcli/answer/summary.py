@@ -7,7 +7,8 @@ question best, or ``--doc`` chose it). A question that gives a file name ("bread
 giteveryday page") is kept to the indexed file of that name, whatever it asks. Without a
 capable model the answer is an extractive summary (`extractive_summary`): the document's
 title and headings, then its most central sentences (its opening sentences, then those
-nearest, by embedding, to the mean of all its sentences), quoted in document order within the evidence budget.
+nearest, by embedding, to the mean of all its sentences), quoted in document order within
+the evidence budget.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ragcli.answer.context import Source
 from ragcli.answer.evidence import is_title, quote
 from ragcli.answer.sentences import Sentence, sentences_of
 from ragcli.answer.structure import is_label
+from ragcli.analysis import cjk_characters
 from ragcli.embedding.base import Embedder
 
 # The forms of a question about a document as a whole (English).
@@ -117,7 +119,7 @@ def file_name_globs(name: str) -> tuple[str, ...]:
 def _is_sentence(text: str) -> bool:
     """Enough words to say something (not a label like "default: off"): four words, or eight
     characters of a script written without spaces (Chinese, Japanese)."""
-    return len(text.split()) >= 4 or sum(ord(c) >= 0x2E80 for c in text) >= 8
+    return len(text.split()) >= 4 or cjk_characters(text) >= 8
 
 
 def central_sentences(sentences: Sequence[Sentence], embedder: Embedder | None) -> list[Sentence]:
