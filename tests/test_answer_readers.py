@@ -126,9 +126,27 @@ def test_two_candidates_in_the_best_sentence_give_no_short_line():
 
 
 def test_how_many_noun_wants_that_noun_beside_the_number():
-    assert read("How many points did they score?", "They scored 24 points in 3 quarters.") == "24 points"
+    assert read("How many points did they score?", "They scored 24 points this season.") == "24 points"
     assert read("How many tackles did he make?", "He led in tackles (118) this year.") == "118"
     assert read("How many men were sent?", "The fort was built in 1754 by 40 workers.") is None
+
+
+def test_two_numbers_give_no_count_even_when_one_sits_beside_the_noun():
+    assert read("How many points did they score?", "They scored 24 points in 3 quarters.") is None
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "short"),
+    [
+        ("How many works are there?", "It holds more than 70,000 works of art.", "more than 70,000 works"),
+        ("How many species are known?", "Only 100–150 species have been validated.", "100–150 species"),
+        ("How many names were signed?", "A petition of over 5,100 names led to it.", "over 5,100 names"),
+        ("When did he widen his target?", "In the summer of 1521, he widened his target.", "summer of 1521"),
+        ("How long did it run?", "It ran from 1870 to 1939 in the garden.", None),  # years are no count
+    ],
+)
+def test_a_short_line_keeps_what_qualifies_its_number(question, text, short):
+    assert read(question, text) == short
 
 
 def test_a_number_that_labels_a_name_is_not_a_count():
