@@ -49,10 +49,19 @@ def shared_model_files(cache: Path, shared: Path) -> Path:
     return cache
 
 
+# A terminal's size comes from the terminal (a test's pty), not from the environment the suite
+# runs in (pytest-xdist's workers set COLUMNS=80, which rich would obey).
+TERMINAL_SIZE = ("COLUMNS", "LINES")
+
+
 def child_environ(home: Path, model_cache_dir: Path) -> dict[str, str]:
     """The environment of a `rag` child a module- or session-wide fixture starts (before any
     test's `isolated_home`): no RAG_* settings, config and cache under `home`, models shared."""
-    environ = {key: value for key, value in os.environ.items() if not key.startswith("RAG_")}
+    environ = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("RAG_") and key not in TERMINAL_SIZE
+    }
     environ.update(
         RAG_CACHE_DIR=str(shared_model_files(home / "cache", model_cache_dir)),
         RAG_CONFIG=str(home / "none.toml"),
@@ -71,7 +80,7 @@ def isolated_home(tmp_path, monkeypatch, model_cache_dir) -> Path:
     monkeypatch.setenv("RAG_CACHE_DIR", str(shared_model_files(tmp_path / "cache", model_cache_dir)))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    for name in ("RAG_EMBED_MODEL", "RAG_MODEL", "NO_COLOR"):
+    for name in ("RAG_EMBED_MODEL", "RAG_MODEL", "NO_COLOR", *TERMINAL_SIZE):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     return index

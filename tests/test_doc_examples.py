@@ -75,6 +75,18 @@ def test_the_readme_and_guides_have_examples_and_few_are_skipped():
     assert len(skipped) <= len(EXAMPLES) // 2, skipped
 
 
+# A block that installs or removes packages would change the Python the suite itself runs on
+# (and, run beside another test, pull a module from under it).
+_CHANGES_PACKAGES = re.compile(r"^\s*(?:python\d*\s+-m\s+)?(?:pip|pipx|uv)\b", flags=re.MULTILINE)
+
+
+def test_no_runnable_example_installs_or_removes_packages():
+    runnable = [
+        where for where, script, reason in EXAMPLES if reason is None and _CHANGES_PACKAGES.search(script)
+    ]
+    assert not runnable, f"mark these <!-- not-run: changes the Python environment -->: {runnable}"
+
+
 @pytest.mark.parametrize(
     "where, script",
     [(where, script) for where, script, reason in EXAMPLES if reason is None],
