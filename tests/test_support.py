@@ -23,6 +23,16 @@ def test_sentences_split_at_ends_and_keep_citations():
     ]
 
 
+def test_answer_and_sources_are_cut_by_one_splitter():
+    text = "The U.S. Army left. [1] It came back, e.g. twice [2]. Fin. Être ou ne pas être."
+    assert split_sentences(text) == [
+        "The U.S. Army left. [1]",
+        "It came back, e.g. twice [2].",
+        "Fin.",
+        "Être ou ne pas être.",
+    ]
+
+
 def test_labels_follow_documented_thresholds():
     assert [label_for(s) for s in (1.0, 0.6, 0.59, 0.3, 0.29, 0.0)] == [
         "supported",

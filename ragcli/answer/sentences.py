@@ -1,7 +1,8 @@
 """The few sentences of the retrieved passages that matter for a question.
 
 1. Each passage is cut into sentences (`split_passage`): a sentence ends at ``.``, ``!`` or
-   ``?`` followed by whitespace and an upper-case letter, digit or quote, at a full-width
+   ``?`` followed by whitespace and an upper-case letter, digit, quote or a letter outside
+   ASCII ("É", "中": a lower-case ASCII letter after it marks an abbreviation), at a full-width
    terminator, or at a line break. "U.S. Army" and "3.14" therefore stay whole more often
    than a plain split on ``.`` would leave them.
 2. Every sentence is scored against the question (`score_sentences`):
@@ -44,7 +45,7 @@ RANK_BONUS = 0.02
 # A line break ends a sentence only before a blank line, a list item, a heading or a table row:
 # a single break inside a paragraph is line wrapping.
 _SENTENCE_END = re.compile(
-    r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[。！？])|"
+    r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?(?:[A-Z0-9]|[^\x00-\x7f]))|(?<=[。！？])|"
     r"\n\s*\n\s*|\n(?=\s*(?:[-*+#>|]|\d+[.)])\s)|\n(?=[\"'(\[]?[A-Z0-9])"
 )
 # A line this short without a full stop, followed by a capitalised line, is a title.

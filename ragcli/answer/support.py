@@ -1,8 +1,9 @@
 """Answer-support annotation, after RAGTools' ``annotate_support``.
 
-1. The answer is cut into sentences where a sentence end (`ragcli.text.SENTENCE_ENDS`,
-   including the full-width Chinese ones) is followed by a space or the end, and at line
-   breaks. Citation markers such as ``[2]`` are kept in the sentence but not scored.
+1. The answer is cut into sentences at line breaks and by the splitter that cuts the sources
+   (`ragcli.answer.sentences.split_passage`: "3.14" and "U.S. Army" stay whole, full-width
+   Chinese terminators end a sentence). Citation markers such as ``[2]`` are kept with the
+   sentence they follow but not scored.
 2. Each sentence is scored against each source by **content-word overlap**: the share of
    the sentence's BM25 terms (`ragcli.analysis.analyze`: stemmed, stop words
    removed, CJK bigrams) that occur in the source. With an embedder, the score is the mean
@@ -35,7 +36,7 @@ import numpy as np
 
 from ragcli.answer.context import Source
 from ragcli.analysis import analyze
-from ragcli.text import SENTENCE_ENDS
+from ragcli.answer.sentences import split_passage
 
 if TYPE_CHECKING:
     from ragcli.embedding.base import Embedder
@@ -44,13 +45,6 @@ SUPPORTED = 0.6
 PARTIAL = 0.3
 LABELS = ("supported", "partial", "unsupported")
 
-_ASCII_ENDS = re.escape("".join(c for c in SENTENCE_ENDS if c.isascii()))
-_WIDE_ENDS = re.escape("".join(c for c in SENTENCE_ENDS if not c.isascii()))
-_CITATIONS = r"(?:\s*\[\d[\d,\s]*\])*"
-# A sentence ends at an ASCII terminator followed by a space or the end ("3.14" does not
-# end one), or at a full-width terminator anywhere (Chinese uses no spaces); citations
-# written right after the terminator stay with their sentence.
-_SENTENCE = re.compile(rf".+?(?:[{_ASCII_ENDS}]+{_CITATIONS}(?=\s|$)|[{_WIDE_ENDS}]+{_CITATIONS}|$)")
 _CITATION = re.compile(r"\[\d[\d,\s]*\]")
 
 
@@ -72,13 +66,23 @@ class SentenceSupport:
 
 
 def split_sentences(text: str) -> list[str]:
-    """Cut an answer into sentences; a citation right after a sentence end stays with it."""
-    return [
-        match.group().strip()
-        for line in text.splitlines()
-        for match in _SENTENCE.finditer(line)
-        if match.group().strip()
-    ]
+    """Cut an answer into sentences line by line, with the splitter that cuts the sources
+    (`ragcli.answer.sentences.split_passage`); a citation written after a sentence's end
+    ("... flour. [1] Tea ...") stays with that sentence."""
+    found = []
+    for line in text.splitlines():
+        spans: list[list[int]] = []
+        for start, end in split_passage(line):
+            cited = _LEADING_CITATIONS.match(line, start, end)
+            if cited and spans:
+                spans[-1][1], start = cited.end(), cited.end()
+            if line[start:end].strip():
+                spans.append([start, end])
+        found += [line[start:end].strip() for start, end in spans]
+    return found
+
+
+_LEADING_CITATIONS = re.compile(r"(?:\s*\[\d[\d,\s]*\])+")
 
 
 def label_for(score: float) -> str:
