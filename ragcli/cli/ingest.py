@@ -25,6 +25,7 @@ from ragcli.cli.progress import progress_bar, step_status
 from ragcli.cli.render import (
     ListFormat,
     emit_json,
+    emit_outcome,
     emit_records,
     human_size,
     printable,
@@ -203,18 +204,14 @@ def ingest(
         err.print(f"[red]failed[/red] {escape(printable(message))}", highlight=False)
     if report.left_out:
         _say_left_out(report.left_out)
-    if json_output:
-        emit_json("ingest", report.to_dict())
-    else:
-        err.print(
-            f"{report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
-            f"{report.removed} removed, {report.skipped} skipped, {len(report.failed)} failed; "
-            f"{report.chunks} chunks written, "
-            f"{report.embedded} embedded, {report.vectors} vectors in group '{report.group}'; "
-            f"{time.perf_counter() - started:.1f} s",
-            highlight=False,
-            markup=False,
-        )
+    summary = (
+        f"{report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
+        f"{report.removed} removed, {report.skipped} skipped, {len(report.failed)} failed; "
+        f"{report.chunks} chunks written, "
+        f"{report.embedded} embedded, {report.vectors} vectors in group '{report.group}'; "
+        f"{time.perf_counter() - started:.1f} s"
+    )
+    emit_outcome("ingest", report.to_dict(), summary, json_output=json_output)
     if defer_embedding:
         err.print(
             "text indexed (BM25 finds it now); run `rag embed` (or `rag embed --background`) for the vectors",
@@ -438,15 +435,12 @@ def rm(
     if plan.everything and not yes:
         _confirm_remove_all(plan.total, index_.path)
     removed = index_.remove(paths, lock_timeout=lock_timeout, on_wait=_say_waiting)
-    if json_output:
-        emit_json("rm", {"removed": removed, "excluded": [str(t) for t in plan.targets]})
-    else:
-        stderr_console().print(
-            f"{removed} document(s) removed; later ingests skip "
-            f"{printable(', '.join(paths))} (name it in `rag ingest` to add it back)",
-            markup=False,
-            highlight=False,
-        )
+    summary = (
+        f"{removed} document(s) removed; later ingests skip "
+        f"{printable(', '.join(paths))} (name it in `rag ingest` to add it back)"
+    )
+    payload = {"removed": removed, "excluded": [str(t) for t in plan.targets]}
+    emit_outcome("rm", payload, summary, json_output=json_output)
 
 
 def _confirm_remove_all(total: int, index_dir: Path) -> None:

@@ -177,6 +177,15 @@ def emit_json(kind: str, payload: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+def emit_outcome(kind: str, payload: dict[str, Any], summary: str, *, json_output: bool) -> None:
+    """What a command did: with --json one JSON document on stdout, else one summary line on
+    stderr (stdout stays empty, for scripts)."""
+    if json_output:
+        emit_json(kind, payload)
+    else:
+        stderr_console().print(summary, highlight=False, markup=False)
+
+
 def emit_jsonl(records: Iterable[dict[str, Any]]) -> None:
     """One JSON object per line on stdout, flushed per line for pipes."""
     for record in records:
