@@ -24,6 +24,7 @@ from ragcli.cli.options import (
 from ragcli.cli.progress import progress_bar, step_status
 from ragcli.cli.render import (
     ListFormat,
+    RecordList,
     emit_json,
     emit_outcome,
     emit_records,
@@ -245,6 +246,9 @@ def _say_waiting(message: str) -> None:
     stderr_console().print(message, highlight=False, markup=False)
 
 
+FACTS_LIST = RecordList("status", "facts", ("key", "value"))
+
+
 def status(
     index: IndexOption = None, json_output: JsonOption = False, output_format: FormatOption = None
 ) -> None:
@@ -257,21 +261,13 @@ def status(
     """
     from ragcli.index import open_index
 
-    fmt = resolve_format(output_format, json_output)
+    output = resolve_format(output_format, json_output)
     info = open_index(index).status()
-    if fmt.value == "json":
+    if output.format is ListFormat.json:
         emit_json("status", info)
         return
     facts = [{"key": key, "value": value} for key, value in flatten(info)]
-    emit_records(
-        fmt,
-        facts,
-        ("key", "value"),
-        kind="status",
-        key="facts",
-        human=lambda: _print_status(info),
-        table_asked=output_format is ListFormat.table,
-    )
+    emit_records(output, FACTS_LIST, facts, human=lambda: _print_status(info))
 
 
 def flatten(value, prefix: str = ""):
@@ -351,7 +347,7 @@ def _describe_options(options: dict) -> str:
     return RootOptions.from_dict(options).describe()
 
 
-LS_COLUMNS = ("path", "file_type", "size", "modified", "chunks")
+DOCUMENTS_LIST = RecordList("documents", "documents", ("path", "file_type", "size", "modified", "chunks"))
 
 
 def ls(
@@ -366,20 +362,12 @@ def ls(
     """
     from ragcli.index import open_index
 
-    fmt = resolve_format(output_format, json_output)
+    output = resolve_format(output_format, json_output)
     documents = open_index(index).documents()
     rows = [{**doc, "chunks": ",".join(f"{g}:{n}" for g, n in doc["chunks"].items())} for doc in documents]
-    if fmt.value in ("json", "jsonl"):
+    if output.format in (ListFormat.json, ListFormat.jsonl):
         rows = documents
-    emit_records(
-        fmt,
-        rows,
-        LS_COLUMNS,
-        kind="documents",
-        key="documents",
-        human=lambda: _print_ls(documents),
-        table_asked=output_format is ListFormat.table,
-    )
+    emit_records(output, DOCUMENTS_LIST, rows, human=lambda: _print_ls(documents))
 
 
 def _print_ls(documents: list[dict]) -> None:
