@@ -46,3 +46,10 @@ def _parsed(given: Mapping[str, Any]) -> dict[str, Any]:
     if "filters" in values:
         values["filters"] = filter_pairs(values["filters"])
     return values
+
+
+def argument_problems(error: Any, whole: str) -> str:
+    """A call's arguments that do not fit its schema (a pydantic `ValidationError`), as one line:
+    `top_k: Input should be less than or equal to 100; ...`; `whole` names the call as a whole,
+    for a problem with no field (an argument missing from a body that is not an object)."""
+    return "; ".join(f"{'.'.join(map(str, item['loc'])) or whole}: {item['msg']}" for item in error.errors())

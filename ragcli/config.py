@@ -119,74 +119,82 @@ def _text(value: Any) -> str:
 
 @dataclass(frozen=True)
 class Key:
-    """One setting: its parser, environment variable and help."""
+    """One setting: its parser, help, default and environment variable.
+
+    Attributes:
+        default: the value when nothing sets it (None: decided where it is used, e.g. the
+            index's own embedding model).
+        default_factory: for a default read from the machine when settings load (a folder).
+    """
 
     name: str
     parse: Callable[[Any], Any]
     help: str
+    default: Any = None
+    default_factory: Callable[[], Any] | None = None
 
     @property
     def env(self) -> str:
         return "RAG_" + self.name.upper()
 
+    def default_value(self) -> Any:
+        return self.default_factory() if self.default_factory is not None else self.default
+
 
 KEYS: dict[str, Key] = {
     key.name: key
     for key in (
-        Key("index", _path, "index directory"),
-        Key("cache_dir", _path, "cache for derived model files (ONNX exports)"),
+        Key("index", _path, "index directory", default_factory=default_index_dir),
+        Key(
+            "cache_dir",
+            _path,
+            "cache for derived model files (ONNX exports)",
+            default_factory=default_cache_dir,
+        ),
         Key("embed_model", _text, "embedding model folder (sentence-transformers layout)"),
+        # None: the index's own runtime, else fp32
         Key("embed_runtime", _choice(*EMBED_RUNTIMES), "embedding runtime of a new index: fp32 or int8"),
         Key("model", _text, "GGUF model file for answers and LLM retrieval"),
         Key("group", _text, "chunk group used when --group is not given"),
-        Key("mode", _choice(*MODES), "retrieval mode"),
-        Key("answer_style", _style, "how rag ask answers: auto, evidence or generative"),
+        Key("mode", _choice(*MODES), "retrieval mode", DEFAULT_MODE),
+        Key(
+            "answer_style", _style, "how rag ask answers: auto, evidence or generative", DEFAULT_ANSWER_STYLE
+        ),
         Key("reader", _text, "short-line reader: builtin, none, or a QA model folder"),
         Key(
             "reader_margin",
             _number,
             "how far a QA model reader's best span must beat its no-answer score",
+            0.0,
         ),
         Key(
             "top_k",
             _positive_int,
             f"hits returned by query; chunks read by ask (unset: {QUERY_TOP_K} for query, "
             f"{ASK_TOP_K} for ask)",
+            QUERY_TOP_K,
         ),
-        Key("ctx", _positive_int, "model context size in tokens"),
-        Key("max_tokens", _positive_int, "longest answer in tokens"),
+        Key("ctx", _positive_int, "model context size in tokens", 2048),
+        Key("max_tokens", _positive_int, "longest answer in tokens", 256),
         Key("threads", _positive_int, "threads for generation"),
-        Key("color", _choice(*COLORS), "colour on the terminal"),
-        Key("ocr_languages", _text, "Tesseract languages for scanned pages, e.g. eng+fra"),
-        Key("zip_max_bytes", _positive_int, "largest uncompressed size of an office/e-book zip file"),
-        Key("zip_max_members", _positive_int, "most members in an office/e-book zip file"),
-        Key("zip_max_ratio", _positive_int, "highest compression ratio of a zip member (zip-bomb guard)"),
+        Key("color", _choice(*COLORS), "colour on the terminal", "auto"),
+        Key("ocr_languages", _text, "Tesseract languages for scanned pages, e.g. eng+fra", "eng"),
+        Key(
+            "zip_max_bytes",
+            _positive_int,
+            "largest uncompressed size of an office/e-book zip file",
+            200_000_000,
+        ),
+        Key("zip_max_members", _positive_int, "most members in an office/e-book zip file", 10_000),
+        Key(
+            "zip_max_ratio", _positive_int, "highest compression ratio of a zip member (zip-bomb guard)", 100
+        ),
     )
 }
 
 
 def _defaults() -> dict[str, Any]:
-    return {
-        "index": default_index_dir(),
-        "cache_dir": default_cache_dir(),
-        "embed_model": None,
-        "embed_runtime": None,  # the index's own, else fp32
-        "model": None,
-        "group": None,
-        "mode": DEFAULT_MODE,
-        "answer_style": DEFAULT_ANSWER_STYLE,
-        "reader": None,
-        "reader_margin": 0.0,
-        "top_k": QUERY_TOP_K,
-        "ctx": 2048,
-        "max_tokens": 256,
-        "threads": None,
-        "color": "auto",
-        "ocr_languages": "eng",
-        "zip_max_bytes": 200_000_000,
-        "zip_max_members": 10_000,
-        "zip_max_ratio": 100,
-    }
+    return {name: key.default_value() for name, key in KEYS.items()}
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from ragcli.cli.options import FormatOption, JsonOption
 from ragcli.cli.render import (
-    ListFormat,
+    RecordList,
     emit_records,
     printable,
     resolve_format,
@@ -35,6 +35,9 @@ def path() -> None:
     typer.echo(str(default_config_path()))
 
 
+SETTINGS_LIST = RecordList("config", "settings", ("key", "value", "source", "env"))
+
+
 @app.command("show")
 def show(json_output: JsonOption = False, output_format: FormatOption = None) -> None:
     """Show every setting, its value and where it came from (flag, env, config file, default).
@@ -43,7 +46,7 @@ def show(json_output: JsonOption = False, output_format: FormatOption = None) ->
 
     Example: RAG_TOP_K=5 rag config show
     """
-    fmt = resolve_format(output_format, json_output)
+    output = resolve_format(output_format, json_output)
     settings = load_settings()
     rows = [
         {
@@ -56,14 +59,11 @@ def show(json_output: JsonOption = False, output_format: FormatOption = None) ->
         for name, key in KEYS.items()
     ]
     emit_records(
-        fmt,
+        output,
+        SETTINGS_LIST,
         rows,
-        ("key", "value", "source", "env"),
-        kind="config",
-        key="settings",
         extra={"path": str(default_config_path())},
         human=lambda: _print_settings(rows),
-        table_asked=output_format is ListFormat.table,
     )
 
 

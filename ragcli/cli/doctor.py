@@ -6,7 +6,14 @@ import typer
 from rich.markup import escape
 
 from ragcli.cli.options import EmbedModelOption, FormatOption, IndexOption, JsonOption
-from ragcli.cli.render import ListFormat, emit_records, printable, resolve_format, stdout_console
+from ragcli.cli.render import RecordList, emit_records, printable, resolve_format, stdout_console
+
+CHECKS_LIST = RecordList(
+    "doctor",
+    "checks",
+    ("name", "ok", "detail", "fix"),
+    plain=lambda r: ["ok" if r["ok"] else "FAIL", r["name"], r["detail"], r["fix"]],
+)
 
 
 def doctor(
@@ -24,21 +31,11 @@ def doctor(
     """
     from ragcli.index import open_index
 
-    fmt = resolve_format(output_format, json_output)
+    output = resolve_format(output_format, json_output)
     checks = open_index(index, embed_model=embed_model).diagnose()
     healthy = all(check.ok for check in checks)
     records = [check.to_dict() for check in checks]
-    emit_records(
-        fmt,
-        records,
-        ("name", "ok", "detail", "fix"),
-        kind="doctor",
-        key="checks",
-        extra={"ok": healthy},
-        human=lambda: _print_checks(checks),
-        plain=lambda r: ["ok" if r["ok"] else "FAIL", r["name"], r["detail"], r["fix"]],
-        table_asked=output_format is ListFormat.table,
-    )
+    emit_records(output, CHECKS_LIST, records, extra={"ok": healthy}, human=lambda: _print_checks(checks))
     if not healthy:
         raise typer.Exit(1)
 

@@ -9,7 +9,7 @@ import typer
 from ragcli.cli.ingest import LockTimeoutOption, _say_waiting
 from ragcli.cli.options import EmbedModelOption, IndexOption, JsonOption
 from ragcli.cli.progress import progress_bar
-from ragcli.cli.render import emit_json, stderr_console
+from ragcli.cli.render import emit_outcome, stderr_console
 
 
 def embed(
@@ -39,14 +39,8 @@ def embed(
     err = stderr_console()
     if background:
         job = index_.embed_in_background(lock_timeout=lock_timeout)
-        if json_output:
-            emit_json("embed", {"background": job})
-        else:
-            err.print(
-                f"embedding in the background: pid {job['pid']}, log {job['log']}",
-                highlight=False,
-                markup=False,
-            )
+        summary = f"embedding in the background: pid {job['pid']}, log {job['log']}"
+        emit_outcome("embed", {"background": job}, summary, json_output=json_output)
         return
     try:
         with progress_bar(err, "embedding", unit="chunks") as bar:
@@ -55,12 +49,8 @@ def embed(
         from ragcli.ingest.background import forget_own_job
 
         forget_own_job(index_.path)
-    if json_output:
-        emit_json("embed", report.to_dict())
-    else:
-        err.print(
-            f"{report.chunks} chunks given a vector ({report.embedded} embedded), "
-            f"{report.remaining} left; {report.seconds:.1f} s",
-            highlight=False,
-            markup=False,
-        )
+    summary = (
+        f"{report.chunks} chunks given a vector ({report.embedded} embedded), "
+        f"{report.remaining} left; {report.seconds:.1f} s"
+    )
+    emit_outcome("embed", report.to_dict(), summary, json_output=json_output)

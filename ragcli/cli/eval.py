@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Iterator, List, Optional, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Iterator, List, Optional, Sequence
 
 import typer
 from rich import box
@@ -141,7 +141,29 @@ def _query_options(
     return index.query_options(**flags)
 
 
-def _fail_under(failures: list[str]) -> None:
+def _compared(modes: str, rerank: str) -> tuple[list[str], list[str]]:
+    """`--modes` and `--rerank`: the retrieval modes and rerankers whose combinations are compared."""
+    from ragcli.choices import MODES, RERANKERS
+
+    return split_list(modes, MODES, "--modes"), split_list(rerank, ("none", *RERANKERS), "--rerank")
+
+
+def _finish(
+    report: RetrievalReport | AnswerReport,
+    floors: dict[str, float],
+    json_document: tuple[str, dict[str, Any]] | None,
+    show: Callable[[], None],
+) -> None:
+    """The report on stdout (the JSON document, else `show()`'s tables), then the exit code:
+    130 when interrupted, 1 when a configuration scores below a --fail-under floor."""
+    from ragcli.evaluation.metrics import floor_failures
+
+    if json_document is not None:
+        emit_json(*json_document)
+    else:
+        show()
+    _stop_if_partial(report)
+    failures = floor_failures(((r.name, r.metrics) for r in report.configurations), floors)
     if failures:
         console = stderr_console()
         for failure in failures:
@@ -215,17 +237,13 @@ def retrieval(
 
     Example: rag eval retrieval ./scifact --modes bm25,dense,hybrid --fail-under ndcg@10=0.6
     """
-    from ragcli.choices import MODES, RERANKERS
-    from ragcli.evaluation.metrics import floor_failures
     from ragcli.evaluation.retrieval_eval import configurations, write_trec_run
     from ragcli.index import open_index
 
     floors = parse_floors(fail_under, RETRIEVAL_METRICS)
     index_ = open_index(index, embed_model=embed_model)
     chosen = configurations(
-        split_list(modes, MODES, "--modes"),
-        split_list(rerank, ("none", *RERANKERS), "--rerank"),
-        base=_query_options(index_, top_k, group, fusion, weights),
+        *_compared(modes, rerank), base=_query_options(index_, top_k, group, fusion, weights)
     )
     report = index_.evaluate_retrieval(
         dataset, chosen, index=index, limit=limit, progress=_stages(True), store=store
@@ -234,12 +252,8 @@ def retrieval(
     if output is not None:
         with output.open("w", encoding="utf-8") as handle:
             write_trec_run(handle, report)
-    if json_output:
-        emit_json("eval-retrieval", report.to_dict())
-    else:
-        _print_retrieval(report)
-    _stop_if_partial(report)
-    _fail_under(floor_failures(((r.name, r.metrics) for r in report.configurations), floors))
+    json_document = ("eval-retrieval", report.to_dict()) if json_output else None
+    _finish(report, floors, json_document, lambda: _print_retrieval(report))
 
 
 def _print_retrieval(report: RetrievalReport) -> None:
@@ -360,9 +374,8 @@ def answers(
 
     Example: rag eval answers ./docs-qa/qa-report.jsonl
     """
-    from ragcli.choices import ANSWER_STYLES, MODES, RERANKERS, STYLE_ALIASES
+    from ragcli.choices import ANSWER_STYLES, STYLE_ALIASES
     from ragcli.evaluation.answer_eval import ANSWER_METRICS, answer_configurations
-    from ragcli.evaluation.metrics import floor_failures
     from ragcli.index import open_index
 
     floors = parse_floors(fail_under, ANSWER_METRICS)
@@ -377,17 +390,11 @@ def answers(
         answer_style=split_list(answer_style, (*ANSWER_STYLES, *STYLE_ALIASES), "--answer-style")[0],
         reader=reader,
     )
-    chosen = answer_configurations(
-        split_list(modes, MODES, "--modes"), split_list(rerank, ("none", *RERANKERS), "--rerank"), base=base
-    )
+    chosen = answer_configurations(*_compared(modes, rerank), base=base)
     report = index_.evaluate_answers(dataset, chosen, index=index, limit=limit, progress=_stages(True))
     _say_warnings(report.warnings)
-    if json_output:
-        emit_json("eval-answers", report.to_dict(details))
-    else:
-        _print_answers(report, ANSWER_METRICS)
-    _stop_if_partial(report)
-    _fail_under(floor_failures(((r.name, r.metrics) for r in report.configurations), floors))
+    json_document = ("eval-answers", report.to_dict(details)) if json_output else None
+    _finish(report, floors, json_document, lambda: _print_answers(report, ANSWER_METRICS))
 
 
 def _say_warnings(warnings: Sequence[str]) -> None:

@@ -24,7 +24,9 @@ from ragcli.cli.options import (
 from ragcli.cli.progress import progress_bar, step_status
 from ragcli.cli.render import (
     ListFormat,
+    RecordList,
     emit_json,
+    emit_outcome,
     emit_records,
     human_size,
     printable,
@@ -203,18 +205,14 @@ def ingest(
         err.print(f"[red]failed[/red] {escape(printable(message))}", highlight=False)
     if report.left_out:
         _say_left_out(report.left_out)
-    if json_output:
-        emit_json("ingest", report.to_dict())
-    else:
-        err.print(
-            f"{report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
-            f"{report.removed} removed, {report.skipped} skipped, {len(report.failed)} failed; "
-            f"{report.chunks} chunks written, "
-            f"{report.embedded} embedded, {report.vectors} vectors in group '{report.group}'; "
-            f"{time.perf_counter() - started:.1f} s",
-            highlight=False,
-            markup=False,
-        )
+    summary = (
+        f"{report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
+        f"{report.removed} removed, {report.skipped} skipped, {len(report.failed)} failed; "
+        f"{report.chunks} chunks written, "
+        f"{report.embedded} embedded, {report.vectors} vectors in group '{report.group}'; "
+        f"{time.perf_counter() - started:.1f} s"
+    )
+    emit_outcome("ingest", report.to_dict(), summary, json_output=json_output)
     if defer_embedding:
         err.print(
             "text indexed (BM25 finds it now); run `rag embed` (or `rag embed --background`) for the vectors",
@@ -248,6 +246,9 @@ def _say_waiting(message: str) -> None:
     stderr_console().print(message, highlight=False, markup=False)
 
 
+FACTS_LIST = RecordList("status", "facts", ("key", "value"))
+
+
 def status(
     index: IndexOption = None, json_output: JsonOption = False, output_format: FormatOption = None
 ) -> None:
@@ -260,21 +261,13 @@ def status(
     """
     from ragcli.index import open_index
 
-    fmt = resolve_format(output_format, json_output)
+    output = resolve_format(output_format, json_output)
     info = open_index(index).status()
-    if fmt.value == "json":
+    if output.format is ListFormat.json:
         emit_json("status", info)
         return
     facts = [{"key": key, "value": value} for key, value in flatten(info)]
-    emit_records(
-        fmt,
-        facts,
-        ("key", "value"),
-        kind="status",
-        key="facts",
-        human=lambda: _print_status(info),
-        table_asked=output_format is ListFormat.table,
-    )
+    emit_records(output, FACTS_LIST, facts, human=lambda: _print_status(info))
 
 
 def flatten(value, prefix: str = ""):
@@ -354,7 +347,7 @@ def _describe_options(options: dict) -> str:
     return RootOptions.from_dict(options).describe()
 
 
-LS_COLUMNS = ("path", "file_type", "size", "modified", "chunks")
+DOCUMENTS_LIST = RecordList("documents", "documents", ("path", "file_type", "size", "modified", "chunks"))
 
 
 def ls(
@@ -369,20 +362,12 @@ def ls(
     """
     from ragcli.index import open_index
 
-    fmt = resolve_format(output_format, json_output)
+    output = resolve_format(output_format, json_output)
     documents = open_index(index).documents()
     rows = [{**doc, "chunks": ",".join(f"{g}:{n}" for g, n in doc["chunks"].items())} for doc in documents]
-    if fmt.value in ("json", "jsonl"):
+    if output.format in (ListFormat.json, ListFormat.jsonl):
         rows = documents
-    emit_records(
-        fmt,
-        rows,
-        LS_COLUMNS,
-        kind="documents",
-        key="documents",
-        human=lambda: _print_ls(documents),
-        table_asked=output_format is ListFormat.table,
-    )
+    emit_records(output, DOCUMENTS_LIST, rows, human=lambda: _print_ls(documents))
 
 
 def _print_ls(documents: list[dict]) -> None:
@@ -438,15 +423,12 @@ def rm(
     if plan.everything and not yes:
         _confirm_remove_all(plan.total, index_.path)
     removed = index_.remove(paths, lock_timeout=lock_timeout, on_wait=_say_waiting)
-    if json_output:
-        emit_json("rm", {"removed": removed, "excluded": [str(t) for t in plan.targets]})
-    else:
-        stderr_console().print(
-            f"{removed} document(s) removed; later ingests skip "
-            f"{printable(', '.join(paths))} (name it in `rag ingest` to add it back)",
-            markup=False,
-            highlight=False,
-        )
+    summary = (
+        f"{removed} document(s) removed; later ingests skip "
+        f"{printable(', '.join(paths))} (name it in `rag ingest` to add it back)"
+    )
+    payload = {"removed": removed, "excluded": [str(t) for t in plan.targets]}
+    emit_outcome("rm", payload, summary, json_output=json_output)
 
 
 def _confirm_remove_all(total: int, index_dir: Path) -> None:

@@ -177,6 +177,15 @@ def emit_json(kind: str, payload: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+def emit_outcome(kind: str, payload: dict[str, Any], summary: str, *, json_output: bool) -> None:
+    """What a command did: with --json one JSON document on stdout, else one summary line on
+    stderr (stdout stays empty, for scripts)."""
+    if json_output:
+        emit_json(kind, payload)
+    else:
+        stderr_console().print(summary, highlight=False, markup=False)
+
+
 def emit_jsonl(records: Iterable[dict[str, Any]]) -> None:
     """One JSON object per line on stdout, flushed per line for pipes."""
     for record in records:
@@ -218,43 +227,64 @@ def _utf8(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+@dataclass(frozen=True)
+class RecordList:
+    """How a list command's records print, declared once beside the command.
+
+    Attributes:
+        kind: the JSON document's kind; key: the name of its list of records.
+        columns: the fields of a TSV/CSV line (`--format tsv|csv`, with a header).
+        plain: a record's cells in a pipe without --format (default: the `columns`).
+    """
+
+    kind: str
+    key: str
+    columns: Sequence[str]
+    plain: Callable[[Mapping[str, Any]], Sequence[Any]] | None = None
+
+
+@dataclass(frozen=True)
+class ListOutput:
+    """The format a list command prints in, from its --format and --json flags."""
+
+    format: ListFormat
+    table_asked: bool = False  # `--format table`: the human table even off a terminal
+
+
 def emit_records(
-    fmt: ListFormat,
+    output: ListOutput,
+    shape: RecordList,
     records: Sequence[Mapping[str, Any]],
-    columns: Sequence[str],
     *,
-    kind: str,
-    key: str,
     human: Callable[[], None],
-    plain: Callable[[Mapping[str, Any]], Sequence[Any]] | None = None,
     extra: Mapping[str, Any] | None = None,
-    table_asked: bool = False,
 ) -> None:
     """Print records in the chosen format.
 
     Args:
-        fmt: table (human: `human()` on a terminal, else one TSV line per record without a
-            header: `plain(record)`, by default the `columns`),
-            tsv / csv (`columns` with a header), json (one document: `extra` and `key: records`)
-            or jsonl (one record per line).
-        records: the JSON shapes; `columns` pick the TSV/CSV fields.
-        table_asked: `--format table` was given: the human table even off a terminal.
+        output: table (human: `human()` on a terminal, else one TSV line per record without a
+            header: `shape.plain(record)`, by default the `shape.columns`),
+            tsv / csv (the columns with a header), json (one document: `extra` and
+            `shape.key: records`) or jsonl (one record per line).
+        records: the JSON shapes; the columns pick the TSV/CSV fields.
     """
+    fmt, columns = output.format, shape.columns
     if fmt is ListFormat.json:
-        emit_json(kind, {**(extra or {}), key: list(records)})
+        emit_json(shape.kind, {**(extra or {}), shape.key: list(records)})
     elif fmt is ListFormat.jsonl:
         emit_jsonl(records)
     elif fmt is ListFormat.csv:
         emit_csv(([record.get(c) for c in columns] for record in records), columns)
     elif fmt is ListFormat.tsv:
         emit_tsv(([record.get(c) for c in columns] for record in records), columns)
-    elif table_asked or is_terminal(sys.stdout):
+    elif output.table_asked or is_terminal(sys.stdout):
         human()
     else:
-        emit_tsv((plain(record) if plain else [record.get(c) for c in columns]) for record in records)
+        plain = shape.plain or (lambda record: [record.get(c) for c in columns])
+        emit_tsv(plain(record) for record in records)
 
 
-def resolve_format(fmt: ListFormat | None, json_flag: bool) -> ListFormat:
+def resolve_format(fmt: ListFormat | None, json_flag: bool) -> ListOutput:
     """`--json` is `--format json`; asking for both JSON and another format is a usage error."""
     import typer
 
@@ -262,7 +292,8 @@ def resolve_format(fmt: ListFormat | None, json_flag: bool) -> ListFormat:
         raise typer.BadParameter(
             f"--json contradicts --format {fmt.value}: give one of them", param_hint="--format"
         )
-    return ListFormat.json if json_flag else fmt or ListFormat.table
+    chosen = ListFormat.json if json_flag else fmt or ListFormat.table
+    return ListOutput(chosen, table_asked=fmt is ListFormat.table)
 
 
 def print_table(table: Any, header: bool = False) -> None:

@@ -27,6 +27,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from ragcli import __version__
+from ragcli.call_options import argument_problems
 from ragcli.mcp.tools import IndexTools
 from ragcli.mcp.worker import WorkerTools
 from ragcli.choices import ANSWER_STYLES, MODES
@@ -66,8 +67,7 @@ def _error(error: object) -> CallToolResult:
 
 def bad_arguments(tool: str, error: ValidationError) -> str:
     """One line for arguments that do not fit a tool's schema, like the CLI's usage errors."""
-    problems = [f"{'.'.join(map(str, item['loc'])) or 'arguments'}: {item['msg']}" for item in error.errors()]
-    return f"{tool}: bad arguments: {'; '.join(problems)}"
+    return f"{tool}: bad arguments: {argument_problems(error, 'arguments')}"
 
 
 class RagServer(MCPServer):

@@ -10,7 +10,7 @@ OpenAPI document at /openapi.json is made of.
 # No `from __future__ import annotations`: pydantic reads the annotations at runtime.
 from typing import Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from ragcli import __version__
 from ragcli.choices import ANSWER_STYLES, FUSIONS, MODES, RERANKERS
@@ -66,12 +66,6 @@ class IngestBody(_Body):
     paths: Optional[list[str]] = Field(
         None, max_length=100, description="Folders/files under the recorded roots; none: all roots."
     )
-
-
-def problems(error: ValidationError) -> str:
-    """A validation error as one line: `top_k: Input should be less than or equal to 100`."""
-    parts = [f"{'.'.join(map(str, item['loc'])) or 'body'}: {item['msg']}" for item in error.errors()]
-    return "; ".join(parts)
 
 
 # -- OpenAPI --------------------------------------------------------------------------------

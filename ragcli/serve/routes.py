@@ -13,8 +13,8 @@ from starlette.responses import FileResponse, JSONResponse, Response, StreamingR
 
 from ragcli.errors import IndexBusy, NotIndexed, RagError, UnknownFilter, UnknownGroup, UsageError
 from ragcli.records import json_document
-from ragcli.call_options import ask_options, query_options
-from ragcli.serve.bodies import AskBody, IngestBody, QueryBody, problems
+from ragcli.call_options import argument_problems, ask_options, query_options
+from ragcli.serve.bodies import AskBody, IngestBody, QueryBody
 from ragcli.serve.files import document_file, ingest_targets
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ async def parse(request: Request, model: Type[Body]) -> Body:
     try:
         return model.model_validate(data)
     except ValidationError as error:
-        raise HTTPProblem(422, problems(error)) from None
+        raise HTTPProblem(422, argument_problems(error, "body")) from None
 
 
 def engine_of(request: Request) -> Engine:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import zipfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterator
@@ -153,6 +154,25 @@ def open_container(path: Path, kind: str, hint: str) -> zipfile.ZipFile:
         archive.close()
         raise
     return archive
+
+
+@contextmanager
+def opened_container(
+    path: Path, kind: str, hint: str, invalid: tuple[type[BaseException], ...] = ()
+) -> Iterator[zipfile.ZipFile]:
+    """`open_container` for the block, closed after it.
+
+    Args:
+        invalid: what the format's library raises on a malformed package; inside the block,
+            these become one ReaderError line ("not a valid KIND file (...); HINT").
+    """
+    archive = open_container(path, kind, hint)
+    try:
+        yield archive
+    except invalid as exc:
+        raise reader_error(path, f"not a valid {kind} file ({exc or type(exc).__name__}); {hint}") from exc
+    finally:
+        archive.close()
 
 
 def check_container(path: Path, kind: str, hint: str) -> None:

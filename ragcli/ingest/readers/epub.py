@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from ragcli.ingest.readers.base import build_document, reader_error
-from ragcli.ingest.readers.containers import local_name, open_container, parse_xml, read_member
+from ragcli.ingest.readers.containers import local_name, opened_container, parse_xml, read_member
 from ragcli.ingest.readers.html import extract_html
 from ragcli.types import Document
 from ragcli.text import PAGE_BREAK
@@ -68,8 +68,7 @@ class EpubReader:
 
     def read(self, path: Path) -> Document:
         """Raises: ReaderError: not an EPUB, DRM-encrypted, corrupt or over the container limits."""
-        archive = open_container(path, "EPUB", "re-export it as .epub")
-        try:
+        with opened_container(path, "EPUB", "re-export it as .epub") as archive:
             if "META-INF/encryption.xml" in archive.namelist():
                 raise reader_error(path, "encrypted (DRM) EPUB; only DRM-free books can be read")
             package_name = _package_path(path, archive)
@@ -79,8 +78,6 @@ class EpubReader:
             for number, member in enumerate(members, 1):
                 html = read_member(path, archive, member).decode("utf-8", errors="replace")
                 pages.append(chapter_page(number, html))
-        finally:
-            archive.close()
         return build_document(
             path,
             PAGE_BREAK.join(pages),

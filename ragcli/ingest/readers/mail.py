@@ -118,19 +118,29 @@ def _parse(data: bytes) -> EmailMessage:
     return email.message_from_bytes(data, policy=email.policy.default)  # type: ignore[return-value]
 
 
-class MailReader:
-    """Reads one .eml message and its supported attachments."""
+class _MailFileReader:
+    """What the .eml and .mbox readers share: the attachment readers, and `read` as the first
+    document of `read_all` (which the subclass defines)."""
 
-    suffixes: tuple[str, ...] = (".eml",)
-    file_type = "eml"
-    version = "1"
+    file_type: str
 
     def __init__(self, attachments: Attachments = Attachments()):
         self.attachments = attachments
 
     def read(self, path: Path) -> Document:
-        """The message alone. Raises: ReaderError: unreadable, or not a mail message."""
+        """The (first) message alone. Raises: ReaderError: unreadable, empty or not mail."""
         return next(self.read_all(path))
+
+    def read_all(self, path: Path) -> Iterator[Document]:
+        raise NotImplementedError
+
+
+class MailReader(_MailFileReader):
+    """Reads one .eml message and its supported attachments."""
+
+    suffixes: tuple[str, ...] = (".eml",)
+    file_type = "eml"
+    version = "1"
 
     def read_all(self, path: Path) -> Iterator[Document]:
         """The message (under the file's path), then its attachments (``FILE#1/NAME``)."""
@@ -141,19 +151,12 @@ class MailReader:
         yield from attachment_documents(f"{path}{PART_SEPARATOR}1", message, self.attachments)
 
 
-class MboxReader:
+class MboxReader(_MailFileReader):
     """Reads every message of an mbox mailbox, one document each."""
 
     suffixes: tuple[str, ...] = (".mbox",)
     file_type = "mbox"
     version = "1"
-
-    def __init__(self, attachments: Attachments = Attachments()):
-        self.attachments = attachments
-
-    def read(self, path: Path) -> Document:
-        """The first message. Raises: ReaderError: unreadable, empty or not an mbox."""
-        return next(self.read_all(path))
 
     def read_all(self, path: Path) -> Iterator[Document]:
         """Message 1 under the file's path, message N under ``FILE#N``, attachments after each."""

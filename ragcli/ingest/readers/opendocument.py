@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import IO, Any, Iterator
 
 from ragcli.ingest.readers.base import build_document, reader_error
-from ragcli.ingest.readers.containers import iter_xml, local_name, open_container
+from ragcli.ingest.readers.containers import iter_xml, local_name, opened_container
 from ragcli.ingest.readers.records import sheet_page
 from ragcli.text import PAGE_BREAK
 from ragcli.types import Document
@@ -108,15 +108,14 @@ class OdsReader:
 
     def read(self, path: Path) -> Document:
         """Raises: ReaderError: not an .ods, corrupt, encrypted or over the container limits."""
-        archive = open_container(path, "OpenDocument .ods", "re-save it as .ods")
-        try:
-            names, pages = [], []
-            with _content(path, archive) as stream:
-                for name, rows in _sheets(path, stream):
-                    names.append(name)
-                    pages.append(sheet_page(name, rows))
-        finally:
-            archive.close()
+        names, pages = [], []
+        with (
+            opened_container(path, "OpenDocument .ods", "re-save it as .ods") as archive,
+            _content(path, archive) as stream,
+        ):
+            for name, rows in _sheets(path, stream):
+                names.append(name)
+                pages.append(sheet_page(name, rows))
         return build_document(path, PAGE_BREAK.join(pages), self.file_type, pages=len(pages), sheets=names)
 
 
@@ -129,12 +128,11 @@ class OdtReader:
 
     def read(self, path: Path) -> Document:
         """Raises: ReaderError: not an .odt, corrupt, encrypted or over the container limits."""
-        archive = open_container(path, "OpenDocument .odt", "re-save it as .odt")
-        try:
-            with _content(path, archive) as stream:
-                blocks = list(_paragraphs(path, stream))
-        finally:
-            archive.close()
+        with (
+            opened_container(path, "OpenDocument .odt", "re-save it as .odt") as archive,
+            _content(path, archive) as stream,
+        ):
+            blocks = list(_paragraphs(path, stream))
         return build_document(path, "\n\n".join(blocks), self.file_type, title=blocks[0] if blocks else None)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ragcli.ingest.readers.base import build_document, reader_error
-from ragcli.ingest.readers.containers import open_container
+from ragcli.ingest.readers.containers import opened_container
 from ragcli.types import Document
 from ragcli.text import PAGE_BREAK
 
@@ -73,17 +73,11 @@ class SlidesReader:
         import pptx
         from pptx.exc import PackageNotFoundError
 
-        archive = open_container(path, _KIND, _HINT)
-        try:
+        invalid = (PackageNotFoundError, KeyError, ValueError, TypeError, AttributeError, SyntaxError)
+        with opened_container(path, _KIND, _HINT, invalid) as archive:
             deck = pptx.Presentation(archive.fp)
             pages = [slide_page(n, slide) for n, slide in enumerate(deck.slides, 1)]
             title = deck.core_properties.title
-        except (PackageNotFoundError, KeyError, ValueError, TypeError, AttributeError, SyntaxError) as exc:
-            raise reader_error(
-                path, f"not a valid {_KIND} file ({exc or type(exc).__name__}); {_HINT}"
-            ) from exc
-        finally:
-            archive.close()
         if not title and pages:
             title = pages[0].split("\n", 1)[0].partition(": ")[2] or None
         return build_document(

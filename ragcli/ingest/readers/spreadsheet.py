@@ -13,8 +13,8 @@ import zipfile
 from pathlib import Path
 from typing import Any, Iterator
 
-from ragcli.ingest.readers.base import build_document, reader_error
-from ragcli.ingest.readers.containers import open_container
+from ragcli.ingest.readers.base import build_document
+from ragcli.ingest.readers.containers import opened_container
 from ragcli.ingest.readers.records import sheet_page
 from ragcli.text import PAGE_BREAK
 from ragcli.types import Document
@@ -44,8 +44,8 @@ class SpreadsheetReader:
         """
         import openpyxl
 
-        archive = open_container(path, _KIND, _HINT)
-        try:
+        invalid = (zipfile.BadZipFile, KeyError, ValueError, TypeError, IndexError, SyntaxError, OSError)
+        with opened_container(path, _KIND, _HINT, invalid) as archive:
             workbook = openpyxl.load_workbook(archive.fp, read_only=True, data_only=True, keep_links=False)
             try:
                 names = list(workbook.sheetnames)
@@ -53,12 +53,6 @@ class SpreadsheetReader:
                 title = workbook.properties.title
             finally:
                 workbook.close()
-        except (zipfile.BadZipFile, KeyError, ValueError, TypeError, IndexError, SyntaxError, OSError) as exc:
-            raise reader_error(
-                path, f"not a valid {_KIND} file ({exc or type(exc).__name__}); {_HINT}"
-            ) from exc
-        finally:
-            archive.close()
         return build_document(
             path, PAGE_BREAK.join(pages), self.file_type, title=title, pages=len(pages), sheets=names
         )

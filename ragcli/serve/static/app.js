@@ -72,14 +72,19 @@ function sourceLink(path, page, label, viewText) {
   return link;
 }
 
+// The form's choices a search and a question share: the mode and the filters, where given.
+function withFormChoices(body) {
+  if ($("mode").value) body.mode = $("mode").value;
+  const filters = filterPairs($("filters").value);
+  if (filters.length) body.filters = filters;
+  return body;
+}
+
 async function search(event) {
   event.preventDefault();
   const query = $("q").value.trim();
-  const body = { query };
-  if ($("mode").value) body.mode = $("mode").value;
+  const body = withFormChoices({ query });
   if ($("group").value) body.group = $("group").value;
-  const filters = filterPairs($("filters").value);
-  if (filters.length) body.filters = filters;
   $("search-state").textContent = "searching…";
   $("hits").replaceChildren();
   try {
@@ -143,11 +148,8 @@ async function* serverSentEvents(response) {
 
 async function ask(event) {
   event.preventDefault();
-  const body = { question: $("question").value.trim(), stream: true };
+  const body = withFormChoices({ question: $("question").value.trim(), stream: true });
   if ($("style").value) body.answer_style = $("style").value;
-  if ($("mode").value) body.mode = $("mode").value;
-  const filters = filterPairs($("filters").value);
-  if (filters.length) body.filters = filters;
   $("answer").textContent = "";
   $("citations").replaceChildren();
   $("ask-state").textContent = "reading the sources…";
