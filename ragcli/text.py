@@ -2,13 +2,16 @@
 
 Readers write `PAGE_BREAK` between the pages of a document (PDF pages, slides, sheets,
 chapters); splitting, citations and `rag get` count pages by it. `SENTENCE_ENDS` are the
-characters that end a sentence, for the splitter and the answer's support check alike.
+characters that end a sentence; `sentence_spans` is the one sentence splitter, for ingest's
+sentence windows, the answer's evidence and its support check alike.
 A file read as several documents (a mailbox's messages, a mail's attachments) stores its
 parts under ``FILE`` + `PART_SEPARATOR` + ``N``; pruning, `rag rm` and `rag open` find the file by it.
 `valid_unicode` makes text from argv, stdin or a file name safe to tokenize, store and print.
 """
 
 from __future__ import annotations
+
+import re
 
 PAGE_BREAK = "\f"
 SENTENCE_ENDS = ".!?。！？"
@@ -23,3 +26,64 @@ def valid_unicode(text: str) -> str:
         return text
     except UnicodeEncodeError:
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+# A sentence ends at ".", "!" or "?" followed by whitespace and an upper-case letter, a digit, a
+# quote or a letter outside ASCII ("É", "中"; a lower-case ASCII letter after it marks an
+# abbreviation: "e.g. this"), at a full-width terminator, or at a line break before a blank line,
+# a list item, a heading or a table row: a single break inside a paragraph is line wrapping.
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?(?:[A-Z0-9]|[^\x00-\x7f]))|(?<=[。！？])|"
+    r"\n\s*\n\s*|\n(?=\s*(?:[-*+#>|]|\d+[.)])\s)|\n(?=[\"'(\[]?[A-Z0-9])"
+)
+# A line this short without a full stop, followed by a capitalised line, is a title.
+TITLE_CHARS = 60
+# "U.S. Army", "Dr. Smith", "St. Louis": a period after initials or a title ends no sentence.
+_ABBREVIATION = re.compile(
+    r"(?:\b(?:[A-Z]\.){1,3}|\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Mt|No|vs|v|Gen|Col|Lt|Rev)\.)[\"')\]]*$"
+)
+_ITEM_NUMBER = re.compile(r"\s*\d{1,3}[.)]")
+# How far back from a sentence end an abbreviation or a list item's number can start: the
+# checks look no further, so splitting a long text stays linear.
+_LOOK_BACK = 16
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """Character ``(start, end)`` of each non-empty sentence of `text`, stripped: "3.14",
+    "U.S. Army" and a numbered item's "2." stay whole. Linear in ``len(text)``."""
+    spans, start = [], 0
+    for match in _SENTENCE_END.finditer(text):
+        if _abbreviated(text, match) or _wrapped(text, match) or _list_number(text, match):
+            continue
+        spans.append((start, match.start()))
+        start = match.end()
+    spans.append((start, len(text)))
+    result = []
+    for begin, end in spans:
+        piece = text[begin:end]
+        stripped = piece.strip()
+        if stripped:
+            offset = begin + piece.index(stripped[0])
+            result.append((offset, offset + len(stripped)))
+    return result
+
+
+def _abbreviated(text: str, match: re.Match) -> bool:
+    return _ABBREVIATION.search(text, max(0, match.start() - _LOOK_BACK), match.start()) is not None
+
+
+def _list_number(text: str, match: re.Match) -> bool:
+    """The period of a numbered list item's number ("2. Add the salt") ends no sentence."""
+    end = match.start()
+    line_start = text.rfind("\n", max(0, end - _LOOK_BACK), end) + 1
+    if line_start == 0 and end > _LOOK_BACK:  # the line started further back: no item number
+        return False
+    return bool(_ITEM_NUMBER.fullmatch(text[line_start:end]))
+
+
+def _wrapped(text: str, match: re.Match) -> bool:
+    """A single line break inside a paragraph (the line before is long, not a title)."""
+    if match.group() != "\n" or text[match.start() - 1 : match.start()] in (".", "!", "?"):
+        return False
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    return match.start() - line_start >= TITLE_CHARS

@@ -17,7 +17,8 @@ from ragcli.errors import UsageError
 from ragcli.ingest.pipeline import ingest
 from ragcli.answer.prompting import NOT_FOUND
 from ragcli.retrieval.search import QueryOptions
-from ragcli.answer.sentences import Sentence, lexical_scores, select_sentences, sentences_of, split_passage
+from ragcli.answer.sentences import Sentence, lexical_scores, select_sentences, sentences_of
+from ragcli.text import sentence_spans
 from ragcli.types import ChunkSettings
 
 BOWL = (
@@ -32,9 +33,9 @@ def sentence(text: str, score: float = 1.0) -> Sentence:
 
 
 # -- sentences ---------------------------------------------------------------------------------
-def test_split_passage_keeps_abbreviations_and_decimals_whole():
+def test_sentence_spans_keeps_abbreviations_and_decimals_whole():
     text = "The U.S. Army paid 3.14 dollars. Then it left!\nA new line starts here"
-    pieces = [text[s:e] for s, e in split_passage(text)]
+    pieces = [text[s:e] for s, e in sentence_spans(text)]
     assert pieces == ["The U.S. Army paid 3.14 dollars.", "Then it left!", "A new line starts here"]
 
 
@@ -62,7 +63,7 @@ def test_embeddings_add_to_the_lexical_score():
 
 def test_a_numbered_list_item_keeps_its_number():
     text = "Steps:\n1. Mix the flour. Rest it.\n2. Add the salt."
-    pieces = [text[s:e] for s, e in split_passage(text)]
+    pieces = [text[s:e] for s, e in sentence_spans(text)]
     assert pieces == ["Steps:", "1. Mix the flour.", "Rest it.", "2. Add the salt."]
 
 

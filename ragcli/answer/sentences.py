@@ -1,10 +1,7 @@
 """The few sentences of the retrieved passages that matter for a question.
 
-1. Each passage is cut into sentences (`split_passage`): a sentence ends at ``.``, ``!`` or
-   ``?`` followed by whitespace and an upper-case letter, digit, quote or a letter outside
-   ASCII ("É", "中": a lower-case ASCII letter after it marks an abbreviation), at a full-width
-   terminator, or at a line break. "U.S. Army" and "3.14" therefore stay whole more often
-   than a plain split on ``.`` would leave them.
+1. Each passage is cut into sentences by the splitter ingest uses too
+   (`ragcli.text.sentence_spans`).
 2. Every sentence is scored against the question (`score_sentences`):
 
    - **lexical**: the share of the question's content terms (`analyze`, minus the words of
@@ -28,6 +25,7 @@ import numpy as np
 
 from ragcli.embedding.base import Embedder
 from ragcli.analysis import analyze
+from ragcli.text import sentence_spans
 
 # Words of the question's form, not its topic (shared with `ragcli.answer.ask.QUESTION_WORDS`).
 FORM_WORDS = frozenset(
@@ -41,21 +39,6 @@ FORM_WORDS = frozenset(
 LEXICAL_WEIGHT = 0.45
 # Per rank step of the passage the sentence came from (ties go to the better passage).
 RANK_BONUS = 0.02
-
-# A line break ends a sentence only before a blank line, a list item, a heading or a table row:
-# a single break inside a paragraph is line wrapping.
-_SENTENCE_END = re.compile(
-    r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?(?:[A-Z0-9]|[^\x00-\x7f]))|(?<=[。！？])|"
-    r"\n\s*\n\s*|\n(?=\s*(?:[-*+#>|]|\d+[.)])\s)|\n(?=[\"'(\[]?[A-Z0-9])"
-)
-# A line this short without a full stop, followed by a capitalised line, is a title.
-TITLE_CHARS = 60
-
-
-# "U.S. Army", "Dr. Smith", "St. Louis": a period after initials or a title ends no sentence.
-_ABBREVIATION = re.compile(
-    r"(?:\b(?:[A-Z]\.){1,3}|\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Mt|No|vs|v|Gen|Col|Lt|Rev)\.)[\"')\]]*$"
-)
 
 
 @dataclass(frozen=True)
@@ -79,46 +62,12 @@ class Sentence:
     dense: float = 0.0
 
 
-def split_passage(text: str) -> list[tuple[int, int]]:
-    """Character ``(start, end)`` of each non-empty sentence of `text`."""
-    spans, start = [], 0
-    for match in _SENTENCE_END.finditer(text):
-        if _ABBREVIATION.search(text, 0, match.start()) or _wrapped(text, match) or _list_number(text, match):
-            continue
-        spans.append((start, match.start()))
-        start = match.end()
-    spans.append((start, len(text)))
-    result = []
-    for begin, end in spans:
-        piece = text[begin:end]
-        stripped = piece.strip()
-        if stripped:
-            offset = begin + piece.index(stripped[0])
-            result.append((offset, offset + len(stripped)))
-    return result
-
-
-def _list_number(text: str, match: re.Match) -> bool:
-    """The period of a numbered list item's number ("2. Add the salt") ends no sentence."""
-    line_start = text.rfind("\n", 0, match.start()) + 1
-    return bool(_ITEM_NUMBER.fullmatch(text[line_start : match.start()]))
-
-
-_ITEM_NUMBER = re.compile(r"\s*\d{1,3}[.)]")
-
-
-def _wrapped(text: str, match: re.Match) -> bool:
-    """A single line break inside a paragraph (the line before is long, not a title)."""
-    if match.group() != "\n" or text[match.start() - 1 : match.start()] in (".", "!", "?"):
-        return False
-    line_start = text.rfind("\n", 0, match.start()) + 1
-    return match.start() - line_start >= TITLE_CHARS
-
-
 def sentences_of(passages: Sequence[str]) -> list[Sentence]:
     """All sentences of the passages, in passage order."""
     return [
-        Sentence(text[s:e], number, s) for number, text in enumerate(passages) for s, e in split_passage(text)
+        Sentence(text[start:end], number, start)
+        for number, text in enumerate(passages)
+        for start, end in sentence_spans(text)
     ]
 
 

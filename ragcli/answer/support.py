@@ -1,7 +1,7 @@
 """Answer-support annotation, after RAGTools' ``annotate_support``.
 
 1. The answer is cut into sentences at line breaks and by the splitter that cuts the sources
-   (`ragcli.answer.sentences.split_passage`: "3.14" and "U.S. Army" stay whole, full-width
+   (`ragcli.text.sentence_spans`: "3.14" and "U.S. Army" stay whole, full-width
    Chinese terminators end a sentence). Citation markers such as ``[2]`` are kept with the
    sentence they follow but not scored.
 2. Each sentence is scored against each source by **content-word overlap**: the share of
@@ -36,7 +36,7 @@ import numpy as np
 
 from ragcli.answer.context import Source
 from ragcli.analysis import analyze
-from ragcli.answer.sentences import split_passage
+from ragcli.text import sentence_spans
 
 if TYPE_CHECKING:
     from ragcli.embedding.base import Embedder
@@ -67,12 +67,12 @@ class SentenceSupport:
 
 def split_sentences(text: str) -> list[str]:
     """Cut an answer into sentences line by line, with the splitter that cuts the sources
-    (`ragcli.answer.sentences.split_passage`); a citation written after a sentence's end
+    (`ragcli.text.sentence_spans`); a citation written after a sentence's end
     ("... flour. [1] Tea ...") stays with that sentence."""
     found = []
     for line in text.splitlines():
         spans: list[list[int]] = []
-        for start, end in split_passage(line):
+        for start, end in sentence_spans(line):
             cited = _LEADING_CITATIONS.match(line, start, end)
             if cited and spans:
                 spans[-1][1], start = cited.end(), cited.end()

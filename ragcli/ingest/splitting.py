@@ -11,21 +11,21 @@ The semantics follow AdalFlow's ``TextSplitter`` (SylphAI-Inc/AdalFlow,
    window that reaches or passes the last unit stops the loop and becomes the final chunk,
    running from its start to the end of the text (AdalFlow's last-window rule).
 
-Two deliberate extensions, both identical to AdalFlow where AdalFlow applies:
+Two deliberate departures from AdalFlow:
 
-- ``sentence``: AdalFlow splits on ``"."`` only. Here a sentence also ends at ``!``, ``?`` and
-  the full-width ``。！？`` used in Chinese and Japanese, so on text whose only terminator
-  is ``"."`` the result is AdalFlow's. Every terminator character ends a unit, so ``"..."``
-  and the ``"."`` in ``"3.14"`` cut as they do in AdalFlow. ``；``/``;`` are *not*
-  terminators: they join clauses of one sentence, and AdalFlow does not cut there either.
+- ``sentence``: AdalFlow splits on every ``"."``. Here a unit is a sentence of
+  `ragcli.text.sentence_spans`, the splitter the answer's evidence uses too: a sentence ends
+  at ``.``, ``!`` or ``?`` before a capital, a digit or a letter outside ASCII, at the
+  full-width ``。！？`` of Chinese and Japanese, and at a blank line or a list item, so
+  ``"3.14"``, ``"U.S. Army"`` and a numbered step stay whole. ``；``/``;`` are *not*
+  terminators. Each unit ends at its sentence's end; the whitespace after it starts the next.
 - ``token``: AdalFlow encodes with tiktoken and decodes each window. Here the caller passes
   the embedding model's tokenizer as ``(start, end)`` character offsets, and a chunk is the
   original substring from its first token's start to its last token's end, so nothing is
   lost or re-spelled by decoding.
 
-Kept AdalFlow quirks: text after a final terminator is one more unit, empty when the text
-ends with ``"."``, so with an overlap the last window can repeat the last sentence alone; and
-``passage`` needs ``"\\n\\n"`` exactly, so readers should normalise ``"\\r\\n"`` first.
+Kept AdalFlow quirk: ``passage`` needs ``"\\n\\n"`` exactly, so readers should normalise
+``"\\r\\n"`` first.
 
 Every chunk is the raw substring ``text[start:end]``. For the separator modes that equals
 AdalFlow's joined string (``separator.join(units) + separator`` for inner windows, without the
@@ -45,14 +45,13 @@ from types import MappingProxyType
 from ragcli.choices import SPLIT_BY
 from ragcli.errors import UsageError
 from ragcli.types import ChunkSettings, Span
-from ragcli.text import PAGE_BREAK, SENTENCE_ENDS
+from ragcli.text import PAGE_BREAK, sentence_spans
 
 Tokenize = Callable[[str], Sequence[tuple[int, int]]]
 
 
 # AdalFlow's SEPARATORS, minus "sentence" (a character class here) and "token" (offsets).
 _SEPARATORS = {"page": PAGE_BREAK, "passage": "\n\n", "word": " "}
-_SENTENCE_END = re.compile(f"[{re.escape(SENTENCE_ENDS)}]")
 
 # Named granularities (LazyLLM's node groups), read-only so no caller can change a shared default.
 PRESETS: Mapping[str, ChunkSettings] = MappingProxyType(
@@ -149,11 +148,10 @@ def split(
 
 def _unit_bounds(text: str, split_by: str) -> list[int]:
     """Offsets ``b[0..n]`` such that unit j is ``text[b[j]:b[j + 1]]``, separator included."""
-    if split_by == "sentence":
-        parts, sep_len = _SENTENCE_END.split(text), 1
-    else:
-        separator = _SEPARATORS[split_by]
-        parts, sep_len = text.split(separator), len(separator)
+    if split_by == "sentence":  # each unit ends where a sentence ends (whitespace goes to the next)
+        return [0, *(end for _, end in sentence_spans(text)[:-1]), len(text)]
+    separator = _SEPARATORS[split_by]
+    parts, sep_len = text.split(separator), len(separator)
     # map/accumulate keep the per-unit work in C: a 5 MB text has about a million words.
     bounds = [0, *accumulate(map(sep_len.__add__, map(len, parts)))]
     bounds[-1] = len(text)  # the last unit has no separator after it
