@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from runner import rag as run_rag
+
 
 QUESTION = "How long does the autolyse rest last?"
 FLAGS = {
@@ -149,7 +151,7 @@ def test_ingest_fills_the_group_the_settings_name(model_cache_dir, tmp_path, lay
     index = str(tmp_path / "idx")
 
     def rag(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["rag", *args], env=env, capture_output=True, text=True, timeout=600)
+        return run_rag(*args, env=env)
 
     ingested = rag("ingest", "--index", index, str(docs), "--json")
     assert ingested.returncode == 0, ingested.stderr

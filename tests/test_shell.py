@@ -18,14 +18,11 @@ import pexpect
 import pytest
 
 from fakes import HashEmbedder
+from runner import rag
 from ragcli.ingest.pipeline import ingest
 
 RAG = [sys.executable, "-m", "ragcli"]
 COLOUR = re.compile(r"\x1b\[(?:3[0-7]|9[0-7]|38;)")
-
-
-def run(*args: str, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([*RAG, *args], capture_output=True, text=True, timeout=600, **kwargs)
 
 
 def write_notes(folder: Path, count: int, lines: int = 3) -> Path:
@@ -45,18 +42,18 @@ def spawn(args: list[str], env: dict) -> pexpect.spawn:
 
 
 def test_exit_codes(tmp_path, isolated_home):
-    assert run("--version").returncode == 0
-    assert run("status").returncode == 1  # runtime error: no index
-    assert run("query", "--mode", "telepathy", "x").returncode == 2  # usage error
-    assert run("ingest", str(tmp_path / "missing")).returncode == 2
+    assert rag("--version").returncode == 0
+    assert rag("status").returncode == 1  # runtime error: no index
+    assert rag("query", "--mode", "telepathy", "x").returncode == 2  # usage error
+    assert rag("ingest", str(tmp_path / "missing")).returncode == 2
 
 
 def test_json_in_a_pipe_is_pure(tmp_path, isolated_home):
     docs = write_notes(tmp_path / "docs", 3)
-    result = run("ingest", str(docs), "--json")
+    result = rag("ingest", str(docs), "--json")
     assert result.returncode == 0
     assert json.loads(result.stdout)["added"] == 3  # stdout is exactly one JSON document
-    listing = run("ls", "--json")
+    listing = rag("ls", "--json")
     assert len(json.loads(listing.stdout)["documents"]) == 3
     assert listing.stderr == ""
 
@@ -83,7 +80,7 @@ def test_progress_bar_on_a_terminal_but_not_in_a_pipe(tmp_path, isolated_home):
     child.close()
     assert child.exitstatus == 0
     write_notes(tmp_path / "docs", 70)
-    piped = run("ingest", str(docs))
+    piped = rag("ingest", str(docs))
     assert "embedding" not in piped.stderr and "chunks" not in piped.stderr.split("added")[0]
     assert "added" in piped.stderr
 
@@ -108,14 +105,14 @@ def test_colour_follows_the_terminal_no_color_and_flag(
 
 
 def test_colour_always_in_a_pipe(fixtures_dir, isolated_home):
-    result = run("--color", "always", "ingest", str(fixtures_dir / "docs" / "broken"))
+    result = rag("--color", "always", "ingest", str(fixtures_dir / "docs" / "broken"))
     assert COLOUR.search(result.stderr)
-    assert not COLOUR.search(run("ingest", str(fixtures_dir / "docs" / "broken")).stderr)
+    assert not COLOUR.search(rag("ingest", str(fixtures_dir / "docs" / "broken")).stderr)
 
 
 def test_sigint_during_ingest_exits_130_and_leaves_a_usable_index(tmp_path, isolated_home):
     docs = write_notes(tmp_path / "docs", 5)
-    assert run("ingest", str(docs)).returncode == 0
+    assert rag("ingest", str(docs)).returncode == 0
     write_notes(tmp_path / "docs", 400, lines=4)
     process = subprocess.Popen(
         [*RAG, "ingest", str(docs), "--batch-size", "8"],
@@ -133,6 +130,6 @@ def test_sigint_during_ingest_exits_130_and_leaves_a_usable_index(tmp_path, isol
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr
-    status = run("status", "--json")
+    status = rag("status", "--json")
     assert status.returncode == 0 and json.loads(status.stdout)["documents"] > 5
-    assert json.loads(run("ingest", str(docs), "--json").stdout)["unchanged"] > 5
+    assert json.loads(rag("ingest", str(docs), "--json").stdout)["unchanged"] > 5
