@@ -152,12 +152,8 @@ def ingest(
     from ragcli.index import open_index
     from ragcli.types import IngestOptions
 
-    if watch and rebuild:
-        raise typer.BadParameter("--rebuild cannot be combined with --watch: rebuild first, then watch")
-    if watch and store:
-        raise typer.BadParameter(
-            "--store cannot be combined with --watch: ingest with --store first, then watch"
-        )
+    if watch:
+        _refuse_with_watch(rebuild=rebuild, store=store)
     runtime = embed_runtime.value if embed_runtime is not None else None
     index_ = open_index(index, embed_model=embed_model, embed_runtime=runtime, group=group)
     options = IngestOptions(
@@ -172,12 +168,7 @@ def ingest(
     plan = index_.ingest_plan(paths, options)  # a usage error before the model loads
     err = stderr_console()
     _say_plan(err, plan)
-    with step_status(err, "loading the embedding model") as step:
-        prepared_at = time.monotonic()
-        index_.embedder(fresh=rebuild, notify=step.say)
-    if step.said and step.live:  # a one-time preparation happened: say so once it is done
-        done = step.said[-1].split(" (")[0]
-        err.print(f"{done}: done in {time.monotonic() - prepared_at:.1f} s", highlight=False)
+    _load_embedder(err, index_, fresh=rebuild)
     if watch:
         from ragcli.cli.watch import run_watch
 
@@ -200,6 +191,35 @@ def ingest(
             defer_embedding=defer_embedding,
             plan=plan,
         )
+    _say_outcome(err, report, started=started, json_output=json_output, deferred=defer_embedding)
+    if strict and report.failed:
+        raise typer.Exit(1)
+
+
+def _refuse_with_watch(*, rebuild: bool, store: str | None) -> None:
+    """--watch keeps one local index current: a rebuild or another store comes first, on its own."""
+    if rebuild:
+        raise typer.BadParameter("--rebuild cannot be combined with --watch: rebuild first, then watch")
+    if store:
+        raise typer.BadParameter(
+            "--store cannot be combined with --watch: ingest with --store first, then watch"
+        )
+
+
+def _load_embedder(err, index_, *, fresh: bool) -> None:
+    """Load the embedding model before reading, under a status line; a one-time preparation
+    (a download, a conversion) is said once it is done, with its time."""
+    with step_status(err, "loading the embedding model") as step:
+        prepared_at = time.monotonic()
+        index_.embedder(fresh=fresh, notify=step.say)
+    if step.said and step.live:
+        done = step.said[-1].split(" (")[0]
+        err.print(f"{done}: done in {time.monotonic() - prepared_at:.1f} s", highlight=False)
+
+
+def _say_outcome(err, report, *, started: float, json_output: bool, deferred: bool) -> None:
+    """Failed files one per line on stderr, then the report (JSON or the summary line with the
+    wall time since `started`), then, for a deferred run, how to add the vectors."""
     for failure in report.failed:
         message = failure.reason if failure.path in failure.reason else f"{failure.path}: {failure.reason}"
         err.print(f"[red]failed[/red] {escape(printable(message))}", highlight=False)
@@ -213,14 +233,12 @@ def ingest(
         f"{time.perf_counter() - started:.1f} s"
     )
     emit_outcome("ingest", report.to_dict(), summary, json_output=json_output)
-    if defer_embedding:
+    if deferred:
         err.print(
             "text indexed (BM25 finds it now); run `rag embed` (or `rag embed --background`) for the vectors",
             highlight=False,
             markup=False,
         )
-    if strict and report.failed:
-        raise typer.Exit(1)
 
 
 def _say_plan(err, plan) -> None:

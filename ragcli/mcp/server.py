@@ -105,17 +105,15 @@ async def _run_plain(call: Callable[..., dict[str, Any]], **kwargs: Any) -> Call
         return _error(error)
 
 
-def build_server(tools: Union[IndexTools, WorkerTools]) -> MCPServer:
-    """The MCP server whose tools call `tools` (in this process or in the worker child)."""
-    server = RagServer(
-        name="ragcli",
-        title="ragcli: search your local documents",
-        version=__version__,
-        instructions=INSTRUCTIONS,
-    )
+class ToolHandlers:
+    """The MCP tools as the SDK reads them (each signature is the tool's input schema, each
+    docstring its description), each calling the same-named method of `tools` on a worker thread."""
 
-    @server.tool(annotations=READ_ONLY)
+    def __init__(self, tools: Union[IndexTools, WorkerTools]) -> None:
+        self._tools = tools
+
     async def search(
+        self,
         ctx: Context,
         query: Annotated[str, Field(min_length=1, description="What to look for: keywords or a question.")],
         mode: Annotated[
@@ -147,11 +145,11 @@ def build_server(tools: Union[IndexTools, WorkerTools]) -> MCPServer:
         and text. Use `get` with the path to read the whole document.
         """
         return await _run(
-            ctx, tools.search, query=query, mode=mode, top_k=top_k, group=group, filters=filters
+            ctx, self._tools.search, query=query, mode=mode, top_k=top_k, group=group, filters=filters
         )
 
-    @server.tool(annotations=READ_ONLY)
     async def ask(
+        self,
         ctx: Context,
         question: Annotated[str, Field(min_length=1, description="A question the documents can answer.")],
         mode: Annotated[
@@ -185,7 +183,7 @@ def build_server(tools: Union[IndexTools, WorkerTools]) -> MCPServer:
         """
         return await _run(
             ctx,
-            tools.ask,
+            self._tools.ask,
             question=question,
             mode=mode,
             top_k=top_k,
@@ -194,8 +192,8 @@ def build_server(tools: Union[IndexTools, WorkerTools]) -> MCPServer:
             max_tokens=max_tokens,
         )
 
-    @server.tool(annotations=READ_ONLY)
     async def get(
+        self,
         path: Annotated[
             Optional[str],
             Field(description="An indexed file's path as hits show it. Give path or chunk_id, not both."),
@@ -211,14 +209,25 @@ def build_server(tools: Union[IndexTools, WorkerTools]) -> MCPServer:
         text and metadata (file type, size, dates, title). The text is the indexed one, which
         may be older than the file if it changed since the last ingest.
         """
-        return await _run_plain(tools.get, path=path, page=page, chunk_id=chunk_id)
+        return await _run_plain(self._tools.get, path=path, page=page, chunk_id=chunk_id)
 
-    @server.tool(annotations=READ_ONLY)
-    async def status() -> CallToolResult:
+    async def status(self) -> CallToolResult:
         """Describe the index: its location, document and chunk counts, chunk groups, embedding
         model, sizes and the last ingest."""
-        return await _run_plain(tools.status)
+        return await _run_plain(self._tools.status)
 
+
+def build_server(tools: Union[IndexTools, WorkerTools]) -> MCPServer:
+    """The MCP server whose tools call `tools` (in this process or in the worker child)."""
+    server = RagServer(
+        name="ragcli",
+        title="ragcli: search your local documents",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+    )
+    handlers = ToolHandlers(tools)
+    for handler in (handlers.search, handlers.ask, handlers.get, handlers.status):
+        server.add_tool(handler, annotations=READ_ONLY)
     return server
 
 
