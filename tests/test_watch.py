@@ -251,3 +251,30 @@ def test_watch_applies_changes_and_commits_what_it_saw_when_stopped(tmp_path, fa
     seen = [(c.status, Path(c.path).name) for batch in rest for c in batch.changes]
     assert ("added", "b.md") in seen and ("added", "c.md") in seen
     assert _paths(index) == {str(folder / name) for name in ("a.md", "b.md", "c.md")}
+
+
+def test_a_file_written_before_the_notifier_is_armed_is_not_missed(tmp_path, fake_embedder):
+    """Between the catch-up ingest and the notifier's start (here: while the caller holds the
+    first batch) a change is never reported by the notifier; the watch still applies it."""
+    import threading
+
+    from ragcli.ingest.watch import watch
+
+    folder, index = tmp_path / "docs", tmp_path / "index"
+    folder.mkdir()
+    (folder / "a.md").write_text("Lighthouse keepers polish lenses.")
+    stop = threading.Event()
+    batches = watch(index, [folder], embedder=fake_embedder, stop=stop)
+    assert next(batches).kind == "initial"
+    (folder / "b.md").write_text("Written before the notifier was armed.")
+    safety_net = threading.Timer(60, stop.set)  # a hung watch ends, and the test fails below
+    safety_net.start()
+    try:
+        batch = next(batches)
+    finally:
+        stop.set()
+        safety_net.cancel()
+        list(batches)
+    assert batch.kind == "changes" and [(c.status, Path(c.path).name) for c in batch.changes] == [
+        ("added", "b.md")
+    ]

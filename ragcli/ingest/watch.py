@@ -3,7 +3,8 @@
 1. **Catch up**: one ordinary `ingest` of the roots (only files changed since the last run
    are read; files deleted meanwhile are pruned).
 2. **Watch**: `watchfiles` (inotify / FSEvents / ReadDirectoryChangesW through the Rust
-   `notify` crate) reports changes. It groups them: a set is handed over once no new change
+   `notify` crate) reports changes; once it is armed, one more catch-up picks up what changed
+   while it was being set up. It groups them: a set is handed over once no new change
    came for `step` ms, or after `debounce` ms of continuous changes, so an editor's
    write-to-temp-then-rename save or a `git checkout` of a thousand files arrives as one or a
    few sets, not as one ingest per event.
@@ -37,6 +38,9 @@ from ragcli.ingest.walk import FileFilter, resolve_roots
 # Quiet time that ends a set of changes, and the longest a set keeps growing (milliseconds).
 STEP_MS = 50
 DEBOUNCE_MS = 1600
+# The notifier hands over an empty set after this long without changes: the first one says it
+# is armed (milliseconds).
+ARMED_MS = 1000
 
 
 @dataclass(frozen=True)
@@ -127,7 +131,9 @@ def watch(
     watching = dict(stop_event=stop, step=step_ms, debounce=debounce_ms, force_polling=force_polling)
     while not stop.is_set():
         try:
-            sets = watchfiles.watch(*roots, raise_interrupt=False, **watching)
+            sets = watchfiles.watch(
+                *roots, raise_interrupt=False, yield_on_timeout=True, rust_timeout=ARMED_MS, **watching
+            )
             yield from _apply_changes(sets, index, roots, options, stop)
             break
         except WatchfilesRustInternalError:
@@ -143,11 +149,23 @@ def watch(
 def _apply_changes(
     sets: Iterator, index: Path, roots: list[Path], options: dict, stop: threading.Event
 ) -> Iterator[WatchBatch]:
-    """Apply each set of changes the notifier reports (`ingest_changes`)."""
+    """Apply each set of changes the notifier reports (`ingest_changes`).
+
+    The notifier is armed only once its generator runs, after the catch-up ingest: what
+    changed in between is never reported. So its first set (empty when nothing changed for
+    `ARMED_MS`) brings one more catch-up ingest, which reads only what changed."""
+    armed = False
     for raw in sets:
-        collector = _Collector()
-        report = ingest_changes(index, roots, [Path(path) for _, path in raw], progress=collector, **options)
-        batch = _batch("changes", report, collector)
+        if not armed:
+            armed = True
+            batch = _full(index, roots, "changes", options)
+        elif raw:
+            collector = _Collector()
+            paths = [Path(path) for _, path in raw]
+            report = ingest_changes(index, roots, paths, progress=collector, **options)
+            batch = _batch("changes", report, collector)
+        else:
+            continue
         if batch.changes:
             yield batch
         if stop.is_set():
