@@ -31,6 +31,12 @@ CORPORA: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
 }
 
 
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto`: one worker more than the cores. Most tests wait on a child `rag` (a model
+    loading, a watcher, a killed process restarting), so a spare worker keeps the cores busy."""
+    return (os.cpu_count() or 1) + 1
+
+
 @pytest.fixture(scope="session")
 def model_cache_dir(tmp_path_factory) -> Path:
     """One ONNX export cache for the whole run: exporting is slow, reusing it is safe."""
