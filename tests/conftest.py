@@ -32,9 +32,11 @@ CORPORA: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
 
 
 def pytest_xdist_auto_num_workers(config) -> int:
-    """`-n auto`: one worker more than the cores. Most tests wait on a child `rag` (a model
-    loading, a watcher, a killed process restarting), so a spare worker keeps the cores busy."""
-    return (os.cpu_count() or 1) + 1
+    """`-n auto`: one worker more than the cores, at most 8. Most tests wait on a child `rag`
+    (a model loading, a watcher, a killed process restarting), so a spare worker keeps the
+    cores busy; past 8, the workers' children (each with its models) cost more memory than
+    they save time."""
+    return min((os.cpu_count() or 1) + 1, 8)
 
 
 @pytest.fixture(scope="session")
