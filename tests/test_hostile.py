@@ -70,7 +70,7 @@ def check_ingest(tmp_path: Path, docs: Path, refused: set[str], baseline_kb: int
     paths = {Path(doc["path"]).name for doc in json.loads(listed.stdout)["documents"]}
     assert "normal.txt" in paths and not paths & refused
     if refused:
-        strict = rag("ingest", str(docs), "--index", str(index), "--strict")
+        strict = rag("ingest", str(docs), "--index", str(index), "--strict", *options)
         assert strict.returncode == 1 and "Traceback" not in strict.stderr
 
 
