@@ -247,7 +247,7 @@ def test_a_corrupt_database_page_is_detected_and_the_fix_named(small_index):
     checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
     assert doctor.returncode == 1 and not checks["sqlite integrity"]["ok"]
     assert "--rebuild" in checks["sqlite integrity"]["fix"]
-    rebuilt = rag("ingest", "--rebuild", "--index", str(index), str(docs))
+    rebuilt = rag("ingest", "--rebuild", "--index", str(index), str(docs), "--defer-embedding")
     assert rebuilt.returncode == 0, err(rebuilt)
     assert rag("status", "--index", str(index)).returncode == 0
 
@@ -425,7 +425,7 @@ def test_an_index_from_an_earlier_version_is_recognised_and_rebuilt(small_index)
     assert again.returncode == 0 and json.loads(again.stdout)["unchanged"] == 30, err(again)
     assert (index / "ragcli-index.json").is_file()
     (index / "ragcli-index.json").unlink()
-    rebuilt = rag("ingest", "--rebuild", "--index", str(index), str(docs), "--json")
+    rebuilt = rag("ingest", "--rebuild", "--index", str(index), str(docs), "--json", "--defer-embedding")
     assert rebuilt.returncode == 0 and json.loads(rebuilt.stdout)["added"] == 30, err(rebuilt)
 
 
