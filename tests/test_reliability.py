@@ -201,7 +201,7 @@ def test_disk_full_is_one_line_keeps_committed_data_and_resumes(tmp_path, tiny_d
     with sqlite3.connect(index / "index.db") as conn:  # documents whose chunks are all committed
         kept = conn.execute("SELECT count(*) FROM doc_groups").fetchone()[0]
     ballast.unlink()
-    resumed = rag("ingest", "--index", str(index), str(docs), "--json")
+    resumed = rag("ingest", "--index", str(index), str(docs), "--json", "--defer-embedding")
     assert resumed.returncode == 0, err(resumed)
     assert json.loads(resumed.stdout)["unchanged"] >= kept
     assert len(documents(index)) == 30 and no_duplicate_chunks(index)
