@@ -6,9 +6,11 @@ retrieved text holds them, so the answer a user sees is that text, chosen by its
 1. The best passages are numbered as sources and every sentence of them is scored against
    the question (`ragcli.answer.sentences`: the question's terms it covers and embedding
    similarity). When the best sentence is weak evidence, the answer abstains (`is_answerable`).
-2. The best sentence is completed from its own document (`complete`): a sentence that
-   introduces a list (it ends with ":" or is a list item) brings the list (the items' own
-   lines first: bullets, numbers, a definition list's terms); any other brings the sentences
+2. Each thing a comparison names that no chosen sentence describes gets its own description
+   first (`ragcli.answer.comparison`). The best sentence is completed from its own document
+   (`complete`): a sentence that introduces a list (it ends with ":" or is a list item) brings
+   the list (the items' own lines first: bullets, numbers, a definition list's terms); any
+   other brings the sentences
    after it in its section (up to the next heading or term: the explaining sentence after a
    statement, a definition's next sentence, an option's description) and the one before it;
    a sentence opening by pointing back ("This makes ...", "To achieve this, ...") brings the
@@ -30,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from ragcli.analysis import analyze
+from ragcli.answer.comparison import missing_sides, side_description
 from ragcli.answer.context import Source, build_context
 from ragcli.answer.sentences import Sentence, question_terms, score_sentences, sentences_of
 from ragcli.answer.structure import paragraph_label
@@ -359,6 +362,10 @@ def select_evidence(
         by_source.setdefault(sentence.passage, []).append(sentence)
     in_order = sorted(by_source[best.passage], key=lambda s: s.start)
     every = documents[best.passage]
+    for side in missing_sides(question, chosen.chosen):
+        described = side_description(side, documents)
+        if described is not None:
+            chosen.add(_ranked(described, by_source.get(described.passage, ())))
     complete(best, in_order, sources[best.passage].text, chosen, every)
     missing = _uncovered(question, chosen.chosen)
     for sentence in ranked[1:]:

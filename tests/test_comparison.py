@@ -1,0 +1,51 @@
+"""Both sides of a comparison: the sides a question names, and the sentence describing each."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragcli.answer.comparison import comparison_sides, missing_sides, side_description
+from ragcli.answer.evidence import select_evidence
+from ragcli.answer.context import Source
+from ragcli.answer.sentences import score_sentences, sentences_of
+
+
+@pytest.mark.parametrize(
+    ("question", "sides"),
+    [
+        ("tar vs zip vs rar, which one compresses best?", ["tar", "zip", "rar"]),
+        ("What is the difference between a latte and a cappuccino?", ["latte", "cappuccino"]),
+        ("what's the difference between git fetch and git pull?", ["fetch", "pull"]),
+        ("reset --soft, --mixed and --hard: what's the difference?", ["--soft", "--mixed", "--hard"]),
+        ("difference between HEAD~2 and HEAD^2", ["HEAD~2", "HEAD^2"]),
+        ("How do I bake bread?", []),
+        ("Is a latte stronger?", []),
+    ],
+)
+def test_the_sides_a_question_compares(question, sides):
+    assert comparison_sides(question) == sides
+
+
+MANUAL = (
+    "Coffee drinks\n\nBoth drinks start from one espresso shot and differ in their milk.\n\n"
+    "Latte\n\nA latte is an espresso with a lot of steamed milk and a thin layer of foam.\n\n"
+    "Cappuccino\n\nEqual parts of espresso, steamed milk and milk foam make a cappuccino."
+)
+
+
+def test_a_side_is_described_by_the_paragraph_under_its_label():
+    documents = [sentences_of([MANUAL])]
+    found = side_description("cappuccino", documents)
+    assert found is not None and found.text.startswith("Equal parts of espresso")
+    assert side_description("mocha", documents) is None
+
+
+def test_the_evidence_describes_every_side_the_best_sentence_leaves_out():
+    question = "What is the difference between a latte and a cappuccino?"
+    sources = [Source(1, "coffee.md", None, 1.0, MANUAL, (1,))]
+    ranked = score_sentences(question, sentences_of([MANUAL]))
+    ranked.sort(key=lambda s: -s.score)
+    chosen = select_evidence(question, sources, ranked, budget=400).chosen
+    texts = [s.text for s in chosen]
+    assert any(t.startswith("A latte is") for t in texts) and any(t.startswith("Equal parts") for t in texts)
+    assert missing_sides(question, chosen) == []
