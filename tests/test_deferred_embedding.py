@@ -100,7 +100,7 @@ def test_dense_and_hybrid_keep_unembedded_chunks_and_say_the_coverage(tmp_path, 
 def test_kill_9_while_embedding_then_rag_embed_embeds_every_chunk_exactly_once(tmp_path, isolated_home):
     docs = write_docs(tmp_path / "docs", 5)
     assert rag("ingest", str(docs)).returncode == 0
-    write_docs(docs, 400, start=5, lines=6)
+    write_docs(docs, 400, start=5, lines=2)
     process = subprocess.Popen(
         [sys.executable, "-m", "ragcli", "ingest", str(docs)],
         stdout=subprocess.DEVNULL,
