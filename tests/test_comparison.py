@@ -35,9 +35,15 @@ MANUAL = (
 
 def test_a_side_is_described_by_the_paragraph_under_its_label():
     documents = [sentences_of([MANUAL])]
-    found = side_description("cappuccino", documents)
+    found = side_description(("cappuccino",), documents)
     assert found is not None and found.text.startswith("Equal parts of espresso")
-    assert side_description("mocha", documents) is None
+    assert side_description(("mocha",), documents) is None
+
+
+def test_a_side_is_found_by_its_whole_name_or_its_short_one():
+    documents = [sentences_of(["Usage.\n\ngit-revert(1) is about making a new commit that reverts changes."])]
+    found = side_description(("git revert", "revert"), documents)
+    assert found is not None and found.text.startswith("git-revert(1) is about")
 
 
 def test_the_evidence_describes_every_side_the_best_sentence_leaves_out():

@@ -27,7 +27,14 @@ _OPTION = re.compile(r"(?<!\S)--?[A-Za-z][\w-]*")
 
 
 def comparison_sides(question: str) -> list[str]:
-    """The names a question compares, in its order; [] when it compares nothing by name."""
+    """The names a question compares, in its order (their shortest form); [] when it compares
+    nothing by name."""
+    return [names[-1] for names in side_names(question)]
+
+
+def side_names(question: str) -> list[tuple[str, ...]]:
+    """Each side's names: as written, then without the first word all sides share ("git
+    fetch", "fetch"), since a document describes them either way."""
     text = question.strip().rstrip("?").strip()
     between, listed = _BETWEEN.search(text), _LISTED.search(text)
     if between:
@@ -38,9 +45,8 @@ def comparison_sides(question: str) -> list[str]:
         parts = _VERSUS.split(re.split(r"[,:;]", text, maxsplit=1)[0])
     else:
         return []
-    sides = [_name(part) for part in parts]
-    sides = [side for side in sides if side]
-    return _without_shared_first_word(sides) if len(sides) >= 2 else []
+    sides = [side for side in map(_name, parts) if side]
+    return _with_shorter_names(sides) if len(sides) >= 2 else []
 
 
 def _name(part: str) -> str:
@@ -50,12 +56,12 @@ def _name(part: str) -> str:
     return option[-1] if option else " ".join(part.split())
 
 
-def _without_shared_first_word(sides: list[str]) -> list[str]:
-    """ "git fetch" and "git pull" are described as "fetch" and "pull" as often as in full."""
-    firsts = {side.split()[0].lower() for side in sides if len(side.split()) > 1}
-    if len(firsts) == 1 and all(len(side.split()) > 1 for side in sides):
-        return [side.split(maxsplit=1)[1] for side in sides]
-    return sides
+def _with_shorter_names(sides: list[str]) -> list[tuple[str, ...]]:
+    """Every side, with its name less the first word when all sides share that word."""
+    words = [side.split() for side in sides]
+    if all(len(w) > 1 for w in words) and len({w[0].lower() for w in words}) == 1:
+        return [(side, " ".join(w[1:])) for side, w in zip(sides, words)]
+    return [(side,) for side in sides]
 
 
 def _key(text: str) -> str:
@@ -64,26 +70,26 @@ def _key(text: str) -> str:
     return " ".join(text.split())
 
 
-def describes(sentence: Sentence, side: str) -> bool:
-    """Whether a sentence starts with the side's name (its label line counts)."""
-    key, text = _key(side), _key(sentence.text)
-    return text == key or text.startswith(key + " ") or text.startswith(f"git {key} ")
+def describes(sentence: Sentence, names: Sequence[str]) -> bool:
+    """Whether a sentence starts with one of a side's names (its label line counts)."""
+    text = _key(sentence.text)
+    return any(text == key or text.startswith(key + " ") for key in map(_key, names))
 
 
-def side_description(side: str, documents: Sequence[Sequence[Sentence]]) -> Sentence | None:
-    """The sentence describing `side`: the one under its label line, else the first that
-    starts with its name; sources in their order (best first)."""
-    key = _key(side)
+def side_description(names: Sequence[str], documents: Sequence[Sequence[Sentence]]) -> Sentence | None:
+    """The sentence describing a side: the one under its label line, else the first that
+    starts with one of its names; sources in their order (best first)."""
+    keys = {_key(name) for name in names}
     for every in documents:
         for at, sentence in enumerate(every[:-1]):
             following = every[at + 1]
-            if is_label(sentence.text) and _key(sentence.text) == key and not is_label(following.text):
+            if is_label(sentence.text) and _key(sentence.text) in keys and not is_label(following.text):
                 return following
     return next(
-        (s for every in documents for s in every if not is_label(s.text) and describes(s, side)), None
+        (s for every in documents for s in every if not is_label(s.text) and describes(s, names)), None
     )
 
 
-def missing_sides(question: str, chosen: Sequence[Sentence]) -> list[str]:
-    """The sides no chosen sentence describes yet."""
-    return [side for side in comparison_sides(question) if not any(describes(s, side) for s in chosen)]
+def missing_sides(question: str, chosen: Sequence[Sentence]) -> list[tuple[str, ...]]:
+    """The sides (their names) no chosen sentence describes yet."""
+    return [names for names in side_names(question) if not any(describes(s, names) for s in chosen)]
