@@ -1,9 +1,9 @@
 """Text conventions every stage shares, so no stage imports another for them.
 
 Readers write `PAGE_BREAK` between the pages of a document (PDF pages, slides, sheets,
-chapters); splitting, citations and `rag get` count pages by it. `SENTENCE_ENDS` are the
-characters that end a sentence; `sentence_spans` is the one sentence splitter, for ingest's
-sentence windows, the answer's evidence and its support check alike.
+chapters); splitting, citations and `rag get` count pages by it. `sentence_spans` is the one
+sentence splitter, for ingest's sentence windows, the answer's evidence and its support check
+alike.
 A file read as several documents (a mailbox's messages, a mail's attachments) stores its
 parts under ``FILE`` + `PART_SEPARATOR` + ``N``; pruning, `rag rm` and `rag open` find the file by it.
 `valid_unicode` makes text from argv, stdin or a file name safe to tokenize, store and print.
@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 
 PAGE_BREAK = "\f"
-SENTENCE_ENDS = ".!?。！？"
 PART_SEPARATOR = "#"
 
 

@@ -10,11 +10,10 @@ retrieved text holds them, so the answer a user sees is that text, chosen by its
    first (`ragcli.answer.comparison`). The best sentence is completed from its own document
    (`complete`): a sentence that introduces a list (it ends with ":" or is a list item) brings
    the list (the items' own lines first: bullets, numbers, a definition list's terms); any
-   other brings the sentences
-   after it in its section (up to the next heading or term: the explaining sentence after a
-   statement, a definition's next sentence, an option's description) and the one before it;
-   a sentence opening by pointing back ("This makes ...", "To achieve this, ...") brings the
-   one before it too (`refers_back`).
+   other brings the sentences after it in its section (up to the next heading or term: the
+   explaining sentence after a statement, a definition's next sentence, an option's
+   description) and the one before it; a sentence opening by pointing back ("This makes ...",
+   "To achieve this, ...") brings the one before it too (`refers_back`).
 3. Question terms still uncovered (the other side of a comparison) bring the best sentence
    that covers them, then sentences scoring nearly as well as the best fill what is left.
 4. All of it stays within a budget of characters (`AskOptions.evidence_chars`) and is quoted
