@@ -244,17 +244,17 @@ def test_a_sentence_pointing_back_brings_what_it_points_at():
     ],
 )
 def test_refers_back(sentence, back):
-    from ragcli.answer.evidence import refers_back
+    from ragcli.answer.completion import refers_back
 
     assert refers_back(sentence) is back
 
 
 def test_a_sentence_two_sources_share_is_quoted_once():
-    from ragcli.answer.evidence import _Selection
+    from ragcli.answer.completion import Selection
 
     from ragcli.answer.evidence import render
 
-    chosen = _Selection(1000)
+    chosen = Selection(1000)
     assert chosen.add(Sentence("Only useful when merging.", 0, 10))
     assert chosen.add(Sentence("Only useful  when merging.", 1, 40))  # its twin page says it again
     assert [s.passage for s in chosen.chosen] == [0]
@@ -262,8 +262,67 @@ def test_a_sentence_two_sources_share_is_quoted_once():
 
 
 def test_a_sentence_cut_by_a_chunks_end_is_the_same_sentence():
-    from ragcli.answer.evidence import _same_words
+    from ragcli.answer.completion import _same_words
 
     whole = "Verify that the tip commit of the side branch is signed with a valid key, i.e. a key."
     assert _same_words(whole, whole[:60]) and _same_words(whole[:60], whole)
     assert not _same_words(whole, "Verify that.")  # too short to say
+
+
+def chunk_hit(chunk_id: int, path: str, text: str, rank: int) -> Hit:
+    return Hit(Chunk(chunk_id, chunk_id, "medium", 0, text, 0, len(text), None, path), 1.0 / rank, rank, {})
+
+
+def test_a_why_question_gets_the_sentence_stating_the_reason_from_another_source():
+    statement = (
+        "Caching\n\nThe proxy does not keep a copy of pages behind a login. "
+        "Pages behind a login are fetched again on every request."
+    )
+    faq = (
+        "Why are some pages never cached?\n\nThe proxy skips them. The reason is that a page behind "
+        "a login may hold private data, and a copy could reach another user."
+    )
+    hits = [chunk_hit(1, "proxy.md", statement, 1), chunk_hit(2, "faq.md", faq, 2)]
+    question = "why does the proxy not keep a copy of pages behind a login?"
+    found = answer_with_evidence(question, hits)
+    assert '"The reason is that a page behind a login may hold private data' in found.text
+    assert found.text.index("[1]") < found.text.index("[2]")  # the statement first
+    plain = answer_with_evidence("does the proxy keep a copy of pages behind a login?", hits)
+    assert "The reason is" not in plain.text  # only a why-question asks for the reason
+
+
+def test_a_side_described_only_in_a_passage_not_read_joins_the_sources():
+    table = (
+        "Drinks compared\n\nThe latte and the cappuccino are both on the menu. "
+        "The latte and the cappuccino differ in price."
+    )
+    other = "Opening hours\n\nThe latte and the cappuccino are sold from seven to five."
+    glossary = "Cappuccino\n\nEqual parts of espresso, steamed milk and milk foam make a cappuccino."
+    hits = [chunk_hit(1, "menu.md", table, 1), chunk_hit(2, "hours.md", other, 2)]
+    hits.append(chunk_hit(3, "glossary.md", glossary, 3))
+    found = answer_with_evidence("what is the difference between a latte and a cappuccino?", hits, passages=2)
+    assert '"Equal parts of espresso, steamed milk and milk foam make a cappuccino." [3]' in found.text
+    assert [source.path for source in found.sources] == ["menu.md", "hours.md", "glossary.md"]
+    assert [source.number for source in found.sources] == [1, 2, 3]
+
+
+def test_each_side_of_a_comparison_is_also_searched_for_by_its_own_name(tmp_path, isolated_home, monkeypatch):
+    from fakes import HashEmbedder
+    from ragcli.ingest.pipeline import ingest
+    from ragcli.types import ChunkSettings
+
+    fake = HashEmbedder(dimension=512)
+    monkeypatch.setattr("ragcli.generation.chooser.embedder_for", lambda *args, **kwargs: fake)
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "menu.md").write_text("The latte and the cappuccino differ in price and in size at our cafe.")
+    (root / "sizes.md").write_text("Both the latte and the cappuccino come in small and large cups.")
+    (root / "cappuccino.md").write_text("Cappuccino\n\nEqual parts of espresso, steamed milk and foam.")
+    ingest(isolated_home, [root], embedder=fake, group="medium", chunking=ChunkSettings("passage", 4, 0))
+    options = AskOptions(query=QueryOptions(mode="bm25", top_k=2), answer_style="evidence", use_cache=False)
+    with Asker(isolated_home, settings=load_settings()) as asker:
+        answer = asker.ask("what is the difference between the latte and the cappuccino?", options)
+        asked = asker.ask("how do the latte and the cappuccino differ in price?", options)
+    assert '"Equal parts of espresso, steamed milk and foam." [3]' in answer.text
+    assert answer.sources[2].path.endswith("cappuccino.md")
+    assert "cappuccino.md" not in " ".join(source.path for source in asked.sources)  # no sides named

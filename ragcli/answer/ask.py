@@ -64,6 +64,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from ragcli.answer.cache import AnswerCache, cache_key, file_identity, index_state
+from ragcli.answer.comparison import side_names
 from ragcli.answer.context import build_context, context_budget
 from ragcli.answer.evidence import excerpts, page_of, quoted_under, rank_source_sentences, render
 from ragcli.answer.evidence import supporting_sentence
@@ -89,6 +90,9 @@ from ragcli.generation.llama import Generator, check_gguf, load_generator
 from ragcli.retrieval.rewrite import SearchRequest
 from ragcli.retrieval.search import QueryOptions, Searcher
 from ragcli.types import Hit
+
+# Hits read for each side of a comparison, besides the question's own (`Asker._side_hits`).
+SIDE_HITS = 3
 
 if TYPE_CHECKING:
     from ragcli.embedding.base import Embedder
@@ -353,7 +357,7 @@ class Asker:
         options = run.options
         found = self.pipeline.evidence(
             run.question,
-            hits,
+            hits + self._side_hits(run.question, hits, options.query),
             embedder=self.searcher.embedder(),
             passages=options.passages,
             budget=options.evidence_chars,
@@ -364,6 +368,19 @@ class Asker:
             return run.abstain(found.sources, model="evidence")
         answer = run.finish(found.text, found.sources, None, self.pipeline.annotate)
         return replace(answer, short=found.short, pages=dict(found.pages), model="evidence")
+
+    def _side_hits(self, question: str, hits: list[Hit], query: QueryOptions) -> list[Hit]:
+        """For a comparison, the best hits for each side's own name that are not among `hits`:
+        the passage describing a side is often not among the question's own hits, whose words
+        match a passage naming all sides at once (a table, a summary line)."""
+        seen = {hit.chunk.id for hit in hits}
+        extra: list[Hit] = []
+        for names in side_names(question):
+            for hit in self._search(names[0], replace(query, top_k=SIDE_HITS)):
+                if hit.chunk.id not in seen:
+                    seen.add(hit.chunk.id)
+                    extra.append(hit)
+        return extra
 
     def _summary(self, run: AnswerRun, hits: list[Hit]) -> Answer:
         """A question about a whole document: the top hit's document, summarised extractively."""

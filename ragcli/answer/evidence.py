@@ -7,13 +7,15 @@ retrieved text holds them, so the answer a user sees is that text, chosen by its
    the question (`ragcli.answer.sentences`: the question's terms it covers and embedding
    similarity). When the best sentence is weak evidence, the answer abstains (`is_answerable`).
 2. Each thing a comparison names that no chosen sentence describes gets its own description
-   first (`ragcli.answer.comparison`). The best sentence is completed from its own document
-   (`complete`): a sentence that introduces a list (it ends with ":" or is a list item) brings
-   the list (the items' own lines first: bullets, numbers, a definition list's terms); any
-   other brings the sentences after it in its section (up to the next heading or term: the
+   first (`ragcli.answer.comparison`), from a retrieved passage not read when none read has
+   it (the asker also retrieves each side by its own name). The best sentence is completed
+   from its own document (`complete`): a sentence that introduces a list (it ends with ":" or
+   is a list item) brings the list (the items' own lines first: bullets, numbers, a definition
+   list's terms); any other brings the sentences after it in its section (up to the next heading or term: the
    explaining sentence after a statement, a definition's next sentence, an option's
    description) and the one before it; a sentence opening by pointing back ("This makes ...",
    "To achieve this, ...") brings the one before it too (`refers_back`).
+   A why-question gets the best sentence stating a reason (`gives_reason`) if none chosen does.
 3. Question terms still uncovered (the other side of a comparison) bring the best sentence
    that covers them, then sentences scoring nearly as well as the best fill what is left.
 4. All of it stays within a budget of characters (`AskOptions.evidence_chars`) and is quoted
@@ -28,10 +30,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from ragcli.analysis import analyze
 from ragcli.answer.comparison import missing_sides, side_description
+from ragcli.answer.completion import Selection, complete, is_title, ranked_copy, refers_back
 from ragcli.answer.context import Source, build_context
 from ragcli.answer.sentences import Sentence, question_terms, score_sentences, sentences_of
 from ragcli.answer.structure import paragraph_label
@@ -62,13 +65,14 @@ SEVERAL_SHARE = 0.5
 SEVERAL_BUDGET = 2.0
 # A sentence covering question terms the chosen ones lack joins when it scores this share.
 COVERAGE_SHARE = 0.5
-# The sentences after (and before) the best one in its section that complete it; with the
-# budget and three passages read, chosen on docs-qa's tune half (answered 0.29 -> 0.42).
-FOLLOWING = 2
-PRECEDING = 1
-# At most this many lines after a sentence introducing a list are read as that list.
-LIST_LINES = 40
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)]|\(\d{1,3}\)|[a-z][.)])\s")
+# A why-question gets the best sentence stating a reason (cue words of causal explanation, the
+# strongest non-topical features for why-answers in Verberne et al., "What is not in the bag of
+# words for why-QA?", Computational Linguistics 2010) when it scores this share of the best one's.
+REASON_SHARE = 0.5
+_WHY = re.compile(r"\b(?:why|how come)\b", re.IGNORECASE)
+_REASON = re.compile(
+    r"\b(?:because|reasons?|due to|caused by|so that|as a result|this is why|that is why)\b", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -122,20 +126,6 @@ def page_of(source: Source, sentence: Sentence) -> int | None:
     return source.page + source.text.count("\f", 0, sentence.start)
 
 
-def is_title(text: str) -> bool:
-    """A heading or a title line ("Victoria (Australia)"): short, no full stop; no evidence."""
-    text = text.strip()
-    if is_list_item(text):
-        return False
-    short = len(text.split()) < 5 and len(text) < 40  # (CJK text has no spaces: count characters too)
-    return text.startswith("#") or (short and not text.endswith((".", "!", "?", ":", "。", "！", "？")))
-
-
-def is_list_item(text: str) -> bool:
-    """A bulleted or numbered line ("- 500 g flour", "2. Add the salt")."""
-    return bool(_LIST_ITEM.match(text))
-
-
 def quote(sentence: Sentence, also: Sequence[int] = ()) -> str:
     """The sentence quoted and cited; `also`: other sources (0-based) saying the same words."""
     cited = " ".join(f"[{passage + 1}]" for passage in (sentence.passage, *also))
@@ -157,162 +147,6 @@ def rank_sentences(
     """The best `passages` hits as numbered sources, and all their sentences scored, best first."""
     sources = tuple(numbered_sources(hits, passages))
     return sources, rank_source_sentences(question, sources, embedder=embedder)
-
-
-class _Selection:
-    """The sentences chosen so far, within a character budget."""
-
-    def __init__(self, budget: int, label: Callable[[Sentence], Sentence | None] | None = None) -> None:
-        self.left = budget
-        self.chosen: list[Sentence] = []
-        self.cut: set[int] = set()  # sources whose list was cut short
-        self.label = label  # the label line a sentence's paragraph sits under, quoted with it
-        # Other sources saying a chosen sentence's words (pages that include a shared text, a
-        # man page and its HTML twin): the sentence is quoted once and cites them all.
-        self.also: dict[tuple[int, int], list[int]] = {}
-
-    def has(self, sentence: Sentence) -> bool:
-        """Chosen already: the same sentence, or the same words from another source."""
-        return self._twin(sentence) is not None
-
-    def _twin(self, sentence: Sentence) -> Sentence | None:
-        words = " ".join(sentence.text.split())
-        return next(
-            (
-                s
-                for s in self.chosen
-                if (s.passage == sentence.passage and s.start == sentence.start) or _same_words(s.text, words)
-            ),
-            None,
-        )
-
-    def add(self, sentence: Sentence) -> bool:
-        """Add `sentence` when it fits (the first one always does); False when it does not."""
-        twin = self._twin(sentence)
-        if twin is not None:
-            also = self.also.setdefault((twin.passage, twin.start), [])
-            if sentence.passage != twin.passage and sentence.passage not in also:
-                also.append(sentence.passage)
-            return True
-        label = self.label(sentence) if self.label is not None else None
-        # The sentence before its label: the first chosen is the best sentence, which the
-        # reader reads its short line from (lines are rendered in document order anyway).
-        pieces = [sentence] if label is None or self.has(label) else [sentence, label]
-        cost = sum(len(piece.text) + 6 for piece in pieces)
-        if self.chosen and cost > self.left:
-            return False
-        self.chosen += pieces
-        self.left -= cost
-        return True
-
-
-def _same_words(text: str, words: str) -> bool:
-    """The same sentence, or one cut short by a chunk's end (a prefix of 40+ characters)."""
-    other = " ".join(text.split())
-    shorter, longer = sorted((other, words), key=len)
-    return shorter == longer or (len(shorter) >= 40 and longer.startswith(shorter))
-
-
-def _list_run(in_order: Sequence[Sentence], at: int) -> list[Sentence]:
-    """The list items that follow position `at` (the sentence introducing them, or an item)."""
-    run = []
-    for sentence in in_order[at + 1 :]:
-        if not is_list_item(sentence.text):
-            break
-        run.append(sentence)
-    return run
-
-
-def _list_block(block: Sequence[Sentence], chosen: _Selection, passage: int) -> None:
-    """A list after its introduction: the items' own lines (bullets, numbers, a definition
-    list's terms) first, then what explains them, all in document order; cut when the budget
-    ends, which the answer then says."""
-    heads = [s for s in block if is_list_item(s.text) or is_title(s.text)]
-    for sentence in heads + [s for s in block if s not in heads]:
-        if not chosen.add(sentence):
-            chosen.cut.add(passage)
-            return
-
-
-def introduces_list(sentence: Sentence) -> bool:
-    """A sentence ending with a colon announces what follows (a list, steps, an example)."""
-    return sentence.text.rstrip().endswith(":")
-
-
-def _bring_list(intro: Sentence, every: Sequence[Sentence], chosen: _Selection) -> None:
-    """The list after its introduction: a marked list's items only, else the lines after it."""
-    following = [s for s in every if s.start > intro.start]
-    if following and is_list_item(following[0].text):
-        following = _list_run(following, -1)
-    _list_block(following[:LIST_LINES], chosen, intro.passage)
-
-
-def complete(
-    best: Sentence,
-    in_order: Sequence[Sentence],
-    text: str,
-    chosen: _Selection,
-    every: Sequence[Sentence] = (),
-) -> None:
-    """Add what completes the best sentence in its own document (see the module docstring).
-
-    `every` is all the source's sentences in document order, headings and terms included."""
-    at = next(i for i, s in enumerate(in_order) if s.start == best.start)
-    if introduces_list(best):
-        _bring_list(best, every, chosen)
-        return
-    if is_list_item(best.text):  # back to the list's first item and its introduction
-        while at > 0 and is_list_item(in_order[at - 1].text):
-            at -= 1
-        if at > 0 and in_order[at - 1].text.rstrip().endswith(":"):
-            at -= 1
-        chosen.add(in_order[at])
-        _list_block(_list_run(in_order, at), chosen, best.passage)
-        return
-    section = _section(best, every)
-    following = [s for s in section if s.start > best.start]
-    before = [s for s in section if s.start < best.start]
-    for sentence in following[:FOLLOWING]:
-        if not chosen.add(_ranked(sentence, in_order)):
-            return
-        if introduces_list(sentence):  # "... The variants are as follows:"
-            _bring_list(sentence, every, chosen)
-            return
-    first = best
-    for sentence in reversed(before[-PRECEDING:] if PRECEDING else []):
-        if not chosen.add(_ranked(sentence, in_order)):
-            return
-        first = sentence
-    earlier = [s for s in before if s.start < first.start]
-    while earlier and refers_back(first.text) and chosen.add(_ranked(earlier[-1], in_order)):
-        first = earlier.pop()
-
-
-# Words that open a sentence leaning on the one before it ("This makes ...", "They should ...",
-# "To achieve this, ..."): quoted alone, such a sentence does not say what it is about.
-_REFERS_BACK = re.compile(
-    r"^[\"'(]*(?:this|that|these|those|it|they|such|thus|hence|therefore|otherwise|"
-    r"to (?:\w+ ){1,2}(?:this|that|it))\b",
-    re.IGNORECASE,
-)
-
-
-def refers_back(text: str) -> bool:
-    """Whether a sentence opens by pointing back at the one before it."""
-    return bool(_REFERS_BACK.match(text.strip()))
-
-
-def _section(best: Sentence, every: Sequence[Sentence]) -> list[Sentence]:
-    """The sentences between the headings around the best sentence (a heading, or a term of a
-    definition list, starts a section)."""
-    start = max((i for i, s in enumerate(every) if s.start <= best.start and is_title(s.text)), default=-1)
-    end = next((i for i, s in enumerate(every) if s.start > best.start and is_title(s.text)), len(every))
-    return [s for s in every[start + 1 : end] if not is_title(s.text)]
-
-
-def _ranked(sentence: Sentence, in_order: Sequence[Sentence]) -> Sentence:
-    """The scored copy of a sentence, when it was scored."""
-    return next((s for s in in_order if s.start == sentence.start), sentence)
 
 
 def _uncovered(question: str, chosen: Sequence[Sentence]) -> set[str]:
@@ -342,19 +176,25 @@ _NOT_PLURAL = ("ss", "us", "is", "ous", "does", "was", "has", "gets", "goes")
 
 
 def select_evidence(
-    question: str, sources: Sequence[Source], ranked: Sequence[Sentence], budget: int
-) -> _Selection:
-    """The best sentence, what completes it, what covers the rest of the question, then close runners-up."""
+    question: str,
+    sources: Sequence[Source],
+    ranked: Sequence[Sentence],
+    budget: int,
+    reserve: Sequence[Source] = (),
+) -> Selection:
+    """The best sentence, what completes it, what covers the rest of the question, then close runners-up.
+
+    `reserve`: retrieved passages not read; one joins the sources (`Selection.sources`, numbered
+    after them) when it alone describes a side of a comparison.
+    """
     best = ranked[0]
-    documents = [
-        [replace(s, passage=number) for s in sentences_of([source.text])]
-        for number, source in enumerate(sources)
-    ]
+    documents = [_sentences(source, number) for number, source in enumerate(sources)]
     several = asks_for_several(question)
-    chosen = _Selection(
+    chosen = Selection(
         int(budget * (SEVERAL_BUDGET if several else 1.0)),
-        lambda s: paragraph_label(s, documents[s.passage], sources[s.passage].text),
+        lambda s: paragraph_label(s, documents[s.passage], chosen.sources[s.passage].text),
     )
+    chosen.sources = list(sources)
     chosen.add(best)
     by_source: dict[int, list[Sentence]] = {}
     for sentence in ranked:
@@ -362,10 +202,12 @@ def select_evidence(
     in_order = sorted(by_source[best.passage], key=lambda s: s.start)
     every = documents[best.passage]
     for side in missing_sides(question, chosen.chosen):
-        described = side_description(side, documents)
+        described = side_description(side, documents) or _from_reserve(side, reserve, chosen, documents)
         if described is not None:
-            chosen.add(_ranked(described, by_source.get(described.passage, ())))
+            chosen.add(ranked_copy(described, by_source.get(described.passage, ())))
     complete(best, in_order, sources[best.passage].text, chosen, every)
+    if asks_why(question):
+        _add_reason(ranked, best, chosen, documents)
     missing = _uncovered(question, chosen.chosen)
     for sentence in ranked[1:]:
         if not missing or sentence.score < COVERAGE_SHARE * best.score:
@@ -381,6 +223,55 @@ def select_evidence(
     return chosen
 
 
+def asks_why(question: str) -> bool:
+    """Whether a question asks for a reason ("why ...", "how come ...", English)."""
+    return bool(_WHY.search(question))
+
+
+def gives_reason(text: str) -> bool:
+    """Whether a sentence states a reason (a causal cue word: "because", "the reason is")."""
+    return bool(_REASON.search(text))
+
+
+def _add_reason(
+    ranked: Sequence[Sentence], best: Sentence, chosen: Selection, documents: Sequence[Sequence[Sentence]]
+) -> None:
+    """The best-scoring sentence that states a reason, when none chosen does yet, with the
+    sentence before it when it leans on that one ("This is because ...")."""
+    if any(gives_reason(s.text) for s in chosen.chosen):
+        return
+    for sentence in ranked[1:]:
+        if sentence.score < REASON_SHARE * best.score:
+            return
+        if gives_reason(sentence.text) and not chosen.has(sentence):
+            before = [s for s in documents[sentence.passage] if s.start < sentence.start]
+            if chosen.add(sentence) and before and refers_back(sentence.text):
+                chosen.add(before[-1])
+            return
+
+
+def _sentences(source: Source, number: int) -> list[Sentence]:
+    """A source's sentences in document order, headings and terms included, as passage `number`."""
+    return [replace(s, passage=number) for s in sentences_of([source.text])]
+
+
+def _from_reserve(
+    side: Sequence[str], reserve: Sequence[Source], chosen: Selection, documents: list[list[Sentence]]
+) -> Sentence | None:
+    """A side's description from a retrieved passage not read yet; that passage becomes the
+    next source (numbered after those read)."""
+    read = {chunk for source in chosen.sources for chunk in source.chunk_ids}
+    for source in reserve:
+        if read & set(source.chunk_ids):
+            continue
+        found = side_description(side, [_sentences(source, len(chosen.sources))])
+        if found is not None:
+            chosen.sources.append(replace(source, number=len(chosen.sources) + 1))
+            documents.append(_sentences(source, found.passage))
+            return found
+    return None
+
+
 def quoted_under(
     question: str,
     sources: Sequence[Source],
@@ -389,7 +280,7 @@ def quoted_under(
     *,
     passages: int,
     budget: int,
-) -> _Selection:
+) -> Selection:
     """The evidence quoted under a generated short answer: what the evidence style would quote
     (the best sentences of the first `passages` sources, completed), plus `support`, the
     sentence holding the model's words, when it is not among them.
@@ -403,7 +294,7 @@ def quoted_under(
     return chosen
 
 
-def render(chosen: _Selection) -> list[str]:
+def render(chosen: Selection) -> list[str]:
     """The quoted lines: sources in the order first chosen, each one's sentences in document order."""
     order: list[int] = []
     for sentence in chosen.chosen:
@@ -441,7 +332,8 @@ def answer_with_evidence(
     best = ranked[0] if ranked else None
     if best is None or not (is_answerable(best) or covers_question(question, ranked[:SPREAD])):
         return Evidence("", None, sources, True, (best,) if best else ())
-    chosen = select_evidence(question, sources, ranked, budget)
+    chosen = select_evidence(question, sources, ranked, budget, reserve=numbered_sources(hits, len(hits)))
+    sources = tuple(chosen.sources)
     short = reader.read(question, chosen.chosen) if reader is not None else None
     lines = render(chosen)
     if short is not None:

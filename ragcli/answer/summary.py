@@ -19,7 +19,8 @@ from typing import Sequence
 import numpy as np
 
 from ragcli.answer.context import Source
-from ragcli.answer.evidence import is_title, quote
+from ragcli.answer.completion import is_title
+from ragcli.answer.evidence import quote
 from ragcli.answer.sentences import Sentence, sentences_of
 from ragcli.answer.structure import is_label
 from ragcli.analysis import cjk_characters
