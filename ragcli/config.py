@@ -26,7 +26,7 @@ from ragcli.choices import (
     DEFAULT_MODE,
     EMBED_RUNTIMES,
 )
-from ragcli.choices import MODES, QUERY_TOP_K, STYLE_ALIASES
+from ragcli.choices import EVIDENCE_CHARS, MODES, QUERY_TOP_K, STYLE_ALIASES
 from ragcli.errors import ModelNotFound, UsageError
 
 APP_NAME = "ragcli"
@@ -166,6 +166,12 @@ KEYS: dict[str, Key] = {
             _number,
             "how far a QA model reader's best span must beat its no-answer score",
             0.0,
+        ),
+        Key(
+            "evidence_chars",
+            _positive_int,
+            "most characters of quoted evidence in an evidence answer",
+            EVIDENCE_CHARS,
         ),
         Key(
             "top_k",

@@ -57,6 +57,7 @@ _ASK_SETTINGS = {
     "threads": "threads",
     "answer_style": "answer_style",
     "reader": "reader",
+    "evidence_chars": "evidence_chars",
 }
 
 

@@ -108,13 +108,15 @@ def test_invalid_citations_are_removed_and_reported(corpus, isolated_home):
     assert "[7]" not in answer.text
 
 
-def test_uncited_answer_gets_citations_from_support(corpus, isolated_home):
+def test_uncited_answer_gets_its_evidence_quoted_and_cited_under_it(corpus, isolated_home):
     generator = EchoGenerator(reply="Green tea is steamed or pan fired. Jupiter is big.")
     with make_asker(isolated_home, generator) as asker:
         answer = asker.ask("green tea steamed", BM25)
-    assert answer.citations_inferred and len(answer.citations) == 1
-    assert answer.source(answer.citations[0]).path.endswith("tea.txt")
-    assert [s.label for s in answer.support] == ["supported", "unsupported"]
+    reply, *quoted = answer.text.split("\n")
+    assert reply == "Green tea is steamed or pan fired. Jupiter is big."
+    assert quoted and all(line.startswith('"') and line.endswith("[1]") for line in quoted)
+    assert answer.citations == (1,) and answer.source(1).path.endswith("tea.txt")
+    assert [(s.label, s.source) for s in answer.support[:2]] == [("supported", 1), ("unsupported", None)]
 
 
 def test_support_annotation_stage_can_be_skipped(corpus, isolated_home):

@@ -237,3 +237,18 @@ def test_verbatim_quotes_are_not_relabelled_on_the_terminal():
     assert answer.is_verbatim_quote('"The blood is blue because of hemocyanin." [1] [3]')
     assert not answer.is_verbatim_quote('"The blood is red." [1]')
     assert not answer.is_verbatim_quote("The blood is blue because of hemocyanin [1].")
+
+
+def test_evidence_budget_is_a_setting_from_flag_environment_or_config(index, monkeypatch):
+    question = ["what did the keeper of the lighthouse write?", "--mode", "bm25", "--no-cache"]
+    question += ["--answer-style", "evidence"]
+    whole = invoke(*question).stdout
+    assert "lamp was lit every evening" in whole and "log of passing ships" in whole
+    short = invoke(*question, "--evidence-chars", "40").stdout
+    quoted = [line for line in short.splitlines() if line.startswith('"')]
+    assert len(quoted) == 1 and quoted[0] in whole  # the best sentence always shows, alone here
+    monkeypatch.setenv("RAG_EVIDENCE_CHARS", "40")
+    assert invoke(*question).stdout == short
+    assert invoke(*question, "--evidence-chars", "1000").stdout == whole  # the flag wins
+    bad = invoke(*question, "--evidence-chars", "0")
+    assert bad.exit_code == 2 and "--evidence-chars" in bad.output

@@ -75,7 +75,7 @@ from ragcli.answer.qa_reader import reader_for
 from ragcli.answer.readers import Reader
 from ragcli.answer.result import Answer
 from ragcli.answer.run import AnswerRun
-from ragcli.answer.stages import SHORT_WORDS, Pipeline, prompt_sentences
+from ragcli.answer.stages import Pipeline, is_short_line, prompt_sentences
 from ragcli.answer.stages import without_example_copies
 from ragcli.answer.summary import (
     asks_about_document,
@@ -299,6 +299,7 @@ class Asker:
         answer streamed, then the sentence that supports it, quoted and cited."""
         stages, options = self.pipeline, run.options
         generator = self.generator(options)
+        hits = hits + self._side_hits(run.question, hits, options.query)
         overhead = prompt_overhead(stages.prompt, run.question, generator.count_tokens)
         budget = context_budget(min(generator.n_ctx, options.n_ctx), options.max_tokens, overhead)
         sources = tuple(stages.build_context(hits, budget=budget, count_tokens=generator.count_tokens))
@@ -339,9 +340,7 @@ class Asker:
             yield cite
             text += cite
         pages: dict[int, int] = {}
-        if evidence is not None and (
-            short is None or (len(short.split()) <= SHORT_WORDS and not short.endswith((".", "!", "?")))
-        ):
+        if evidence is not None and (not cited or short is None or is_short_line(short)):
             passages, budget = options.passages, options.evidence_chars
             chosen = quoted_under(run.question, sources, ranked, evidence, passages=passages, budget=budget)
             quoted = "\n" + "\n".join(render(chosen))

@@ -36,6 +36,7 @@ from ragcli.analysis import analyze
 from ragcli.answer.comparison import missing_sides, side_description
 from ragcli.answer.completion import Selection, complete, is_title, ranked_copy, refers_back
 from ragcli.answer.context import Source, build_context
+from ragcli.choices import EVIDENCE_CHARS
 from ragcli.answer.sentences import Sentence, question_terms, score_sentences, sentences_of
 from ragcli.answer.structure import paragraph_label
 from ragcli.embedding.base import Embedder
@@ -52,9 +53,6 @@ DENSE_EVIDENCE = 0.5
 # Or when the best SPREAD sentences together hold this share of the question's terms.
 SPREAD = 3
 SPREAD_EVIDENCE = 0.6
-# Characters of quoted evidence by default (a setting: `AskOptions.evidence_chars`; 700 -> 1000
-# on docs-qa's tune half: 0.37 -> 0.42 answered).
-EVIDENCE_CHARS = 1000
 # A sentence from elsewhere joins when it scores this share of the best one's score.
 SECOND_SENTENCE = 0.8
 # For a question asking for several things (`asks_for_several`), the sentences scoring this share

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ragcli.answer.evidence import EVIDENCE_CHARS
+from ragcli.choices import EVIDENCE_CHARS
 from ragcli.choices import ANSWER_STYLES, STYLE_ALIASES
 from ragcli.errors import UsageError
 from ragcli.retrieval.search import QueryOptions

@@ -121,6 +121,16 @@ def ask(
             show_default=False,
         ),
     ] = None,
+    evidence_chars: Annotated[
+        Optional[int],
+        typer.Option(
+            "--evidence-chars",
+            min=1,
+            help="Most characters of quoted evidence in an evidence answer (a longer list or "
+            "procedure is cut and says so). Default: $RAG_EVIDENCE_CHARS / config, else 1000.",
+            show_default=False,
+        ),
+    ] = None,
     doc: Annotated[
         Optional[str],
         typer.Option(
@@ -252,6 +262,7 @@ def ask(
         use_cache=cache,
         answer_style=answer_style,
         reader=reader,
+        evidence_chars=evidence_chars,
         doc=doc,
     )
     questions = stdin_lines(
