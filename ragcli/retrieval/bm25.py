@@ -54,6 +54,5 @@ class BM25Retriever:
         if k <= 0:
             return [[] for _ in queries]
         found = self._lexical.search_many(queries, k, allowed)
-        return [
-            [Hit(chunk, score, rank) for rank, (chunk, score) in enumerate(rows, start=1)] for rows in found
-        ]
+        hit = Hit.plain
+        return [[hit(chunk, score, rank) for rank, (chunk, score) in enumerate(one, 1)] for one in found]

@@ -381,6 +381,8 @@ class Searcher:
     @staticmethod
     def _cut(hits: list[Hit], options: QueryOptions) -> list[Hit]:
         """`min_score`, then ranks from 1 (what `search` does after a plain retrieve)."""
+        if options.min_score is None and len(hits) <= options.top_k:
+            return hits  # the retriever's hits, already ranked from 1
         if options.min_score is not None:
             hits = [hit for hit in hits if hit.score >= options.min_score]
         return ranked(hits[: options.top_k])
