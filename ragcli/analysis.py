@@ -140,9 +140,17 @@ def technical_terms(text: str) -> list[str]:
 
 
 def _technical(text: str) -> list[str]:
-    # Only a whitespace-delimited token with a symbol in it can be technical.
-    found = (whole_token(token) for token in text.split() if not token.isalnum())
-    return [term for term in found if term]
+    terms = []
+    for token in text.split():
+        # Only a whitespace-delimited token with a symbol in it can be technical, and not a
+        # word in sentence punctuation ("cells.", "(see"): `whole_token` strips that to a
+        # plain word and keeps nothing, which this cheaper test says first.
+        if token.isalnum() or token.lstrip(_LEADING).rstrip(_TRAILING).isalnum():
+            continue
+        term = whole_token(token)
+        if term:
+            terms.append(term)
+    return terms
 
 
 def index_terms(text: str) -> list[str]:

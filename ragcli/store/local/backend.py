@@ -254,7 +254,7 @@ class LocalLexical:
                 for query in queries
             ]
             chunks = self._chunks.chunks(
-                self.store, (chunk_id for rows in ranked for chunk_id, _ in rows), version
+                self.store, [chunk_id for rows in ranked for chunk_id, _ in rows], version
             )
         return [[(chunks[cid], score) for cid, score in rows if cid in chunks] for rows in ranked]
 

@@ -46,11 +46,12 @@ class ChunkCache:
             self._chunks.clear()
             self._version = version
         cached = self._chunks
-        wanted = list(dict.fromkeys(ids))
+        wanted = ids if isinstance(ids, list) else list(ids)
         try:  # every hit read before (the common case of a warm stream of queries)
-            return {chunk_id: cached[chunk_id] for chunk_id in wanted}
+            return {chunk_id: cached[chunk_id] for chunk_id in wanted}  # in first-seen order
         except KeyError:
             pass
+        wanted = list(dict.fromkeys(wanted))
         missing = [chunk_id for chunk_id in wanted if chunk_id not in cached]
         found = store.chunks(missing) if missing else {}
         found.update((chunk_id, cached[chunk_id]) for chunk_id in wanted if chunk_id in cached)

@@ -90,9 +90,8 @@ class PostingsReader:
             self._versions[group] = version
         return self._state[group][1], self._state[group][2], self._terms[group]
 
-    def _term(
-        self, db: sqlite3.Connection, group: str, term: str, cache: dict
-    ) -> tuple[np.ndarray, np.ndarray, tuple[int, int]]:
+    def _term(self, db: sqlite3.Connection, group: str, term: str, cache: dict) -> _Postings:
+        """A term's cached (ids, contributions, lowest id, highest id, count), read on a miss."""
         if term not in cache:
             _, docs, average, deleted = self._state[group]
             ids, tfs, lengths = term_postings(db, group, term, deleted)
@@ -100,8 +99,8 @@ class PostingsReader:
                 for terms in self._terms.values():
                     terms.clear()
                 self._held = 0
-            bounds = (int(ids.min()), int(ids.max())) if len(ids) else (0, 0)
-            cache[term] = ids, term_scores(ids, tfs, lengths, docs, average), bounds
+            low, high = (int(ids.min()), int(ids.max())) if len(ids) else (0, 0)
+            cache[term] = ids, term_scores(ids, tfs, lengths, docs, average), low, high, len(ids)
             self._held += len(ids)
         return cache[term]
 
@@ -138,27 +137,32 @@ class PostingsReader:
         docs, _, cache = self._group(db, group, version)
         if not docs:
             return []
-        parts, low, high, probe = [], None, 0, None
-        for term in terms:  # one pass: the postings, their id range and the probe
-            part = self._term(db, group, term, cache)
-            count = len(part[0])
-            if not count:
-                continue
-            parts.append(part)
-            low = part[2][0] if low is None else min(low, part[2][0])
-            high = max(high, part[2][1])
-            # The rarest term with at least k chunks: the k-th best total among its chunks
-            # bounds the k-th best overall from below (`_best_in_range`).
-            if count >= k and (probe is None or count < len(probe)):
-                probe = part[0]
+        parts = []
+        for term in terms:
+            part = cache.get(term) or self._term(db, group, term, cache)
+            if part[4]:
+                parts.append(part)
         if not parts:
             return []
         if len(parts) == 1:
-            ids, partial = parts[0][0], parts[0][1]
+            part = parts[0]
+            ids, partial, bounds = part[0], part[1], (part[2], part[3])
         else:
             ids = np.concatenate([part[0] for part in parts])
             partial = np.concatenate([part[1] for part in parts])
-        return _best(ids, partial, k, allowed, repeats=len(parts), bounds=(low, high), probe=probe)
+            bounds = min([part[2] for part in parts]), max([part[3] for part in parts])
+        # The rarest term with at least k chunks: the k-th best total among its chunks
+        # bounds the k-th best overall from below (`_best_in_range`).
+        probe = min((part for part in parts if part[4] >= k), key=_count, default=(None,))[0]
+        return _best(ids, partial, k, allowed, repeats=len(parts), bounds=bounds, probe=probe)
+
+
+# A term's cached postings: (chunk ids, BM25 contributions, lowest id, highest id, count).
+_Postings = tuple  # "tuple[np.ndarray, np.ndarray, int, int, int]", kept plain for the lazy numpy
+
+
+def _count(part: _Postings) -> int:
+    return part[4]
 
 
 # A query with more postings than this is scored with numpy even in a new process. Importing
