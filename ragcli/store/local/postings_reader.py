@@ -137,11 +137,16 @@ class PostingsReader:
         docs, _, cache = self._group(db, group, version)
         if not docs:
             return []
-        parts = []
+        parts, probe, fewest = [], None, 0
         for term in terms:
             part = cache.get(term) or self._term(db, group, term, cache)
-            if part[4]:
+            count = part[4]
+            if count:
                 parts.append(part)
+                # The rarest term with at least k chunks: the k-th best total among its
+                # chunks bounds the k-th best overall from below (`_best_in_range`).
+                if count >= k and (count < fewest or not fewest):
+                    probe, fewest = part[0], count
         if not parts:
             return []
         if len(parts) == 1:
@@ -151,18 +156,11 @@ class PostingsReader:
             ids = np.concatenate([part[0] for part in parts])
             partial = np.concatenate([part[1] for part in parts])
             bounds = min([part[2] for part in parts]), max([part[3] for part in parts])
-        # The rarest term with at least k chunks: the k-th best total among its chunks
-        # bounds the k-th best overall from below (`_best_in_range`).
-        probe = min((part for part in parts if part[4] >= k), key=_count, default=(None,))[0]
         return _best(ids, partial, k, allowed, repeats=len(parts), bounds=bounds, probe=probe)
 
 
 # A term's cached postings: (chunk ids, BM25 contributions, lowest id, highest id, count).
 _Postings = tuple  # "tuple[np.ndarray, np.ndarray, int, int, int]", kept plain for the lazy numpy
-
-
-def _count(part: _Postings) -> int:
-    return part[4]
 
 
 # A query with more postings than this is scored with numpy even in a new process. Importing
@@ -222,13 +220,14 @@ def _best_in_range(
     import numpy as np
 
     if probe is not None and len(probe) >= k:
-        sample = totals[probe]
-        kth = np.partition(sample, len(sample) - k)[len(sample) - k]
+        sample = totals[probe]  # a copy: partitioned in place
+        sample.partition(len(sample) - k)
+        kth = sample[len(sample) - k]
     else:
         take = min(k, len(totals))
         kth = np.partition(totals, len(totals) - take)[len(totals) - take]  # 3x faster than argpartition
     # Everything tied with the k-th best stays a candidate, so ties resolve by chunk id.
-    picked = np.flatnonzero(totals >= kth) if kth > 0 else np.flatnonzero(totals)
+    picked = (totals >= kth if kth > 0 else totals).nonzero()[0]
     if len(picked) <= 4 * k:  # the usual few candidates: sorting them in Python beats lexsort's call
         ranked = sorted(zip((-totals[picked]).tolist(), picked.tolist()))[:k]
         return [(chunk + low, -negated) for negated, chunk in ranked]
