@@ -389,7 +389,7 @@ def test_a_query_reads_one_committed_state_while_another_connection_writes(engli
 
 
 def test_bm25_hits_equal_hits_made_through_the_dataclass(english):
-    """`Hit.plain` skips the frozen dataclass's `__init__`: every field it sets, and no other."""
+    """`Hit.ranked` skips the frozen dataclass's `__init__`: every field it sets, and no other."""
     from dataclasses import fields
 
     from ragcli.types import Hit

@@ -54,5 +54,4 @@ class BM25Retriever:
         if k <= 0:
             return [[] for _ in queries]
         found = self._lexical.search_many(queries, k, allowed)
-        hit = Hit.plain
-        return [[hit(chunk, score, rank) for rank, (chunk, score) in enumerate(one, 1)] for one in found]
+        return [Hit.ranked(rows) for rows in found]
