@@ -32,6 +32,11 @@ class ChunkCache:
         self._chunks: dict[int, Chunk] = {}
         self._version: tuple[int, int, int] | None = None
 
+    def held(self, version: tuple[int, int, int]) -> dict[int, Chunk]:
+        """The chunks kept for this `store.version()` (none if it changed): a warm query looks
+        its hits up here first and calls `chunks` only for a miss."""
+        return self._chunks if version == self._version else {}
+
     def chunks(
         self, store: "Store", ids: Iterable[int], version: tuple[int, int, int] | None = None
     ) -> dict[int, Chunk]:
