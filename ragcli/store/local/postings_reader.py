@@ -220,9 +220,7 @@ def _best_in_range(
     import numpy as np
 
     if probe is not None and len(probe) >= k:
-        sample = totals[probe]  # a copy: partitioned in place
-        sample.partition(len(sample) - k)
-        kth = sample[len(sample) - k]
+        kth = _kth_best(totals, probe, k)
     else:
         take = min(k, len(totals))
         kth = np.partition(totals, len(totals) - take)[len(totals) - take]  # 3x faster than argpartition
@@ -236,6 +234,13 @@ def _best_in_range(
     if low:
         best = best + low
     return list(zip(best.tolist(), scores))
+
+
+def _kth_best(totals: np.ndarray, probe: np.ndarray, k: int) -> float:
+    """The k-th best total among `probe`'s (at least k distinct) slots of `totals`."""
+    sample = totals[probe]  # a copy: partitioned in place
+    sample.partition(len(sample) - k)
+    return sample[len(sample) - k]
 
 
 def _best(
@@ -267,6 +272,14 @@ def _best(
         if allowed is None and len(totals) <= 4 * len(ids):  # small range: select on it directly
             return _best_in_range(totals, low, k, None if probe is None else (probe - low if low else probe))
         chunk_ids, scores = ids, totals[shifted]  # each id's total, once per occurrence
+        if allowed is None and probe is not None and len(probe) >= k:
+            # The probe's bound (`_best_in_range`) over the postings: the usual few candidates
+            # are deduplicated and sorted in Python, cheaper than `np.unique` and `lexsort`.
+            kth = _kth_best(totals, probe - low if low else probe, k)
+            picked = (scores >= kth).nonzero()[0]
+            if kth > 0 and len(picked) <= 16 * k:
+                found = set(zip((-scores[picked]).tolist(), ids[picked].tolist()))
+                return [(chunk, -negated) for negated, chunk in sorted(found)[:k]]
     else:  # very sparse ids: sort instead of allocating the range
         chunk_ids, inverse = np.unique(ids, return_inverse=True)
         scores, repeats = np.bincount(inverse, weights=partial), 1
