@@ -55,6 +55,15 @@ STOP_WORDS = frozenset(
 )
 
 
+# ASCII word -> its stem, for the words of short texts (queries) analysed so far: a warm
+# query's words are found here, which costs a third of calling the stemmer for them. At most
+# MAX_STEMS words (then it restarts); a longer text (a chunk) is stemmed without it, as its
+# many words would keep restarting it.
+_STEMS: dict[str, str] = {}
+MAX_STEMS = 20_000
+SHORT_WORDS = 100
+
+
 @lru_cache(maxsize=1)
 def _stemmer():
     import Stemmer
@@ -167,8 +176,20 @@ def analyze(text: str) -> list[str]:
 def _words(text: str) -> list[str]:
     """`analyze` of NFKC-normalised text."""
     if text.isascii():  # the same terms, without the CJK branch and the accent folding
-        words = [word for word in _ASCII_WORDS.findall(text.lower()) if word not in STOP_WORDS]
-        return _stemmer().stemWords(words) if words else []
+        words = _ASCII_WORDS.findall(text.lower())
+        if len(words) > SHORT_WORDS:
+            words = [word for word in words if word not in STOP_WORDS]
+            return _stemmer().stemWords(words) if words else []
+        try:  # every word stemmed before: a dict lookup each, no call into the stemmer
+            return [_STEMS[word] for word in words if word not in STOP_WORDS]
+        except KeyError:
+            pass
+        words = [word for word in words if word not in STOP_WORDS]
+        stems = _stemmer().stemWords(words) if words else []
+        if len(_STEMS) + len(words) > MAX_STEMS:
+            _STEMS.clear()
+        _STEMS.update(zip(words, stems))
+        return stems
     pieces: list[tuple[bool, list[str]]] = []
     words: list[str] = []
     for match in _TERMS.finditer(text.lower()):
