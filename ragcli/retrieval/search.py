@@ -328,8 +328,8 @@ class Searcher:
         wide = options.rerank is not None or options.mode == "llm" or bool(options.require or options.exclude)
         fetch = max(options.top_k, options.candidates) if wide else options.top_k
         hits = self._retrieve(query, options, group, allowed, fetch)
-        if options.mode == "bm25" and not wide and options.min_score is None:
-            return hits  # at most top_k, ranked from 1 by the retriever: nothing below changes them
+        if options.mode == "bm25" and not wide and options.min_score is None and len(hits) <= fetch:
+            return hits  # ranked from 1 by the retriever: nothing below changes them
         if options.min_score is not None:
             hits = [hit for hit in hits if hit.score >= options.min_score]
         keywords = bool(options.require or options.exclude)
