@@ -55,6 +55,15 @@ STOP_WORDS = frozenset(
 )
 
 
+# ASCII word -> its stem, for the words of short texts (queries) analysed so far: a warm
+# query's words are found here, which costs a third of calling the stemmer for them. At most
+# MAX_STEMS words (then it restarts); a longer text (a chunk) is stemmed without it, as its
+# many words would keep restarting it.
+_STEMS: dict[str, str] = {}
+MAX_STEMS = 20_000
+SHORT_WORDS = 100
+
+
 @lru_cache(maxsize=1)
 def _stemmer():
     import Stemmer
@@ -140,9 +149,17 @@ def technical_terms(text: str) -> list[str]:
 
 
 def _technical(text: str) -> list[str]:
-    # Only a whitespace-delimited token with a symbol in it can be technical.
-    found = (whole_token(token) for token in text.split() if not token.isalnum())
-    return [term for term in found if term]
+    terms = []
+    for token in text.split():
+        # Only a whitespace-delimited token with a symbol in it can be technical, and not a
+        # word in sentence punctuation ("cells.", "(see"): `whole_token` strips that to a
+        # plain word and keeps nothing, which this cheaper test says first.
+        if token.isalnum() or token.lstrip(_LEADING).rstrip(_TRAILING).isalnum():
+            continue
+        term = whole_token(token)
+        if term:
+            terms.append(term)
+    return terms
 
 
 def index_terms(text: str) -> list[str]:
@@ -159,8 +176,20 @@ def analyze(text: str) -> list[str]:
 def _words(text: str) -> list[str]:
     """`analyze` of NFKC-normalised text."""
     if text.isascii():  # the same terms, without the CJK branch and the accent folding
-        words = [word for word in _ASCII_WORDS.findall(text.lower()) if word not in STOP_WORDS]
-        return _stemmer().stemWords(words) if words else []
+        words = _ASCII_WORDS.findall(text.lower())
+        if len(words) > SHORT_WORDS:
+            words = [word for word in words if word not in STOP_WORDS]
+            return _stemmer().stemWords(words) if words else []
+        try:  # every word stemmed before: a dict lookup each, no call into the stemmer
+            return [_STEMS[word] for word in words if word not in STOP_WORDS]
+        except KeyError:
+            pass
+        words = [word for word in words if word not in STOP_WORDS]
+        stems = _stemmer().stemWords(words) if words else []
+        if len(_STEMS) + len(words) > MAX_STEMS:
+            _STEMS.clear()
+        _STEMS.update(zip(words, stems))
+        return stems
     pieces: list[tuple[bool, list[str]]] = []
     words: list[str] = []
     for match in _TERMS.finditer(text.lower()):

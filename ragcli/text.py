@@ -20,6 +20,8 @@ PART_SEPARATOR = "#"
 def valid_unicode(text: str) -> str:
     """`text` with lone surrogates (bytes that were not UTF-8 in argv, stdin or a file name)
     replaced by U+FFFD, so it can be tokenized, stored and printed; valid text is unchanged."""
+    if text.isascii():  # a flag read: no copy of the text (every warm query passes here)
+        return text
     try:
         text.encode("utf-8")
         return text

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol
+from typing import Any, Iterable, Mapping, Protocol
 
 from ragcli.choices import plain_value
 
@@ -99,6 +99,9 @@ class Chunk:
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
 
+_new_object = object.__new__
+
+
 @dataclass(frozen=True)
 class Hit:
     """A retrieved chunk with its score and, for fused modes, each retriever's part."""
@@ -125,6 +128,20 @@ class Hit:
             "text": chunk.text,
             "sources": {name: dict(part) for name, part in self.sources.items()},
         }
+
+    @classmethod
+    def ranked(cls, found: Iterable[tuple[Chunk, float]]) -> list["Hit"]:
+        """`[Hit(chunk, score, rank) ...]` for (chunk, score) pairs best first, ranks from 1,
+        without the frozen dataclass's `__init__`, which sets each field through
+        `object.__setattr__`: a warm BM25 query makes ten hits, and that `__init__` cost more
+        than half a microsecond each (this, about a quarter)."""
+        hits = []
+        for rank, (chunk, score) in enumerate(found, 1):
+            hit = _new_object(cls)
+            fields = hit.__dict__
+            fields["chunk"], fields["score"], fields["rank"], fields["sources"] = chunk, score, rank, {}
+            hits.append(hit)
+        return hits
 
 
 class Progress(Protocol):

@@ -386,3 +386,16 @@ def test_a_query_reads_one_committed_state_while_another_connection_writes(engli
         assert retriever.search("router reset", 5) == []
     finally:
         writer.close()
+
+
+def test_bm25_hits_equal_hits_made_through_the_dataclass(english):
+    """`Hit.ranked` skips the frozen dataclass's `__init__`: every field it sets, and no other."""
+    from dataclasses import fields
+
+    from ragcli.types import Hit
+
+    hits = BM25Retriever(english, "medium").search("router reset", 5)
+    assert hits
+    for hit in hits:
+        assert hit == Hit(hit.chunk, hit.score, hit.rank)
+        assert set(vars(hit)) == {field.name for field in fields(Hit)}

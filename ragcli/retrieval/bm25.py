@@ -54,6 +54,4 @@ class BM25Retriever:
         if k <= 0:
             return [[] for _ in queries]
         found = self._lexical.search_many(queries, k, allowed)
-        return [
-            [Hit(chunk, score, rank) for rank, (chunk, score) in enumerate(rows, start=1)] for rows in found
-        ]
+        return [Hit.ranked(rows) for rows in found]

@@ -328,6 +328,8 @@ class Searcher:
         wide = options.rerank is not None or options.mode == "llm" or bool(options.require or options.exclude)
         fetch = max(options.top_k, options.candidates) if wide else options.top_k
         hits = self._retrieve(query, options, group, allowed, fetch)
+        if options.mode == "bm25" and not wide and options.min_score is None and len(hits) <= fetch:
+            return hits  # ranked from 1 by the retriever: nothing below changes them
         if options.min_score is not None:
             hits = [hit for hit in hits if hit.score >= options.min_score]
         keywords = bool(options.require or options.exclude)
@@ -381,6 +383,8 @@ class Searcher:
     @staticmethod
     def _cut(hits: list[Hit], options: QueryOptions) -> list[Hit]:
         """`min_score`, then ranks from 1 (what `search` does after a plain retrieve)."""
+        if options.min_score is None and len(hits) <= options.top_k:
+            return hits  # the retriever's hits, already ranked from 1
         if options.min_score is not None:
             hits = [hit for hit in hits if hit.score >= options.min_score]
         return ranked(hits[: options.top_k])

@@ -253,8 +253,13 @@ class LocalLexical:
                 self._reader.top_k(self.store.db, self.group, self._terms(query), k, allowed_ids, version)
                 for query in queries
             ]
+            held = self._chunks.held(version)
+            try:  # every hit read before: no list of ids, no dict of them
+                return [[(held[cid], score) for cid, score in rows] for rows in ranked]
+            except KeyError:
+                pass
             chunks = self._chunks.chunks(
-                self.store, (chunk_id for rows in ranked for chunk_id, _ in rows), version
+                self.store, [chunk_id for rows in ranked for chunk_id, _ in rows], version
             )
         return [[(chunks[cid], score) for cid, score in rows if cid in chunks] for rows in ranked]
 

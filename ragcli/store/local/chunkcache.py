@@ -32,6 +32,11 @@ class ChunkCache:
         self._chunks: dict[int, Chunk] = {}
         self._version: tuple[int, int, int] | None = None
 
+    def held(self, version: tuple[int, int, int]) -> dict[int, Chunk]:
+        """The chunks kept for this `store.version()` (none if it changed): a warm query looks
+        its hits up here first and calls `chunks` only for a miss."""
+        return self._chunks if version == self._version else {}
+
     def chunks(
         self, store: "Store", ids: Iterable[int], version: tuple[int, int, int] | None = None
     ) -> dict[int, Chunk]:
@@ -46,11 +51,12 @@ class ChunkCache:
             self._chunks.clear()
             self._version = version
         cached = self._chunks
-        wanted = list(dict.fromkeys(ids))
+        wanted = ids if isinstance(ids, list) else list(ids)
         try:  # every hit read before (the common case of a warm stream of queries)
-            return {chunk_id: cached[chunk_id] for chunk_id in wanted}
+            return {chunk_id: cached[chunk_id] for chunk_id in wanted}  # in first-seen order
         except KeyError:
             pass
+        wanted = list(dict.fromkeys(wanted))
         missing = [chunk_id for chunk_id in wanted if chunk_id not in cached]
         found = store.chunks(missing) if missing else {}
         found.update((chunk_id, cached[chunk_id]) for chunk_id in wanted if chunk_id in cached)

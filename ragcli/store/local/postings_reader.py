@@ -90,9 +90,8 @@ class PostingsReader:
             self._versions[group] = version
         return self._state[group][1], self._state[group][2], self._terms[group]
 
-    def _term(
-        self, db: sqlite3.Connection, group: str, term: str, cache: dict
-    ) -> tuple[np.ndarray, np.ndarray, tuple[int, int]]:
+    def _term(self, db: sqlite3.Connection, group: str, term: str, cache: dict) -> _Postings:
+        """A term's cached (ids, contributions, lowest id, highest id, count), read on a miss."""
         if term not in cache:
             _, docs, average, deleted = self._state[group]
             ids, tfs, lengths = term_postings(db, group, term, deleted)
@@ -100,8 +99,8 @@ class PostingsReader:
                 for terms in self._terms.values():
                     terms.clear()
                 self._held = 0
-            bounds = (int(ids.min()), int(ids.max())) if len(ids) else (0, 0)
-            cache[term] = ids, term_scores(ids, tfs, lengths, docs, average), bounds
+            low, high = (int(ids.min()), int(ids.max())) if len(ids) else (0, 0)
+            cache[term] = ids, term_scores(ids, tfs, lengths, docs, average), low, high, len(ids)
             self._held += len(ids)
         return cache[term]
 
@@ -138,27 +137,30 @@ class PostingsReader:
         docs, _, cache = self._group(db, group, version)
         if not docs:
             return []
-        parts, low, high, probe = [], None, 0, None
-        for term in terms:  # one pass: the postings, their id range and the probe
-            part = self._term(db, group, term, cache)
-            count = len(part[0])
-            if not count:
-                continue
-            parts.append(part)
-            low = part[2][0] if low is None else min(low, part[2][0])
-            high = max(high, part[2][1])
-            # The rarest term with at least k chunks: the k-th best total among its chunks
-            # bounds the k-th best overall from below (`_best_in_range`).
-            if count >= k and (probe is None or count < len(probe)):
-                probe = part[0]
+        parts, probe, fewest = [], None, 0
+        for term in terms:
+            part = cache.get(term) or self._term(db, group, term, cache)
+            count = part[4]
+            if count:
+                parts.append(part)
+                # The rarest term with at least k chunks: the k-th best total among its
+                # chunks bounds the k-th best overall from below (`_best_in_range`).
+                if count >= k and (count < fewest or not fewest):
+                    probe, fewest = part[0], count
         if not parts:
             return []
         if len(parts) == 1:
-            ids, partial = parts[0][0], parts[0][1]
+            part = parts[0]
+            ids, partial, bounds = part[0], part[1], (part[2], part[3])
         else:
             ids = np.concatenate([part[0] for part in parts])
             partial = np.concatenate([part[1] for part in parts])
-        return _best(ids, partial, k, allowed, repeats=len(parts), bounds=(low, high), probe=probe)
+            bounds = min([part[2] for part in parts]), max([part[3] for part in parts])
+        return _best(ids, partial, k, allowed, repeats=len(parts), bounds=bounds, probe=probe)
+
+
+# A term's cached postings: (chunk ids, BM25 contributions, lowest id, highest id, count).
+_Postings = tuple  # "tuple[np.ndarray, np.ndarray, int, int, int]", kept plain for the lazy numpy
 
 
 # A query with more postings than this is scored with numpy even in a new process. Importing
@@ -218,13 +220,12 @@ def _best_in_range(
     import numpy as np
 
     if probe is not None and len(probe) >= k:
-        sample = totals[probe]
-        kth = np.partition(sample, len(sample) - k)[len(sample) - k]
+        kth = _kth_best(totals, probe, k)
     else:
         take = min(k, len(totals))
         kth = np.partition(totals, len(totals) - take)[len(totals) - take]  # 3x faster than argpartition
     # Everything tied with the k-th best stays a candidate, so ties resolve by chunk id.
-    picked = np.flatnonzero(totals >= kth) if kth > 0 else np.flatnonzero(totals)
+    picked = (totals >= kth if kth > 0 else totals).nonzero()[0]
     if len(picked) <= 4 * k:  # the usual few candidates: sorting them in Python beats lexsort's call
         ranked = sorted(zip((-totals[picked]).tolist(), picked.tolist()))[:k]
         return [(chunk + low, -negated) for negated, chunk in ranked]
@@ -233,6 +234,13 @@ def _best_in_range(
     if low:
         best = best + low
     return list(zip(best.tolist(), scores))
+
+
+def _kth_best(totals: np.ndarray, probe: np.ndarray, k: int) -> float:
+    """The k-th best total among `probe`'s (at least k distinct) slots of `totals`."""
+    sample = totals[probe]  # a copy: partitioned in place
+    sample.partition(len(sample) - k)
+    return sample[len(sample) - k]
 
 
 def _best(
@@ -264,6 +272,14 @@ def _best(
         if allowed is None and len(totals) <= 4 * len(ids):  # small range: select on it directly
             return _best_in_range(totals, low, k, None if probe is None else (probe - low if low else probe))
         chunk_ids, scores = ids, totals[shifted]  # each id's total, once per occurrence
+        if allowed is None and probe is not None and len(probe) >= k:
+            # The probe's bound (`_best_in_range`) over the postings: the usual few candidates
+            # are deduplicated and sorted in Python, cheaper than `np.unique` and `lexsort`.
+            kth = _kth_best(totals, probe - low if low else probe, k)
+            picked = (scores >= kth).nonzero()[0]
+            if kth > 0 and len(picked) <= 16 * k:
+                found = set(zip((-scores[picked]).tolist(), ids[picked].tolist()))
+                return [(chunk, -negated) for negated, chunk in sorted(found)[:k]]
     else:  # very sparse ids: sort instead of allocating the range
         chunk_ids, inverse = np.unique(ids, return_inverse=True)
         scores, repeats = np.bincount(inverse, weights=partial), 1
