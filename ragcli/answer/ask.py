@@ -46,7 +46,9 @@ Example::
 
     from dataclasses import replace
     from ragcli.answer.ask import Asker
-    from ragcli.answer.options import AskOptions
+    from ragcli.answer.model_summary import model_summary
+from ragcli.answer.model_summary import prompt_overhead as summary_overhead
+from ragcli.answer.options import AskOptions
     from ragcli.answer.stages import Pipeline
     from ragcli.config import load_settings
 
@@ -65,9 +67,11 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from ragcli.answer.cache import AnswerCache, cache_key, file_identity, index_state
 from ragcli.answer.comparison import side_names
-from ragcli.answer.context import build_context, context_budget
+from ragcli.answer.context import Source, build_context, context_budget
 from ragcli.answer.evidence import excerpts, page_of, quoted_under, rank_source_sentences, render
 from ragcli.answer.evidence import supporting_sentence
+from ragcli.answer.model_summary import model_summary
+from ragcli.answer.model_summary import prompt_overhead as summary_overhead
 from ragcli.answer.options import AskOptions, first_stage, needs_model, resolve_style
 from ragcli.answer.prompting import PROMPT_VERSION, parse_citations, prompt_overhead, says_not_found
 from ragcli.answer.prompting import short_answer, strip_invalid_citations
@@ -251,7 +255,7 @@ class Asker:
         if not hits or unknown_names(question, hits, self._search, options.query):
             answer = run.abstain()
         elif asks_about_document(question):
-            answer = self._summary(run, hits)
+            answer = self._summary(run, hits, style)
             yield answer.text
         elif style == "evidence":
             answer = self._evidence(run, hits, reader)
@@ -381,8 +385,9 @@ class Asker:
                     extra.append(hit)
         return extra
 
-    def _summary(self, run: AnswerRun, hits: list[Hit]) -> Answer:
-        """A question about a whole document: the top hit's document, summarised extractively."""
+    def _summary(self, run: AnswerRun, hits: list[Hit], style: str) -> Answer:
+        """A question about a whole document: the top hit's document, summarised extractively,
+        under the model's own summary of it in the generative style (`ragcli.answer.model_summary`)."""
         first = hits[0].chunk
         store = self.searcher.store
         ids = [row[0] for row in store.document_chunks(first.doc_id, first.group)]
@@ -394,8 +399,36 @@ class Asker:
         run.lap("prompt")
         if not text:
             return run.abstain(sources, model="evidence")
-        answer = run.finish(text, sources, None, self.pipeline.annotate)
-        return replace(answer, citations=(1,), citations_inferred=False, model="evidence")
+        generator = self.generator(run.options) if style == "generative" else None
+        if generator is not None:
+            title = str(first.metadata.get("title") or Path(first.path).name)
+            written = self._model_summary(generator, run.options, sources[0], title, embedder)
+            text = f"{written} [1]\n{text}" if written else text
+            run.lap("generate")
+        answer = run.finish(text, sources, generator, self.pipeline.annotate)
+        model = "evidence" if generator is None else answer.model
+        return replace(answer, citations=(1,), citations_inferred=False, model=model)
+
+    @staticmethod
+    def _model_summary(
+        generator: Generator, options: AskOptions, source: Source, title: str, embedder: Embedder | None
+    ) -> str:
+        """The model's map-reduce summary of one whole-document source, within its context."""
+        overhead = summary_overhead(generator.count_tokens) + generator.count_tokens(title)
+        budget = context_budget(min(generator.n_ctx, options.n_ctx), options.max_tokens, overhead)
+
+        def shorter(chars: int) -> str:
+            return "\n\n".join(s.text for s in extractive_summary(source, embedder, chars)[1])
+
+        return model_summary(
+            generator,
+            source,
+            title,
+            budget=budget,
+            max_tokens=options.max_tokens,
+            temperature=options.temperature,
+            shorter=shorter,
+        )
 
     def reader(self, options: AskOptions) -> Reader | None:
         """The short line's reader the options name, loaded once.
