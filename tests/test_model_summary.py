@@ -47,7 +47,8 @@ def test_each_part_is_summarised_then_the_notes_are_combined():
 def test_a_short_document_is_summarised_in_one_call():
     model = EchoGenerator(reply="About the tide at one harbour.")
     source = Source(1, "tides.md", None, 1.0, SECTIONS[0], (1,))
-    assert model_summary(model, source, "Tides", budget=500, max_tokens=200) == "About the tide at one harbour."
+    summary = model_summary(model, source, "Tides", budget=500, max_tokens=200)
+    assert summary == "About the tide at one harbour."
     assert len(model.calls) == 1 and "Document: Tides" in model.calls[0][0][-1]["content"]
 
 
