@@ -378,8 +378,11 @@ class Asker:
         match a passage naming all sides at once (a table, a summary line)."""
         seen = {hit.chunk.id for hit in hits}
         extra: list[Hit] = []
+        # A side's name alone is a plain search: no model selects or reranks its few hits.
+        mode = "hybrid" if query.mode == "llm" else query.mode
+        side_query = replace(query, mode=mode, top_k=SIDE_HITS, rerank=None)
         for names in side_names(question):
-            for hit in self._search(names[0], replace(query, top_k=SIDE_HITS)):
+            for hit in self._search(names[0], side_query):
                 if hit.chunk.id not in seen:
                     seen.add(hit.chunk.id)
                     extra.append(hit)
