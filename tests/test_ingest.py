@@ -61,6 +61,18 @@ def test_reingest_of_unchanged_files_embeds_nothing(tmp_path, isolated_home):
     assert index_status(isolated_home)["chunks"] == first.chunks
 
 
+def test_a_reader_whose_version_changed_reads_its_files_again(tmp_path, isolated_home, monkeypatch):
+    from ragcli.ingest.readers import reader_for
+
+    root = write_corpus(tmp_path / "docs")
+    run(isolated_home, root, HashEmbedder())
+    monkeypatch.setattr(type(reader_for(root / "tea.txt")), "version", "2")
+    report = run(isolated_home, root, HashEmbedder())
+    assert (report.updated, report.unchanged) == (2, 1)  # the two text files, not the Markdown one
+    again = run(isolated_home, root, HashEmbedder())
+    assert again.unchanged == 3
+
+
 def test_changed_file_is_rechunked_and_only_new_text_embedded(tmp_path, isolated_home):
     root = write_corpus(tmp_path / "docs")
     run(isolated_home, root, HashEmbedder())

@@ -71,7 +71,7 @@ class IngestRun:
         if hasattr(reader, "read_all"):
             return self._ingest_parts(path, reader)
         try:
-            content_hash = file_hash(path)
+            content_hash = read_hash(file_hash(path), reader)
             existing, unchanged = self._stored(shown, content_hash)
             if unchanged:
                 return "unchanged"
@@ -102,7 +102,7 @@ class IngestRun:
         shown = display_path(str(path))
         first = None
         try:
-            content_hash = file_hash(path)
+            content_hash = read_hash(file_hash(path), reader)
             existing, unchanged = self._stored(shown, content_hash)
             if unchanged:
                 return "unchanged"
@@ -291,6 +291,14 @@ def document_record(doc: Document, content_hash: str) -> dict:
         "title": meta.pop("title", None),
         "metadata": meta,
     }
+
+
+def read_hash(digest: str, reader: Any) -> str:
+    """The content hash stored for a file: its bytes' digest, and its reader's version once that
+    is past "1", so a file whose reader now reads it differently is read again on the next
+    ingest (every reader was at "1" before versions counted, so older indexes stay as they are)."""
+    version = str(getattr(reader, "version", "1"))
+    return digest if version == "1" else f"{digest}:{reader.file_type}-reader-{version}"
 
 
 def file_hash(path: Path) -> str:

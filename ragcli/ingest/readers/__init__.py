@@ -98,7 +98,7 @@ def reader_for(path: Path | str) -> Reader | None:
 
 
 def reader_versions() -> dict[str, str]:
-    """Return ``{file_type: version}`` for every reader, for the index fingerprint."""
+    """Return ``{file_type: version}`` for every reader (what `read_hash` folds into a file's hash)."""
     return {reader.file_type: reader.version for reader in _BUILTIN_READERS}
 
 

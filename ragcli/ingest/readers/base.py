@@ -24,8 +24,9 @@ class Reader(Protocol):
     Attributes:
         suffixes: Lower-case file suffixes this reader handles, with the dot (".pdf").
         file_type: Short type stored on the document ("txt", "md", "pdf", ...).
-        version: Bumped whenever the reader's output changes, so the index fingerprint
-            changes and old chunks are rebuilt.
+        version: Bumped whenever the reader's output changes: it is part of the content hash
+            stored for each file it read (`ragcli.ingest.run.read_hash`), so the next ingest
+            reads those files again.
     """
 
     suffixes: tuple[str, ...]
