@@ -73,9 +73,10 @@ def test_a_capable_model_writes_the_summary_above_the_quoted_one(tmp_path, isola
     model.capable = True
     options = AskOptions(query=QueryOptions(mode="bm25", top_k=3), use_cache=False)
     with Asker(isolated_home, settings=load_settings(), generator=model) as asker:
-        answer = asker.ask("summarize tides.md", options)
+        *pieces, answer = asker.stream("summarize tides.md", options)
         quoted = asker.ask("summarize tides.md", AskOptions(query=options.query, answer_style="evidence"))
     first, *rest = answer.text.split("\n")
     assert first == "A guide to the tides of six harbours. [1]" and answer.model == "echo"
     assert "\n".join(rest) == quoted.text and quoted.model == "evidence"  # the extractive summary under it
     assert answer.citations == (1,) and answer.sources[0].path.endswith("tides.md")
+    assert pieces[:3] == ["A ", "guide ", "to "] and "".join(pieces) == answer.text  # streamed as written

@@ -46,7 +46,7 @@ Example::
 
     from dataclasses import replace
     from ragcli.answer.ask import Asker
-    from ragcli.answer.model_summary import model_summary
+    from ragcli.answer.model_summary import final_prompt
 from ragcli.answer.model_summary import prompt_overhead as summary_overhead
 from ragcli.answer.options import AskOptions
     from ragcli.answer.stages import Pipeline
@@ -70,7 +70,7 @@ from ragcli.answer.comparison import side_names
 from ragcli.answer.context import Source, build_context, context_budget
 from ragcli.answer.evidence import excerpts, page_of, quoted_under, rank_source_sentences, render
 from ragcli.answer.evidence import supporting_sentence
-from ragcli.answer.model_summary import model_summary
+from ragcli.answer.model_summary import final_prompt
 from ragcli.answer.model_summary import prompt_overhead as summary_overhead
 from ragcli.answer.options import AskOptions, first_stage, needs_model, resolve_style
 from ragcli.answer.prompting import PROMPT_VERSION, parse_citations, prompt_overhead, says_not_found
@@ -90,7 +90,7 @@ from ragcli.answer.summary import (
 )
 from ragcli.answer.unknown import unknown_names
 from ragcli.config import Settings
-from ragcli.generation.llama import Generator, check_gguf, load_generator
+from ragcli.generation.llama import Generator, Message, check_gguf, load_generator
 from ragcli.retrieval.rewrite import SearchRequest
 from ragcli.retrieval.search import QueryOptions, Searcher
 from ragcli.types import Hit
@@ -255,8 +255,7 @@ class Asker:
         if not hits or unknown_names(question, hits, self._search, options.query):
             answer = run.abstain()
         elif asks_about_document(question):
-            answer = self._summary(run, hits, style)
-            yield answer.text
+            answer = yield from self._summary(run, hits, style)
         elif style == "evidence":
             answer = self._evidence(run, hits, reader)
             yield answer.text
@@ -388,9 +387,10 @@ class Asker:
                     extra.append(hit)
         return extra
 
-    def _summary(self, run: AnswerRun, hits: list[Hit], style: str) -> Answer:
+    def _summary(self, run: AnswerRun, hits: list[Hit], style: str) -> Iterator[str]:
         """A question about a whole document: the top hit's document, summarised extractively,
-        under the model's own summary of it in the generative style (`ragcli.answer.model_summary`)."""
+        under the model's own summary of it (streamed) in the generative style
+        (`ragcli.answer.model_summary`)."""
         first = hits[0].chunk
         store = self.searcher.store
         ids = [row[0] for row in store.document_chunks(first.doc_id, first.group)]
@@ -405,32 +405,37 @@ class Asker:
         generator = self.generator(run.options) if style == "generative" else None
         if generator is not None:
             title = str(first.metadata.get("title") or Path(first.path).name)
-            written = self._model_summary(generator, run.options, sources[0], title, embedder)
-            text = f"{written} [1]\n{text}" if written else text
+            messages = self._summary_prompt(generator, run.options, sources[0], title, embedder)
+            written = ""
+            if messages is not None:
+                limits = {"max_tokens": run.options.max_tokens, "temperature": run.options.temperature}
+                for piece in generator.stream(messages, **limits):
+                    written += piece
+                    yield piece
+            text = f" [1]\n{text}" if written.strip() else text
             run.lap("generate")
+            yield text
+            text = written + text
+        else:
+            yield text
         answer = run.finish(text, sources, generator, self.pipeline.annotate)
         model = "evidence" if generator is None else answer.model
         return replace(answer, citations=(1,), citations_inferred=False, model=model)
 
     @staticmethod
-    def _model_summary(
+    def _summary_prompt(
         generator: Generator, options: AskOptions, source: Source, title: str, embedder: Embedder | None
-    ) -> str:
-        """The model's map-reduce summary of one whole-document source, within its context."""
+    ) -> list[Message] | None:
+        """The map step of the model's summary of one whole-document source, and the prompt of
+        its last step, within the model's context (`ragcli.answer.model_summary.final_prompt`)."""
         overhead = summary_overhead(generator.count_tokens) + generator.count_tokens(title)
         budget = context_budget(min(generator.n_ctx, options.n_ctx), options.max_tokens, overhead)
 
         def shorter(chars: int) -> str:
             return "\n\n".join(s.text for s in extractive_summary(source, embedder, chars)[1])
 
-        return model_summary(
-            generator,
-            source,
-            title,
-            budget=budget,
-            max_tokens=options.max_tokens,
-            temperature=options.temperature,
-            shorter=shorter,
+        return final_prompt(
+            generator, source, title, budget=budget, temperature=options.temperature, shorter=shorter
         )
 
     def reader(self, options: AskOptions) -> Reader | None:

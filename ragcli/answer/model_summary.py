@@ -93,6 +93,37 @@ def split_to_budget(text: str, budget: int, count_tokens: Callable[[str], int]) 
     return parts
 
 
+def final_prompt(
+    generator: Generator,
+    source: Source,
+    title: str,
+    *,
+    budget: int,
+    temperature: float = 0.0,
+    shorter: Callable[[int], str] | None = None,
+) -> list[Message] | None:
+    """The map step (see the module docstring), and the prompt whose reply is the summary: the
+    one part's own prompt, or the prompt combining the parts' notes. None: nothing to summarise.
+
+    Args:
+        budget: tokens of document text one prompt may hold.
+        shorter: the document's extractive summary text within a number of characters, used
+            when the document is longer than `MAX_PARTS` parts (None: always the whole text).
+    """
+    budget = min(budget, PART_TOKENS)
+    text = source.text
+    if shorter is not None and generator.count_tokens(text) > MAX_PARTS * budget:
+        text = shorter(int(MAX_PARTS * budget * CHARS_PER_TOKEN))
+    parts = split_to_budget(text, budget, generator.count_tokens)[:MAX_PARTS]
+    if len(parts) <= 1:
+        return part_prompt(title, parts[0]) if parts else None
+    notes = [
+        generator.complete(part_prompt(title, part), max_tokens=NOTE_TOKENS, temperature=temperature).strip()
+        for part in parts
+    ]
+    return combine_prompt(title, [note for note in notes if note])
+
+
 def model_summary(
     generator: Generator,
     source: Source,
@@ -103,30 +134,8 @@ def model_summary(
     temperature: float = 0.0,
     shorter: Callable[[int], str] | None = None,
 ) -> str:
-    """The model's summary of a whole-document source (see the module docstring).
-
-    Args:
-        budget: tokens of document text one prompt may hold.
-        max_tokens: longest note or summary.
-        shorter: the document's extractive summary text within a number of characters, used
-            when the document is longer than `MAX_PARTS` windows (None: always the whole text).
-    """
-    budget = min(budget, PART_TOKENS)
-    text = source.text
-    if shorter is not None and generator.count_tokens(text) > MAX_PARTS * budget:
-        text = shorter(int(MAX_PARTS * budget * CHARS_PER_TOKEN))
-    parts = split_to_budget(text, budget, generator.count_tokens)[:MAX_PARTS]
-    if len(parts) == 1:
-        return generator.complete(
-            part_prompt(title, parts[0]), max_tokens=max_tokens, temperature=temperature
-        )
-    note_tokens = min(max_tokens, NOTE_TOKENS)
-    notes = [
-        generator.complete(part_prompt(title, part), max_tokens=note_tokens, temperature=temperature).strip()
-        for part in parts
-    ]
-    notes = [note for note in notes if note]
-    if len(notes) <= 1:
-        return notes[0] if notes else ""
-    reply = generator.complete(combine_prompt(title, notes), max_tokens=max_tokens, temperature=temperature)
-    return reply.strip()
+    """The model's summary of a whole-document source, whole (`final_prompt`, then its reply)."""
+    messages = final_prompt(generator, source, title, budget=budget, temperature=temperature, shorter=shorter)
+    if messages is None:
+        return ""
+    return generator.complete(messages, max_tokens=max_tokens, temperature=temperature).strip()
