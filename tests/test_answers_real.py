@@ -59,6 +59,12 @@ def test_why_quotes_the_sentence_that_explains(env):
     assert "hemocyanin" in answer["answer"]
 
 
+def test_a_procedure_is_quoted_with_all_its_steps_in_order(env):
+    answer = ask(env, "how do I bake sourdough bread?")["answer"]
+    starts = [answer.find(f'"{n}. ') for n in range(1, 6)]
+    assert -1 not in starts and starts == sorted(starts)
+
+
 @pytest.mark.parametrize(
     "question", ["Summarize the document about bread baking", "What is the main idea of the bread document?"]
 )

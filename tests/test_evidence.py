@@ -326,3 +326,23 @@ def test_each_side_of_a_comparison_is_also_searched_for_by_its_own_name(tmp_path
     assert '"Equal parts of espresso, steamed milk and foam." [3]' in answer.text
     assert answer.sources[2].path.endswith("cappuccino.md")
     assert "cappuccino.md" not in " ".join(source.path for source in asked.sources)  # no sides named
+
+
+def test_a_step_quoted_alone_brings_the_other_steps_of_its_procedure():
+    from ragcli.answer.completion import Selection, whole_steps
+    from ragcli.answer.sentences import sentences_of
+
+    steps = "\n".join(f"{n}. Turn valve {n} to the left." for n in range(1, 6))
+    text = f"Boilers\n\nA boiler heats water for the house.\n\n## Draining\n\n{steps}\n\nThen it is empty."
+    every = sentences_of([text])
+    step_three = next(s for s in every if s.text.startswith("3."))
+    chosen = Selection(1000)
+    chosen.add(next(s for s in every if s.text.startswith("A boiler")))
+    chosen.add(step_three)
+    whole_steps(chosen, [every])
+    quoted = [s.text for s in sorted(chosen.chosen, key=lambda s: s.start)]
+    assert quoted[1:] == [f"{n}. Turn valve {n} to the left." for n in range(1, 6)] and not chosen.cut
+    tight = Selection(120)
+    tight.add(step_three)
+    whole_steps(tight, [every])
+    assert 0 in tight.cut and len(tight.chosen) < 5  # cut short, and the answer says so

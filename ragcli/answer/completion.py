@@ -21,6 +21,7 @@ FOLLOWING = 2
 PRECEDING = 1
 # At most this many lines after a sentence introducing a list are read as that list.
 LIST_LINES = 40
+_NUMBERED = re.compile(r"^\s*(?:\d{1,3}[.)]|\(\d{1,3}\))\s")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)]|\(\d{1,3}\)|[a-z][.)])\s")
 
 
@@ -101,6 +102,25 @@ def _list_run(in_order: Sequence[Sentence], at: int) -> list[Sentence]:
             break
         run.append(sentence)
     return run
+
+
+def whole_steps(chosen: Selection, documents: Sequence[Sequence[Sentence]]) -> None:
+    """Each numbered list a chosen item belongs to, whole: a step quoted alone ("5. Bake ...") is
+    a procedure cut in the middle. Its other steps join in document order, or, when the budget
+    ends, the answer says the list continues."""
+    for item in [s for s in chosen.chosen if _NUMBERED.match(s.text)]:
+        every = documents[item.passage]
+        at = next((i for i, s in enumerate(every) if s.start == item.start), None)
+        if at is None:
+            continue
+        first = at
+        while first > 0 and is_list_item(every[first - 1].text):
+            first -= 1
+        run = [every[first]] + _list_run(every, first)
+        for step in (s for s in run if not chosen.has(s)):
+            if not chosen.add(step):
+                chosen.cut.add(item.passage)
+                break
 
 
 def _list_block(block: Sequence[Sentence], chosen: Selection, passage: int) -> None:

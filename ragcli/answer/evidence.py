@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 from ragcli.analysis import analyze
 from ragcli.answer.comparison import missing_sides, side_description
-from ragcli.answer.completion import Selection, complete, is_title, ranked_copy, refers_back
+from ragcli.answer.completion import Selection, complete, is_title, ranked_copy, refers_back, whole_steps
 from ragcli.answer.context import Source, build_context
 from ragcli.choices import EVIDENCE_CHARS
 from ragcli.answer.sentences import Sentence, question_terms, score_sentences, sentences_of
@@ -218,6 +218,7 @@ def select_evidence(
             break
         if sentence.lexical > 0 and sentence.text != best.text:
             chosen.add(sentence)
+    whole_steps(chosen, documents)
     return chosen
 
 
