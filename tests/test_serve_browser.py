@@ -85,6 +85,16 @@ def test_search_ask_and_open_a_citation(page, tmp_path):
     assert shot.stat().st_size > 10_000
 
 
+def test_a_question_is_asked_in_the_group_the_form_names(page):
+    playwright.expect(page.locator("#group option", has_text="medium")).to_have_count(1)
+    page.select_option("#group", "medium")
+    page.fill("#question", "How is sourdough bread made?")
+    with page.expect_request("**/ask") as sent:
+        page.click("#ask-button")
+    assert sent.value.post_data_json["group"] == "medium"
+    playwright.expect(page.locator("#ask-state")).to_contain_text("answered", timeout=300_000)
+
+
 def test_readable_at_phone_width(page):
     page.set_viewport_size({"width": 375, "height": 800})
     page.fill("#q", "lighthouse")

@@ -72,9 +72,10 @@ function sourceLink(path, page, label, viewText) {
   return link;
 }
 
-// The form's choices a search and a question share: the mode and the filters, where given.
+// The form's choices a search and a question share: the mode, the group and the filters, where given.
 function withFormChoices(body) {
   if ($("mode").value) body.mode = $("mode").value;
+  if ($("group").value) body.group = $("group").value;
   const filters = filterPairs($("filters").value);
   if (filters.length) body.filters = filters;
   return body;
@@ -84,7 +85,6 @@ async function search(event) {
   event.preventDefault();
   const query = $("q").value.trim();
   const body = withFormChoices({ query });
-  if ($("group").value) body.group = $("group").value;
   $("search-state").textContent = "searching…";
   $("hits").replaceChildren();
   try {
