@@ -232,6 +232,23 @@ def test_the_names_of_a_question_are_its_capitalised_words_inside_a_sentence():
     assert names == ["Acme Cloud", "Bob", "V&A"]  # a single letter ("A" of "V&A") is no name
 
 
+def test_an_acronym_whose_words_stand_in_the_passages_is_a_known_name():
+    from fakes import hits_for
+    from ragcli.answer.unknown import spelled_out, unknown_names
+
+    def search(query, options):
+        return []  # the index holds no other passage
+
+    question = "When did the UN hold its first assembly in London?"
+    spelled = hits_for(["The United Nations held its first General Assembly in London in 1946."])
+    assert unknown_names(question, spelled, search, QueryOptions(mode="bm25")) == []
+    other = hits_for(["The union held its first assembly under new rules in London in 1946."])
+    assert unknown_names(question, other, search, QueryOptions(mode="bm25")) == ["UN"]
+    assert spelled_out("V&A", ["the Victoria and Albert Museum"])
+    assert spelled_out("NFL", ["the National Football League"]) and not spelled_out("NFL", ["No Fun"])
+    assert not spelled_out("London", ["Lots Of New Dogs Of Note"])  # not an acronym
+
+
 def test_an_asker_given_a_searcher_selects_with_its_answer_model_and_leaves_it_open(corpus, isolated_home):
     """llm retrieval inside an answer uses the model the Asker answers with, not the searcher's
     own; closing the Asker does not close a searcher it did not open."""

@@ -42,6 +42,19 @@ def question_names(question: str) -> list[str]:
     return list(dict.fromkeys(" ".join(words) for words in names))
 
 
+def spelled_out(name: str, texts: Sequence[str]) -> bool:
+    """Whether `name` is an acronym ("UN", "V&A", "NFL") whose words, capitalised, stand in one
+    of the texts ("United Nations", "Victoria and Albert", "National Football League"): the
+    initials in order, small joining words between them allowed (Schwartz and Hearst's
+    abbreviation-definition match, simplified)."""
+    letters = [char for char in name if char.isalpha()]
+    if not 2 <= len(letters) <= 6 or not name.replace("&", "").isupper() or " " in name:
+        return False
+    joint = r"[\w'’]*(?:[\s-]+(?:of|and|the|for|de|du|la|&)){0,2}[\s-]+"
+    pattern = re.compile(r"\b" + joint.join(re.escape(letter) for letter in letters) + r"[\w'’]*")
+    return any(pattern.search(text) for text in texts)
+
+
 def unknown_names(
     question: str,
     hits: Sequence[Hit],
@@ -64,7 +77,7 @@ def unknown_names(
     missing = []
     for name in question_names(question):
         terms = set(analyze(name))
-        if terms & seen:
+        if terms & seen or spelled_out(name, [hit.chunk.text for hit in hits]):
             continue
         found = search(name, lookup)
         if not terms & {term for hit in found for term in analyze(hit.chunk.text)}:
