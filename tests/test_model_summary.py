@@ -80,3 +80,16 @@ def test_a_capable_model_writes_the_summary_above_the_quoted_one(tmp_path, isola
     assert "\n".join(rest) == quoted.text and quoted.model == "evidence"  # the extractive summary under it
     assert answer.citations == (1,) and answer.sources[0].path.endswith("tides.md")
     assert pieces[:3] == ["A ", "guide ", "to "] and "".join(pieces) == answer.text  # streamed as written
+
+
+def test_a_documents_central_sentences_are_embedded_once_for_both_summaries():
+    from ragcli.answer.sentences import sentences_of
+    from ragcli.answer.summary import central_sentences
+
+    embedder = HashEmbedder()
+    sentences = sentences_of(["\n\n".join(SECTIONS)])
+    first = central_sentences(sentences, embedder)
+    calls = embedder.calls
+    assert central_sentences(sentences, embedder) == first and embedder.calls == calls
+    central_sentences(sentences[:-1], embedder)  # another text: embedded again
+    assert embedder.calls > calls

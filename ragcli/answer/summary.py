@@ -125,14 +125,26 @@ def _is_sentence(text: str) -> bool:
 
 def central_sentences(sentences: Sequence[Sentence], embedder: Embedder | None) -> list[Sentence]:
     """The sentences, most central first: cosine with the mean of all of them (with an embedder),
-    else document order."""
+    else document order.
+
+    The last document's order is kept: a capable model's summary asks for the same document's
+    central sentences again within a larger budget, and embedding a long manual's sentences
+    takes seconds."""
+    global _LAST_ORDER
     if embedder is None or len(sentences) < 2:
         return list(sentences)
-    vectors = np.asarray(embedder.embed([s.text for s in sentences]))
-    centre = vectors.mean(axis=0)
-    centre /= np.linalg.norm(centre) or 1.0
-    scores = vectors @ centre
-    return [sentences[i] for i in np.argsort(-scores, kind="stable")]
+    key = (id(embedder), type(embedder).__name__, tuple(s.text for s in sentences))
+    last = _LAST_ORDER
+    if last is None or last[0] != key:
+        vectors = np.asarray(embedder.embed([s.text for s in sentences]))
+        centre = vectors.mean(axis=0)
+        centre /= np.linalg.norm(centre) or 1.0
+        last = (key, [int(i) for i in np.argsort(-(vectors @ centre), kind="stable")])
+        _LAST_ORDER = last
+    return [sentences[i] for i in last[1]]
+
+
+_LAST_ORDER: tuple[tuple[int, str, tuple[str, ...]], list[int]] | None = None
 
 
 def outline(sentences: Sequence[Sentence]) -> tuple[str | None, list[str]]:
