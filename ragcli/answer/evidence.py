@@ -11,15 +11,17 @@ retrieved text holds them, so the answer a user sees is that text, chosen by its
    it (the asker also retrieves each side by its own name). The best sentence is completed
    from its own document (`complete`): a sentence that introduces a list (it ends with ":" or
    is a list item) brings the list (the items' own lines first: bullets, numbers, a definition
-   list's terms); any other brings the sentences after it in its section (up to the next heading or term: the
-   explaining sentence after a statement, a definition's next sentence, an option's
-   description) and the one before it; a sentence opening by pointing back ("This makes ...",
-   "To achieve this, ...") brings the one before it too (`refers_back`).
-   A why-question gets the best sentence stating a reason (`gives_reason`) if none chosen does.
+   list's terms); any other brings the sentences after it in its section (up to the next
+   heading or term: the explaining sentence after a statement, a definition's next sentence,
+   an option's description) and the one before it; a sentence opening by pointing back ("This
+   makes ...", "To achieve this, ...") brings the one before it too (`refers_back`). A
+   why-question gets the best sentence stating a reason (`gives_reason`) if none chosen does.
 3. Question terms still uncovered (the other side of a comparison) bring the best sentence
    that covers them, then sentences scoring nearly as well as the best fill what is left.
-4. All of it stays within a budget of characters (`AskOptions.evidence_chars`) and is quoted
-   in document order, each line cited; a list cut short says so on a line of its own.
+4. A numbered step chosen for any reason brings the other steps of its procedure
+   (`whole_steps`). All of it stays within a budget of characters (`AskOptions.evidence_chars`)
+   and is quoted in document order, each line cited; a list cut short says so on a line of its
+   own.
 
 A short line (a number, date or name the question's wh-word asks for) may come first: the
 reader decides it (`ragcli.answer.readers`), and only from the quoted evidence. Each citation's
@@ -36,9 +38,9 @@ from ragcli.analysis import analyze
 from ragcli.answer.comparison import missing_sides, side_description
 from ragcli.answer.completion import Selection, complete, is_title, ranked_copy, refers_back, whole_steps
 from ragcli.answer.context import Source, build_context
-from ragcli.choices import EVIDENCE_CHARS
 from ragcli.answer.sentences import Sentence, question_terms, score_sentences, sentences_of
 from ragcli.answer.structure import paragraph_label
+from ragcli.choices import EVIDENCE_CHARS
 from ragcli.embedding.base import Embedder
 from ragcli.types import Hit
 
