@@ -87,3 +87,15 @@ def test_a_summary_of_a_text_written_without_spaces_quotes_its_sentences():
     text = "中国茶的历史\n\n中国是茶的故乡，饮茶的历史已有数千年。唐代的陆羽被后人尊称为茶圣。\n"
     summary, chosen = extractive_summary(Source(1, "tea.txt", None, 1.0, text, (1,)), None, 300)
     assert len(chosen) == 2 and "陆羽" in summary
+
+
+def test_centrality_is_judged_among_evenly_spaced_sentences_of_a_long_document():
+    from ragcli.answer.sentences import sentences_of
+    from ragcli.answer.summary import evenly
+
+    sentences = sentences_of([" ".join(f"Sentence number {n} is here." for n in range(1000))])
+    picked = evenly(sentences, 400)
+    assert len(picked) == 400 and picked[0] is sentences[0]
+    assert [s.start for s in picked] == sorted(s.start for s in picked)  # in document order
+    assert picked[-1].start > sentences[990].start  # from the whole document, not its start
+    assert evenly(sentences[:10], 400) == sentences[:10]
