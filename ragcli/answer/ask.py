@@ -46,9 +46,7 @@ Example::
 
     from dataclasses import replace
     from ragcli.answer.ask import Asker
-    from ragcli.answer.model_summary import final_prompt
-from ragcli.answer.model_summary import prompt_overhead as summary_overhead
-from ragcli.answer.options import AskOptions
+    from ragcli.answer.options import AskOptions
     from ragcli.answer.stages import Pipeline
     from ragcli.config import load_settings
 
