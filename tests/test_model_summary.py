@@ -82,14 +82,25 @@ def test_a_capable_model_writes_the_summary_above_the_quoted_one(tmp_path, isola
     assert pieces[:3] == ["A ", "guide ", "to "] and "".join(pieces) == answer.text  # streamed as written
 
 
-def test_a_documents_central_sentences_are_embedded_once_for_both_summaries():
-    from ragcli.answer.sentences import sentences_of
-    from ragcli.answer.summary import central_sentences
+def test_a_documents_central_sentences_are_embedded_once_for_both_summaries(
+    tmp_path, isolated_home, monkeypatch
+):
+    from ragcli.ingest.pipeline import ingest
+    from ragcli.types import ChunkSettings
 
-    embedder = HashEmbedder()
-    sentences = sentences_of(["\n\n".join(SECTIONS)])
-    first = central_sentences(sentences, embedder)
-    calls = embedder.calls
-    assert central_sentences(sentences, embedder) == first and embedder.calls == calls
-    central_sentences(sentences[:-1], embedder)  # another text: embedded again
-    assert embedder.calls > calls
+    fake = HashEmbedder(dimension=512)
+    monkeypatch.setattr("ragcli.generation.chooser.embedder_for", lambda *args, **kwargs: fake)
+    root = tmp_path / "docs"
+    root.mkdir()
+    harbours = [f"The tide at harbour {n} rises twice a day, boats leave at high water." for n in range(200)]
+    (root / "tides.md").write_text("# Tides\n\n" + "\n\n".join(harbours))  # over two parts
+    ingest(isolated_home, [root], embedder=fake, group="medium", chunking=ChunkSettings("word", 200, 0))
+    model = EchoGenerator(reply="Tides.", n_ctx=512)
+    model.capable = True
+    options = AskOptions(query=QueryOptions(mode="hybrid", top_k=3), use_cache=False, max_tokens=50)
+    fake.embedded_texts.clear()
+    with Asker(isolated_home, settings=load_settings(), generator=model) as asker:
+        asker.ask("summarize tides.md", options)
+    sentence = harbours[3]
+    assert len(model.calls) > 1  # the document was cut to its extractive summary, then summarised
+    assert fake.embedded_texts.count(sentence) == 1  # for both the quoted summary and the model's cut

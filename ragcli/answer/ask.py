@@ -80,11 +80,13 @@ from ragcli.answer.run import AnswerRun
 from ragcli.answer.stages import Pipeline, is_short_line, prompt_sentences
 from ragcli.answer.stages import without_example_copies
 from ragcli.answer.summary import (
+    SummaryCandidates,
     asks_about_document,
     document_subject,
     extractive_summary,
     file_name_globs,
     named_documents,
+    summary_candidates,
 )
 from ragcli.answer.unknown import unknown_names
 from ragcli.config import Settings
@@ -396,14 +398,15 @@ class Asker:
         whole = [Hit(chunk=chunks[i], score=hits[0].score) for i in ids if i in chunks]
         sources = tuple(build_context(whole, budget=10**9, count_tokens=lambda text: 0, max_sources=1))
         embedder = self.searcher.embedder() if run.options.query.mode != "bm25" else None
-        text, _ = extractive_summary(sources[0], embedder, run.options.evidence_chars)
+        candidates = summary_candidates(sources[0], embedder)
+        text, _ = extractive_summary(sources[0], embedder, run.options.evidence_chars, candidates)
         run.lap("prompt")
         if not text:
             return run.abstain(sources, model="evidence")
         generator = self.generator(run.options) if style == "generative" else None
         if generator is not None:
             title = str(first.metadata.get("title") or Path(first.path).name)
-            messages = self._summary_prompt(generator, run.options, sources[0], title, embedder)
+            messages = self._summary_prompt(generator, run.options, sources[0], title, candidates)
             written = ""
             if messages is not None:
                 limits = {"max_tokens": run.options.max_tokens, "temperature": run.options.temperature}
@@ -422,7 +425,7 @@ class Asker:
 
     @staticmethod
     def _summary_prompt(
-        generator: Generator, options: AskOptions, source: Source, title: str, embedder: Embedder | None
+        generator: Generator, options: AskOptions, source: Source, title: str, candidates: SummaryCandidates
     ) -> list[Message] | None:
         """The map step of the model's summary of one whole-document source, and the prompt of
         its last step, within the model's context (`ragcli.answer.model_summary.final_prompt`)."""
@@ -430,7 +433,7 @@ class Asker:
         budget = context_budget(min(generator.n_ctx, options.n_ctx), options.max_tokens, overhead)
 
         def shorter(chars: int) -> str:
-            return "\n\n".join(s.text for s in extractive_summary(source, embedder, chars)[1])
+            return "\n\n".join(s.text for s in extractive_summary(source, None, chars, candidates)[1])
 
         return final_prompt(
             generator, source, title, budget=budget, temperature=options.temperature, shorter=shorter

@@ -14,6 +14,7 @@ the evidence budget.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -136,26 +137,14 @@ def evenly(items: Sequence[Sentence], most: int) -> list[Sentence]:
 
 def central_sentences(sentences: Sequence[Sentence], embedder: Embedder | None) -> list[Sentence]:
     """The sentences, most central first: cosine with the mean of all of them (with an embedder),
-    else document order.
-
-    The last document's order is kept: a capable model's summary asks for the same document's
-    central sentences again within a larger budget, and embedding a long manual's sentences
-    takes seconds."""
-    global _LAST_ORDER
+    else document order."""
     if embedder is None or len(sentences) < 2:
         return list(sentences)
-    key = (id(embedder), type(embedder).__name__, tuple(s.text for s in sentences))
-    last = _LAST_ORDER
-    if last is None or last[0] != key:
-        vectors = np.asarray(embedder.embed([s.text for s in sentences]))
-        centre = vectors.mean(axis=0)
-        centre /= np.linalg.norm(centre) or 1.0
-        last = (key, [int(i) for i in np.argsort(-(vectors @ centre), kind="stable")])
-        _LAST_ORDER = last
-    return [sentences[i] for i in last[1]]
-
-
-_LAST_ORDER: tuple[tuple[int, str, tuple[str, ...]], list[int]] | None = None
+    vectors = np.asarray(embedder.embed([s.text for s in sentences]))
+    centre = vectors.mean(axis=0)
+    centre /= np.linalg.norm(centre) or 1.0
+    scores = vectors @ centre
+    return [sentences[i] for i in np.argsort(-scores, kind="stable")]
 
 
 def outline(sentences: Sequence[Sentence]) -> tuple[str | None, list[str]]:
@@ -172,27 +161,50 @@ def outline(sentences: Sequence[Sentence]) -> tuple[str | None, list[str]]:
     return title, headings
 
 
-def extractive_summary(source: Source, embedder: Embedder | None, budget: int) -> tuple[str, list[Sentence]]:
-    """A summary of one whole-document source: title and headings line, lead and central sentences."""
+@dataclass(frozen=True)
+class SummaryCandidates:
+    """What an extractive summary of one document chooses from, worked out once per document
+    (a capable model's summary cuts the same document again within a larger budget).
+
+    Attributes:
+        heading: the title and headings line, cited; None without a title.
+        ranked: the candidate sentences, the lead first, then the most central.
+    """
+
+    heading: str | None
+    ranked: tuple[Sentence, ...]
+
+
+def summary_candidates(source: Source, embedder: Embedder | None) -> SummaryCandidates:
+    """The title and headings line, and the lead and central sentences of one whole-document source."""
     sentences = sentences_of([source.text])
     title, headings = outline(sentences)
     body = [s for s in sentences if not is_title(s.text) and not s.text.lstrip().startswith("|")]
     body = [s for s in body if _is_sentence(s.text) and " ".join(s.text.lstrip("#").split()) != title]
-    lines = []
+    heading = None
     if title:
-        lines.append(
-            title + (f" (sections: {'; '.join(headings)})" if headings else "") + f" [{source.number}]"
-        )
-    chosen, left = [], budget
+        heading = title + (f" (sections: {'; '.join(headings)})" if headings else "") + f" [{source.number}]"
     lead = body[:LEAD_SENTENCES]
-    for sentence in lead + [
-        s for s in central_sentences(evenly(body, CENTRAL_AT_MOST), embedder) if s not in lead
-    ]:
+    central = central_sentences(evenly(body, CENTRAL_AT_MOST), embedder)
+    return SummaryCandidates(heading, tuple(lead + [s for s in central if s not in lead]))
+
+
+def extractive_summary(
+    source: Source,
+    embedder: Embedder | None,
+    budget: int,
+    candidates: SummaryCandidates | None = None,
+) -> tuple[str, list[Sentence]]:
+    """A summary of one whole-document source: title and headings line, lead and central sentences
+    within `budget` characters, in document order (`candidates`: from `summary_candidates`)."""
+    candidates = candidates or summary_candidates(source, embedder)
+    chosen, left = [], budget
+    for sentence in candidates.ranked:
         cost = len(sentence.text) + 6
         if chosen and cost > left:
             continue
         chosen.append(sentence)
         left -= cost
     chosen.sort(key=lambda s: s.start)
-    lines += [quote(sentence) for sentence in chosen]
+    lines = ([candidates.heading] if candidates.heading else []) + [quote(sentence) for sentence in chosen]
     return "\n".join(lines), chosen
