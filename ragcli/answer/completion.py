@@ -42,9 +42,14 @@ def is_list_item(text: str) -> bool:
 class Selection:
     """The sentences chosen so far, within a character budget."""
 
-    def __init__(self, budget: int, label: Callable[[Sentence], Sentence | None] | None = None) -> None:
+    def __init__(
+        self,
+        budget: int,
+        label: Callable[[Sentence], Sentence | None] | None = None,
+        sources: Sequence[Source] = (),
+    ) -> None:
         self.left = budget
-        self.sources: list[Source] = []  # the numbered sources the sentences come from
+        self.sources: list[Source] = list(sources)  # the numbered sources the sentences come from
         self.chosen: list[Sentence] = []
         self.cut: set[int] = set()  # sources whose list was cut short
         self.label = label  # the label line a sentence's paragraph sits under, quoted with it
@@ -94,6 +99,13 @@ def _same_words(text: str, words: str) -> bool:
     return shorter == longer or (len(shorter) >= 40 and longer.startswith(shorter))
 
 
+def _list_start(in_order: Sequence[Sentence], at: int) -> int:
+    """The position of the first item of the list the item at `at` belongs to."""
+    while at > 0 and is_list_item(in_order[at - 1].text):
+        at -= 1
+    return at
+
+
 def _list_run(in_order: Sequence[Sentence], at: int) -> list[Sentence]:
     """The list items that follow position `at` (the sentence introducing them, or an item)."""
     run = []
@@ -113,9 +125,7 @@ def whole_steps(chosen: Selection, documents: Sequence[Sequence[Sentence]]) -> N
         at = next((i for i, s in enumerate(every) if s.start == item.start), None)
         if at is None:
             continue
-        first = at
-        while first > 0 and is_list_item(every[first - 1].text):
-            first -= 1
+        first = _list_start(every, at)
         run = [every[first]] + _list_run(every, first)
         for step in (s for s in run if not chosen.has(s)):
             if not chosen.add(step):
@@ -162,8 +172,7 @@ def complete(
         _bring_list(best, every, chosen)
         return
     if is_list_item(best.text):  # back to the list's first item and its introduction
-        while at > 0 and is_list_item(in_order[at - 1].text):
-            at -= 1
+        at = _list_start(in_order, at)
         if at > 0 and in_order[at - 1].text.rstrip().endswith(":"):
             at -= 1
         chosen.add(in_order[at])

@@ -193,8 +193,8 @@ def select_evidence(
     chosen = Selection(
         int(budget * (SEVERAL_BUDGET if several else 1.0)),
         lambda s: paragraph_label(s, documents[s.passage], chosen.sources[s.passage].text),
+        sources,
     )
-    chosen.sources = list(sources)
     chosen.add(best)
     by_source: dict[int, list[Sentence]] = {}
     for sentence in ranked:
@@ -265,10 +265,11 @@ def _from_reserve(
     for source in reserve:
         if read & set(source.chunk_ids):
             continue
-        found = side_description(side, [_sentences(source, len(chosen.sources))])
+        every = _sentences(source, len(chosen.sources))
+        found = side_description(side, [every])
         if found is not None:
             chosen.sources.append(replace(source, number=len(chosen.sources) + 1))
-            documents.append(_sentences(source, found.passage))
+            documents.append(every)
             return found
     return None
 

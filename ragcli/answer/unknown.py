@@ -72,12 +72,13 @@ def unknown_names(
         search: the index's search.
         options: the question's retrieval options (group, filters, ``--doc``) to search within.
     """
-    seen = {term for hit in hits for term in analyze(hit.chunk.text)}
+    texts = [hit.chunk.text for hit in hits]
+    seen = {term for text in texts for term in analyze(text)}
     lookup = replace(options, mode="bm25", top_k=1, rerank=None, require=(), exclude=(), min_score=None)
     missing = []
     for name in question_names(question):
         terms = set(analyze(name))
-        if terms & seen or spelled_out(name, [hit.chunk.text for hit in hits]):
+        if terms & seen or spelled_out(name, texts):
             continue
         found = search(name, lookup)
         if not terms & {term for hit in found for term in analyze(hit.chunk.text)}:
