@@ -5,7 +5,7 @@ from __future__ import annotations
 from fakes import EchoGenerator, HashEmbedder
 from ragcli.answer.ask import Asker
 from ragcli.answer.context import Source
-from ragcli.answer.model_summary import model_summary, split_to_budget
+from ragcli.answer.model_summary import final_prompt, split_to_budget
 from ragcli.answer.options import AskOptions
 from ragcli.config import load_settings
 from ragcli.retrieval.search import QueryOptions
@@ -18,6 +18,12 @@ SECTIONS = [
 
 def count_words(text: str) -> int:
     return len(text.split())
+
+
+def model_summary(model, source, title, *, budget, max_tokens, shorter=None) -> str:
+    """The summary as the Asker writes it: the map step, then the last prompt's reply."""
+    messages = final_prompt(model, source, title, budget=budget, shorter=shorter)
+    return model.complete(messages, max_tokens=max_tokens).strip() if messages else ""
 
 
 def test_the_text_is_split_in_order_into_parts_within_the_budget():

@@ -122,20 +122,3 @@ def final_prompt(
         for part in parts
     ]
     return combine_prompt(title, [note for note in notes if note])
-
-
-def model_summary(
-    generator: Generator,
-    source: Source,
-    title: str,
-    *,
-    budget: int,
-    max_tokens: int,
-    temperature: float = 0.0,
-    shorter: Callable[[int], str] | None = None,
-) -> str:
-    """The model's summary of a whole-document source, whole (`final_prompt`, then its reply)."""
-    messages = final_prompt(generator, source, title, budget=budget, temperature=temperature, shorter=shorter)
-    if messages is None:
-        return ""
-    return generator.complete(messages, max_tokens=max_tokens, temperature=temperature).strip()
