@@ -252,3 +252,41 @@ def test_evidence_budget_is_a_setting_from_flag_environment_or_config(index, mon
     assert invoke(*question, "--evidence-chars", "1000").stdout == whole  # the flag wins
     bad = invoke(*question, "--evidence-chars", "0")
     assert bad.exit_code == 2 and "--evidence-chars" in bad.output
+
+
+def _answer(text: str):
+    from ragcli.answer.result import Answer
+
+    return Answer(question="q", text=text, abstained=False)
+
+
+def _stalled(stderr):
+    """An answer whose first words wait until something is drawn on stderr (at most 30 s)."""
+    import time
+
+    waited = time.monotonic() + 30
+    while not stderr.getvalue() and time.monotonic() < waited:
+        time.sleep(0.05)
+    yield "The keeper lit the lamp."
+    yield _answer("The keeper lit the lamp.")
+
+
+def test_a_spinner_waits_for_the_first_words_on_a_terminal_only(monkeypatch, capsys):
+    import io
+
+    from rich.console import Console
+
+    from ragcli.cli import ask
+
+    stderr = io.StringIO()
+    monkeypatch.setattr(ask, "stderr_console", lambda: Console(file=stderr, force_terminal=True, width=80))
+    monkeypatch.setattr("ragcli.cli.render.is_terminal", lambda stream: stream is sys.stderr)
+    ask._print_streamed(_stalled(stderr))
+    assert "Answering" in stderr.getvalue()
+    assert "The keeper lit the lamp." in capsys.readouterr().out
+
+    piped = io.StringIO()
+    monkeypatch.setattr(ask, "stderr_console", lambda: Console(file=piped, force_terminal=True))
+    monkeypatch.setattr("ragcli.cli.render.is_terminal", lambda stream: False)
+    ask._print_streamed(iter(["In a pipe.", _answer("In a pipe.")]))
+    assert piped.getvalue() == "" and "In a pipe." in capsys.readouterr().out

@@ -334,13 +334,15 @@ def _print_streamed(items):
 
     answer = None
     streamed = False
-    for item in items:
-        if isinstance(item, Answer):
-            answer = item
-        else:
-            streamed = True
-            sys.stdout.write(document_text(item))
-            sys.stdout.flush()
+    with _waiting() as status:
+        for item in items:
+            status.stop()  # the first piece ends the wait
+            if isinstance(item, Answer):
+                answer = item
+            else:
+                streamed = True
+                sys.stdout.write(document_text(item))
+                sys.stdout.flush()
     if answer is not None and not streamed:
         sys.stdout.write(document_text(answer.text))  # e.g. "not found" decided before any generation
     sys.stdout.write("\n")
@@ -348,6 +350,27 @@ def _print_streamed(items):
     if answer is not None and not answer.abstained:
         _print_sources(answer)
     return answer
+
+
+class _NoStatus:
+    def __enter__(self) -> "_NoStatus":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
+def _waiting():
+    """A spinner on stderr until the answer's first words, on a terminal only: retrieval, a
+    model's loading and a long document's summary can take seconds before anything is printed."""
+    from ragcli.cli.render import is_terminal
+
+    if not is_terminal(sys.stderr):
+        return _NoStatus()
+    return stderr_console().status("Answering…", spinner="dots")
 
 
 def _print_sources(answer) -> None:
