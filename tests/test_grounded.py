@@ -9,7 +9,7 @@ import pytest
 from fakes import EchoGenerator
 from ragcli.answer.ask import Asker
 from ragcli.answer.options import AskOptions
-from ragcli.answer.stages import prompt_sentences, without_example_copies
+from ragcli.answer.stages import echoes_question, prompt_sentences, without_echo, without_example_copies
 from ragcli.answer.context import Source
 from ragcli.answer.prompting import GROUNDED_EXAMPLE, GROUNDED_SYSTEM, grounded_prompt, short_answer
 from ragcli.answer.sentences import Sentence
@@ -84,6 +84,27 @@ def test_a_copied_example_reply_is_dropped_unless_the_sources_say_it():
     kept = list(without_example_copies(["Anna", " Reyes"], messages, "built by anna reyes"))
     assert kept == ["Anna Reyes"]
     assert list(without_example_copies(["a", "b"], [{"role": "user", "content": "q"}], "")) == ["a", "b"]
+
+
+def test_a_short_reply_restating_the_question_is_dropped():
+    question = "what is the reflog?"
+    assert echoes_question("the reflog [1]", question)
+    assert not echoes_question("a log of where refs pointed", question)
+    assert not echoes_question("no", "Does git clean delete ignored files?")  # an answer, no content words
+    assert not echoes_question("annotated", "annotated vs lightweight tags: which should I use?")  # a choice
+    assert list(without_echo(["the", " reflog"], question)) == []
+    assert list(without_echo(["the", " reflog", " records", " where", " refs", " pointed"], question)) == [
+        "the reflog records where refs pointed"
+    ]
+    long = ["reflog "] * 13 + ["and more"]
+    assert "".join(without_echo(long, question)) == "".join(long)  # past a short line: streamed
+
+
+def test_a_reply_restating_the_question_gives_way_to_the_quoted_evidence(bowl_index):
+    with Asker(bowl_index, settings=load_settings(), generator=capable("the Steelers [1]")) as asker:
+        answer = asker.ask("Who did the Broncos beat? The Steelers?", AUTO)
+    assert not answer.abstained and answer.short is None
+    assert answer.text.startswith('"')  # the quoted evidence, not the echo
 
 
 def test_generated_short_answer_is_cited_to_its_source_and_its_sentence_quoted(bowl_index):

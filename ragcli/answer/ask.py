@@ -32,7 +32,8 @@ Which of the answering steps below run is the answer style: ``auto`` (the defaul
    sources cut to their best sentences (`prompt_sentences`) within ``AskOptions.prompt_tokens``.
 8. **Generate**: ``generate(generator, messages, options) -> Iterator[str]``; pieces are
    yielded as they come (`stream_answer`), except a reply copying a worked example of the
-   prompt (`without_example_copies`). The short answer is the reply's first line
+   prompt (`without_example_copies`) and a short reply only restating the question
+   (`without_echo`). The short answer is the reply's first line
    (`ragcli.answer.prompting.short_answer`); a short one is cited to the source its words were
    copied from and followed by its supporting sentence, quoted and cited.
 9. **Annotate** (optional): ``annotate(answer, sources) -> (SentenceSupport, ...)``
@@ -78,7 +79,7 @@ from ragcli.answer.readers import Reader
 from ragcli.answer.result import Answer
 from ragcli.answer.run import AnswerRun
 from ragcli.answer.stages import Pipeline, is_short_line, prompt_sentences
-from ragcli.answer.stages import without_example_copies
+from ragcli.answer.stages import without_echo, without_example_copies
 from ragcli.answer.summary import (
     SummaryCandidates,
     asks_about_document,
@@ -322,7 +323,7 @@ class Asker:
         pieces: list[str] = []
         shown_text = " ".join(source.text for source in shown).lower()
         generated = stages.generate(generator, messages, options)
-        for piece in without_example_copies(generated, messages, shown_text):
+        for piece in without_echo(without_example_copies(generated, messages, shown_text), run.question):
             if not pieces:
                 run.timings["first_token"] = time.perf_counter() - run.started
             pieces.append(piece)

@@ -3,6 +3,7 @@ replaceable by any callable with the same signature; see `ragcli.answer.ask`).""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -90,6 +91,36 @@ def without_example_copies(pieces: Iterable[str], messages: Sequence[Message], s
             held = None
     copied = without_citations(held or "").lower().rstrip(".")
     if held and (copied not in replies or copied in shown):
+        yield held
+
+
+# A question offering a choice ("X or Y?", "X vs Y") is answered by words it holds itself.
+_CHOICE = re.compile(r"\b(?:or|vs|versus)\b", re.IGNORECASE)
+
+
+def echoes_question(reply: str, question: str) -> bool:
+    """Whether a short reply only restates the question: its content words (there are some, so
+    "no" is an answer) all occur in the question, and the question offers no choice."""
+    if len(reply.split()) > SHORT_WORDS or _CHOICE.search(question):
+        return False
+    words = set(analyze(without_citations(reply)))
+    return bool(words) and words <= set(analyze(question))
+
+
+def without_echo(pieces: Iterable[str], question: str) -> Iterator[str]:
+    """The generated pieces, except a short reply that only restates the question ("what is
+    the reflog?" -> "reflog"): the evidence quoted under it answers alone. Pieces are held
+    back only while together they are short enough to be one (`SHORT_WORDS`)."""
+    held: str | None = ""
+    for piece in pieces:
+        if held is None:
+            yield piece
+            continue
+        held += piece
+        if len(held.split()) > SHORT_WORDS:
+            yield held
+            held = None
+    if held and not echoes_question(held.strip(), question):
         yield held
 
 
