@@ -26,6 +26,8 @@ ASK_TOP_K = 5
 # Characters of quoted evidence in an evidence answer (the `evidence_chars` setting; 700 -> 1000
 # on docs-qa's tune half: 0.37 -> 0.42 answered).
 EVIDENCE_CHARS = 1000
+# The most a call to the MCP server or `rag serve` may ask for (the command line takes any).
+MAX_EVIDENCE_CHARS = 20_000
 
 # How hybrid retrieval fuses the BM25 and dense rankings (`ragcli.retrieval.fusion`).
 FUSIONS = ("adaptive", "rrf", "score")

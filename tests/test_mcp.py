@@ -83,9 +83,11 @@ def test_calls_each_tool_with_progress(index, env):
             "ask", {"question": "When was the Eddystone Lighthouse first lit?"}, progress_callback=record
         )
         status = await session.call_tool("status", {})
-        return search, searched, chunk, page, ask, status
+        arguments = {"question": "When was the Eddystone Lighthouse first lit?", "evidence_chars": 60}
+        brief = await session.call_tool("ask", arguments)
+        return search, searched, chunk, page, ask, status, brief
 
-    search, searched, chunk, page, ask, status = session_run(index, env, body)
+    search, searched, chunk, page, ask, status, brief = session_run(index, env, body)
     assert not any(result.is_error for result in (search, chunk, page, ask, status))
     hits = search.structured_content["hits"]
     assert 1 <= len(hits) <= 3 and all(h["path"].endswith("lighthouses.pdf") for h in hits)
@@ -100,6 +102,9 @@ def test_calls_each_tool_with_progress(index, env):
     assert "support" in answer
     assert len(progress) > searched  # ask reported progress too
     assert status.structured_content["documents"] == 3
+    # A shorter evidence budget per call: the best sentence alone still answers.
+    assert "1698" in brief.structured_content["answer"]
+    assert len(brief.structured_content["answer"]) < len(answer["answer"])
 
 
 def test_bad_arguments_and_errors_come_back_as_one_line_tool_errors(index, env):

@@ -100,6 +100,10 @@ def test_ask_answers_the_cli_json_document(server, setup):
     assert set(served) == set(cli) and served["kind"] == "answer"
     assert served["answer"] == cli["answer"] and served["citations"] == cli["citations"]
     assert "280 BC" in served["answer"]
+    brief = post(
+        server, "/ask", {"question": "When was the Pharos of Alexandria built?", "evidence_chars": 60}
+    )
+    assert "280 BC" in brief.json()["answer"] and len(brief.json()["answer"]) < len(served["answer"])
 
 
 def test_ask_streams_tokens_then_the_answer(server):

@@ -30,7 +30,7 @@ from ragcli import __version__
 from ragcli.call_options import argument_problems
 from ragcli.mcp.tools import IndexTools
 from ragcli.mcp.worker import WorkerTools
-from ragcli.choices import ANSWER_STYLES, MODES
+from ragcli.choices import ANSWER_STYLES, MAX_EVIDENCE_CHARS, MODES
 from ragcli.errors import RagError
 
 INSTRUCTIONS = (
@@ -173,6 +173,15 @@ class ToolHandlers:
             Optional[int],
             Field(ge=1, le=4096, description="Longest generated answer, in tokens (generative style)."),
         ] = None,
+        evidence_chars: Annotated[
+            Optional[int],
+            Field(
+                ge=1,
+                le=MAX_EVIDENCE_CHARS,
+                description="Most characters of quoted evidence in an evidence answer (default: as "
+                "`rag ask`, 1000); a longer list or procedure is cut and says so.",
+            ),
+        ] = None,
     ) -> CallToolResult:
         """Answer a question from the indexed documents, with numbered citations.
 
@@ -190,6 +199,7 @@ class ToolHandlers:
             filters=filters,
             answer_style=answer_style,
             max_tokens=max_tokens,
+            evidence_chars=evidence_chars,
         )
 
     async def get(

@@ -13,7 +13,7 @@ from typing import Any, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragcli import __version__
-from ragcli.choices import ANSWER_STYLES, FUSIONS, MODES, RERANKERS
+from ragcli.choices import ANSWER_STYLES, FUSIONS, MAX_EVIDENCE_CHARS, MODES, RERANKERS
 
 MAX_QUERY_TOP_K = 100
 MAX_ASK_TOP_K = 50
@@ -57,6 +57,12 @@ class AskBody(_Body):
     filters: Optional[Filters] = Field(None, description=FILTERS_HELP)
     answer_style: Optional[Literal[ANSWER_STYLES]] = Field(None, description="How to answer.")  # type: ignore[valid-type]
     max_tokens: Optional[int] = Field(None, ge=1, le=MAX_TOKENS, description="Longest generated answer.")
+    evidence_chars: Optional[int] = Field(
+        None,
+        ge=1,
+        le=MAX_EVIDENCE_CHARS,
+        description="Most characters of quoted evidence (evidence answers).",
+    )
     stream: bool = Field(False, description="Server-sent events: token pieces, then the answer.")
 
 
