@@ -99,3 +99,25 @@ def test_centrality_is_judged_among_evenly_spaced_sentences_of_a_long_document()
     assert [s.start for s in picked] == sorted(s.start for s in picked)  # in document order
     assert picked[-1].start > sentences[990].start  # from the whole document, not its start
     assert evenly(sentences[:10], 400) == sentences[:10]
+
+
+RECIPE = (
+    "Flatbread\n\nFlatbread is the oldest bread, baked long before ovens had doors. "
+    "It needs no yeast and no rising time, so it is ready within half an hour.\n\n"
+    "Ingredients\n\n- 300 g flour\n- 180 g water\n- 5 g salt\n\n"
+    "Method\n\n1. Mix the flour, water and salt into a soft dough.\n"
+    "2. Rest the dough for ten minutes under a cloth.\n"
+    "3. Roll it into thin rounds.\n4. Bake each round in a dry hot pan for a minute a side.\n"
+)
+
+
+@pytest.mark.parametrize("budget", [200, 330, 1000])
+def test_a_summary_quotes_a_list_whole_or_not_at_all(budget):
+    text, chosen = extractive_summary(Source(1, "flatbread.md", None, 1.0, RECIPE, (1,)), None, budget)
+    steps = [n for n in range(1, 5) if f'"{n}. ' in text]
+    assert steps in ([], [1, 2, 3, 4])
+    ingredients = [item for item in ("300 g", "180 g", "5 g") if item in text]
+    assert len(ingredients) in (0, 3)
+    assert sum(len(s.text) + 6 for s in chosen) <= budget or len(chosen) == 1
+    if budget == 1000:
+        assert steps == [1, 2, 3, 4] and len(ingredients) == 3

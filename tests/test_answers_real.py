@@ -74,6 +74,8 @@ def test_questions_about_a_document_are_answered_from_it(env, question):
     assert answer["answer"].startswith("Baking Sourdough Bread at Home")
     assert {c["path"] for c in answer["citations"]} == {str(Path(answer["sources"][0]["path"]))}
     assert answer["sources"][0]["path"].endswith("bread_baking.md")
+    steps = [n for n in range(1, 6) if f'"{n}. ' in answer["answer"]]
+    assert steps in ([], [1, 2, 3, 4, 5])  # a procedure is quoted whole or not at all
 
 
 @pytest.mark.parametrize(

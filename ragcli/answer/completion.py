@@ -34,6 +34,11 @@ def is_title(text: str) -> bool:
     return text.startswith("#") or (short and not text.endswith((".", "!", "?", ":", "。", "！", "？")))
 
 
+def is_numbered(text: str) -> bool:
+    """A numbered line, a step of a procedure ("2. Add the salt", "(3) Push")."""
+    return bool(_NUMBERED.match(text))
+
+
 def is_list_item(text: str) -> bool:
     """A bulleted or numbered line ("- 500 g flour", "2. Add the salt")."""
     return bool(_LIST_ITEM.match(text))
@@ -116,18 +121,22 @@ def _list_run(in_order: Sequence[Sentence], at: int) -> list[Sentence]:
     return run
 
 
+def list_of(item: Sentence, every: Sequence[Sentence]) -> list[Sentence]:
+    """The whole list a list item belongs to, in document order (`every`: its document's
+    sentences in order); empty when the item is not among them."""
+    at = next((i for i, s in enumerate(every) if s.start == item.start), None)
+    if at is None:
+        return []
+    first = _list_start(every, at)
+    return [every[first]] + _list_run(every, first)
+
+
 def whole_steps(chosen: Selection, documents: Sequence[Sequence[Sentence]]) -> None:
     """Each numbered list a chosen item belongs to, whole: a step quoted alone ("5. Bake ...") is
     a procedure cut in the middle. Its other steps join in document order, or, when the budget
     ends, the answer says the list continues."""
-    for item in [s for s in chosen.chosen if _NUMBERED.match(s.text)]:
-        every = documents[item.passage]
-        at = next((i for i, s in enumerate(every) if s.start == item.start), None)
-        if at is None:
-            continue
-        first = _list_start(every, at)
-        run = [every[first]] + _list_run(every, first)
-        for step in (s for s in run if not chosen.has(s)):
+    for item in [s for s in chosen.chosen if is_numbered(s.text)]:
+        for step in (s for s in list_of(item, documents[item.passage]) if not chosen.has(s)):
             if not chosen.add(step):
                 chosen.cut.add(item.passage)
                 break

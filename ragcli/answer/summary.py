@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from ragcli.answer.context import Source
-from ragcli.answer.completion import is_title
+from ragcli.answer.completion import Selection, is_list_item, is_title, list_of
 from ragcli.answer.evidence import quote
 from ragcli.answer.sentences import Sentence, sentences_of
 from ragcli.answer.structure import is_label
@@ -196,15 +196,24 @@ def extractive_summary(
     candidates: SummaryCandidates | None = None,
 ) -> tuple[str, list[Sentence]]:
     """A summary of one whole-document source: title and headings line, lead and central sentences
-    within `budget` characters, in document order (`candidates`: from `summary_candidates`)."""
+    within `budget` characters, in document order (`candidates`: from `summary_candidates`).
+
+    A list is quoted whole or not at all: a central list item brings its whole list when it all
+    fits, else it is left out (a summary quoting steps 1-4 of 5, or two of four ingredients, cut
+    the list without saying so)."""
     candidates = candidates or summary_candidates(source, embedder)
-    chosen, left = [], budget
+    every = sentences_of([source.text])
+    chosen = Selection(budget)
     for sentence in candidates.ranked:
-        cost = len(sentence.text) + 6
-        if chosen and cost > left:
+        if chosen.has(sentence):
             continue
-        chosen.append(sentence)
-        left -= cost
-    chosen.sort(key=lambda s: s.start)
-    lines = ([candidates.heading] if candidates.heading else []) + [quote(sentence) for sentence in chosen]
-    return "\n".join(lines), chosen
+        if not is_list_item(sentence.text):
+            chosen.add(sentence)
+            continue
+        missing = [s for s in list_of(sentence, every) if not chosen.has(s)] or [sentence]
+        if sum(len(s.text) + 6 for s in missing) <= chosen.left:
+            for item in missing:
+                chosen.add(item)
+    in_order = sorted(chosen.chosen, key=lambda s: s.start)
+    lines = ([candidates.heading] if candidates.heading else []) + [quote(sentence) for sentence in in_order]
+    return "\n".join(lines), in_order
