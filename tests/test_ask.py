@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -266,3 +267,19 @@ def test_an_asker_given_a_searcher_selects_with_its_answer_model_and_leaves_it_o
     assert answer_model.calls  # the answer model chose the passages
     assert searcher.search("green tea", QueryOptions(mode="bm25", top_k=1))  # still open
     searcher.close()
+
+
+def test_the_cache_key_follows_ragclis_own_code(tmp_path):
+    """An upgrade that answers differently must not be served the old version's answers."""
+    from ragcli.answer.cache import code_identity
+
+    package = tmp_path / "pkg"
+    (package / "answer").mkdir(parents=True)
+    module = package / "answer" / "evidence.py"
+    module.write_text("BUDGET = 1000\n")
+    before = code_identity(str(package))
+    module.write_text("BUDGET = 1500\n")
+    os.utime(module, ns=(1, 1))
+    code_identity.cache_clear()
+    assert code_identity(str(package)) != before
+    assert code_identity() == code_identity()  # ragcli's own, taken once a process

@@ -64,7 +64,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from ragcli.answer.cache import AnswerCache, cache_key, file_identity, index_state
+from ragcli.answer.cache import AnswerCache, cache_key, code_identity, file_identity, index_state
 from ragcli.answer.comparison import side_names
 from ragcli.answer.context import Source, build_context, context_budget
 from ragcli.answer.evidence import excerpts, page_of, quoted_under, rank_source_sentences, render
@@ -463,13 +463,13 @@ class Asker:
     def _cache_key(self, question: str, options: AskOptions, model: str, style: str) -> str:
         """Everything that changes an answer: question, options (retrieval settings included),
         the style it resolves to, the model and reader files' identity (and the reader's margin),
-        the prompt version,
-        the pipeline's stages and the index state."""
+        the prompt version, the pipeline's stages, ragcli's own code and the index state."""
         self._state = index_state(self.searcher.store)
         normalised = asdict(replace(options, use_cache=True, threads=None, model=None))
         normalised["pipeline"] = self.pipeline.fingerprint()
         normalised["style"] = style
         normalised["prompt_version"] = PROMPT_VERSION
+        normalised["code"] = code_identity()
         normalised["reader_file"] = file_identity(options.reader)
         normalised["reader_margin"] = self.settings.get("reader_margin")
         return cache_key(question, normalised, model, self._state)
