@@ -346,3 +346,25 @@ def test_a_step_quoted_alone_brings_the_other_steps_of_its_procedure():
     tight.add(step_three)
     whole_steps(tight, [every])
     assert 0 in tight.cut and len(tight.chosen) < 5  # cut short, and the answer says so
+
+
+def test_a_heading_chosen_for_its_words_brings_its_first_sentence_or_is_taken_out():
+    from ragcli.answer.completion import Selection
+    from ragcli.answer.evidence import describe_labels
+    from ragcli.answer.sentences import sentences_of
+
+    text = (
+        "Jam\n\nPut the jars in a cool dark cupboard. They keep for a year.\n\n"
+        "Setting a batch aside for later\n\nCover the pot with a lid and leave it off the heat overnight."
+    )
+    every = sentences_of([text])
+    best, heading = every[1], every[3]
+    assert heading.text == "Setting a batch aside for later"
+    roomy = Selection(1000)
+    roomy.add(best), roomy.add(heading)
+    describe_labels(roomy, [every])
+    assert [s.text for s in roomy.chosen][-1].startswith("Cover the pot")
+    tight = Selection(len(best.text) + len(heading.text) + 12)
+    tight.add(best), tight.add(heading)
+    describe_labels(tight, [every])
+    assert tight.chosen == [best] and tight.left == len(heading.text) + 6  # its room given back

@@ -96,6 +96,12 @@ class Selection:
         self.left -= cost
         return True
 
+    def drop(self, sentence: Sentence) -> None:
+        """Take a chosen sentence back out, returning its room to the budget."""
+        if sentence in self.chosen:
+            self.chosen.remove(sentence)
+            self.left += len(sentence.text) + 6
+
 
 def _same_words(text: str, words: str) -> bool:
     """The same sentence, or one cut short by a chunk's end (a prefix of 40+ characters)."""

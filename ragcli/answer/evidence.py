@@ -36,10 +36,11 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 from ragcli.analysis import analyze
 from ragcli.answer.comparison import missing_sides, side_description
-from ragcli.answer.completion import Selection, complete, is_title, ranked_copy, refers_back, whole_steps
+from ragcli.answer.completion import Selection, complete, introduces_list, is_title, ranked_copy, refers_back
+from ragcli.answer.completion import whole_steps
 from ragcli.answer.context import Source, build_context
 from ragcli.answer.sentences import Sentence, question_terms, score_sentences, sentences_of
-from ragcli.answer.structure import paragraph_label
+from ragcli.answer.structure import is_label, paragraph_label
 from ragcli.choices import EVIDENCE_CHARS
 from ragcli.embedding.base import Embedder
 from ragcli.types import Hit
@@ -220,8 +221,22 @@ def select_evidence(
             break
         if sentence.lexical > 0 and sentence.text != best.text:
             chosen.add(sentence)
+    describe_labels(chosen, documents)
     whole_steps(chosen, documents)
     return chosen
+
+
+def describe_labels(chosen: Selection, documents: Sequence[Sequence[Sentence]]) -> None:
+    """A label line chosen for its words (a heading, a term) brings the first sentence it
+    heads, or is taken back out when that does not fit: quoted alone, a heading points at an
+    answer without giving it."""
+    for label in [s for s in chosen.chosen[1:] if is_label(s.text) and not introduces_list(s)]:
+        after = [s for s in documents[label.passage] if s.start > label.start]
+        headed = after[: next((i for i, s in enumerate(after) if is_label(s.text)), len(after))]
+        if not headed or any(chosen.has(s) for s in headed):
+            continue  # a heading with nothing under it, or one quoted over its own sentence
+        if not chosen.add(headed[0]):
+            chosen.drop(label)
 
 
 def asks_why(question: str) -> bool:
