@@ -67,6 +67,7 @@ class PostingsReader:
         self._versions: dict[str, Hashable] = {}
         self._answered = False
         self._allowed: tuple[Sequence[int] | None, np.ndarray | None] = (None, None)
+        self._scratch = _Scratch()
 
     def _group(self, db: sqlite3.Connection, group: str, version: Hashable | None) -> tuple[int, float, dict]:
         """(N, average length, term cache) of a group at the snapshot's generation.
@@ -149,18 +150,73 @@ class PostingsReader:
                     probe, fewest = part[0], count
         if not parts:
             return []
+        low, high = min([part[2] for part in parts]), max([part[3] for part in parts])
+        count = sum([part[4] for part in parts])
+        start = 0 if low <= high - low else low  # `_best`'s choice of the accumulator's origin
+        if allowed is None and high - start < 4 * count + RANGE_SLOTS:  # the usual query
+            return self._best_on_range(parts, start, high - start + 1, count, k, probe)
         if len(parts) == 1:
-            part = parts[0]
-            ids, partial, bounds = part[0], part[1], (part[2], part[3])
+            ids, partial = parts[0][0], parts[0][1]
         else:
             ids = np.concatenate([part[0] for part in parts])
             partial = np.concatenate([part[1] for part in parts])
-            bounds = min([part[2] for part in parts]), max([part[3] for part in parts])
-        return _best(ids, partial, k, allowed, repeats=len(parts), bounds=bounds, probe=probe)
+        return _best(ids, partial, k, allowed, repeats=len(parts), bounds=(low, high), probe=probe)
+
+    def _best_on_range(
+        self, parts: list[_Postings], start: int, size: int, count: int, k: int, probe: np.ndarray | None
+    ) -> list[tuple[int, float]]:
+        """`_best` for postings whose ids span `size` slots from `start`, summed in the
+        buffers `_scratch` keeps: the same additions in the same order (`numpy.add.at`
+        over the postings in query order, from 0.0, as `numpy.bincount` does), so the
+        same totals bit for bit."""
+        import numpy as np
+
+        totals, ids, partial = self._scratch.buffers(size, count)
+        totals.fill(0.0)
+        np.concatenate([part[0] for part in parts], out=ids)
+        np.concatenate([part[1] for part in parts], out=partial)
+        if start:
+            ids -= start
+            probe = None if probe is None else probe - start
+        np.add.at(totals, ids, partial)
+        return _best_in_range(totals, start, k, probe)
+
+
+# Ids spread over fewer slots than 4 a posting plus this are summed in one array over their
+# range (`PostingsReader._best_on_range`): clearing and scanning 32K slots costs about as
+# much as sorting a few thousand postings (`_best`).
+RANGE_SLOTS = 32_768
 
 
 # A term's cached postings: (chunk ids, BM25 contributions, lowest id, highest id, count).
 _Postings = tuple  # "tuple[np.ndarray, np.ndarray, int, int, int]", kept plain for the lazy numpy
+
+
+class _Scratch:
+    """Arrays a reader sums its queries in, reused from query to query.
+
+    Fresh arrays of a warm query's size (tens of KB) cost more than the additions: the
+    allocator hands back memory it returned to the system, and every page faults again
+    (0.0055 ms of a 0.030 ms query on SciFact). Arrays past `keep` elements are not kept.
+    Like its connection, a reader serves one query at a time.
+    """
+
+    def __init__(self, keep: int = 1 << 21) -> None:
+        self.keep = keep
+        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def buffers(self, size: int, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(float64 totals of `size`, int64 ids and float64 partial scores of `count`), not zeroed."""
+        import numpy as np
+
+        arrays = self._arrays
+        if arrays is None or len(arrays[0]) < size or len(arrays[1]) < count:
+            longest = max(size, count, 0 if arrays is None else len(arrays[0]))
+            length = 1 << max(longest - 1, 1).bit_length()  # room to grow: the next power of two
+            arrays = np.empty(length), np.empty(length, dtype=np.int64), np.empty(length)
+            if length <= self.keep:
+                self._arrays = arrays
+        return arrays[0][:size], arrays[1][:count], arrays[2][:count]
 
 
 # A query with more postings than this is scored with numpy even in a new process. Importing
@@ -219,21 +275,17 @@ def _best_in_range(
     """
     import numpy as np
 
-    if probe is not None and len(probe) >= k:
-        kth = _kth_best(totals, probe, k)
-    else:
-        take = min(k, len(totals))
-        kth = np.partition(totals, len(totals) - take)[len(totals) - take]  # 3x faster than argpartition
+    kth = _kth_best(totals, probe, k) if probe is not None and len(probe) >= k else 0.0
     # Everything tied with the k-th best stays a candidate, so ties resolve by chunk id.
     picked = (totals >= kth if kth > 0 else totals).nonzero()[0]
-    if len(picked) <= 4 * k:  # the usual few candidates: sorting them in Python beats lexsort's call
-        ranked = sorted(zip((-totals[picked]).tolist(), picked.tolist()))[:k]
-        return [(chunk + low, -negated) for negated, chunk in ranked]
-    best = picked[np.lexsort((picked, -totals[picked]))[:k]]
-    scores = totals[best].tolist()  # Python floats, as float() makes them: one call, not k
-    if low:
-        best = best + low
-    return list(zip(best.tolist(), scores))
+    scores = totals[picked]
+    if len(picked) > 2 * k:  # a loose bound: the candidates' own k-th best is exact
+        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        tied = (scores >= kth).nonzero()[0]
+        picked, scores = picked[tied], scores[tied]
+    # The few left (k, unless tied) sorted in Python: cheaper than `lexsort`'s call.
+    ranked = sorted(zip((-scores).tolist(), picked.tolist()))[:k]
+    return [(chunk + low, -negated) for negated, chunk in ranked]
 
 
 def _kth_best(totals: np.ndarray, probe: np.ndarray, k: int) -> float:
