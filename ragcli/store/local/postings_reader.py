@@ -138,9 +138,33 @@ class PostingsReader:
         docs, _, cache = self._group(db, group, version)
         if not docs:
             return []
+        postings = [cache.get(term) or self._term(db, group, term, cache) for term in terms]
+        return self._ranked(postings, k, allowed)
+
+    def top_k_cached(
+        self, group: str, terms: Sequence[str], k: int, version: Hashable
+    ) -> list[tuple[int, float]] | None:
+        """`top_k` from memory alone, without a read of the database: None unless this group
+        was last read at `version` (`Store.version()`, just read) and every term's postings
+        are kept. What is kept was read at that version, so the answer is the one a snapshot
+        taken now would give."""
+        if self._versions.get(group) != version:
+            return None
+        cache = self._terms[group]
+        try:
+            postings = [cache[term] for term in terms]
+        except KeyError:
+            return None
+        return self._ranked(postings, k, None) if k > 0 and self._state[group][1] else []
+
+    def _ranked(
+        self, postings: list[_Postings], k: int, allowed: np.ndarray | None
+    ) -> list[tuple[int, float]]:
+        """The k best of the query terms' postings (`top_k` after reading them)."""
+        import numpy as np
+
         parts, probe, fewest = [], None, 0
-        for term in terms:
-            part = cache.get(term) or self._term(db, group, term, cache)
+        for part in postings:
             count = part[4]
             if count:
                 parts.append(part)
