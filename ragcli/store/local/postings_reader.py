@@ -164,18 +164,19 @@ class PostingsReader:
         import numpy as np
 
         parts, probe, fewest = [], None, 0
+        count, low, high = 0, None, 0  # of all the query's postings
         for part in postings:
-            count = part[4]
-            if count:
+            if part[4]:
                 parts.append(part)
+                count += part[4]
+                low = part[2] if low is None or part[2] < low else low
+                high = part[3] if part[3] > high else high
                 # The rarest term with at least k chunks: the k-th best total among its
                 # chunks bounds the k-th best overall from below (`_best_in_range`).
-                if count >= k and (count < fewest or not fewest):
-                    probe, fewest = part[0], count
-        if not parts:
+                if part[4] >= k and (part[4] < fewest or not fewest):
+                    probe, fewest = part[0], part[4]
+        if low is None:
             return []
-        low, high = min([part[2] for part in parts]), max([part[3] for part in parts])
-        count = sum([part[4] for part in parts])
         start = 0 if low <= high - low else low  # `_best`'s choice of the accumulator's origin
         if allowed is None and high - start < 4 * count + RANGE_SLOTS:  # the usual query
             return self._best_on_range(parts, start, high - start + 1, count, k, probe)
