@@ -332,6 +332,33 @@ def test_ties_resolve_by_chunk_id_on_both_accumulators():
     assert _best(ids, partial, 10, np.array([4])) == []
 
 
+def test_a_reader_reusing_its_sums_ranks_like_a_fresh_accumulator():
+    """Queries summed one after another in the reader's kept arrays (wider, narrower, from
+    another origin) give `_best`'s list, bit for bit: nothing of one query leaks into the next."""
+    import numpy as np
+
+    from ragcli.store.local.postings_reader import PostingsReader, _best
+
+    rng = np.random.default_rng(7)
+    reader = PostingsReader()
+    for trial in range(60):
+        origin = int(rng.choice([0, 1, 5_000]))
+        span = int(rng.choice([20, 300, 5_000]))
+        parts = []
+        for _ in range(rng.integers(1, 6)):
+            ids = np.sort(rng.choice(span, size=rng.integers(1, min(span, 400)), replace=False)) + origin
+            scores = rng.choice([0.5, 1.25], size=len(ids)) if trial % 2 else rng.random(len(ids))
+            parts.append((ids.astype(np.int64), scores, int(ids.min()), int(ids.max()), len(ids)))
+        ids = np.concatenate([part[0] for part in parts])
+        partial = np.concatenate([part[1] for part in parts])
+        low, high = int(ids.min()), int(ids.max())
+        start = 0 if low <= high - low else low
+        probe = next((part[0] for part in parts if part[4] >= 3), None)
+        for k in (1, 3, 50):
+            found = reader._best_on_range(parts, start, high - start + 1, len(ids), k, probe)
+            assert found == _best(ids, partial, k, None), (trial, k)
+
+
 def test_ascii_text_is_analysed_like_any_text():
     """ASCII text takes a shorter path (no CJK runs, nothing to fold): the same terms as the
     general path, which one accented word at the end forces."""

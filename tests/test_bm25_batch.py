@@ -177,3 +177,86 @@ def test_a_full_chunk_cache_restarts_and_still_returns_every_hit(english):
     assert small.search_many(QUERIES, 4) == expected
     assert [small.search(query, 4) for query in QUERIES] == expected
     assert len(small._lexical._chunks._chunks) <= 4
+
+
+def hit_rows(hits) -> list[tuple[str, str, float]]:
+    return [(hit.chunk.path, hit.chunk.text, hit.score) for hit in hits]
+
+
+def test_a_warm_repeated_query_reads_only_the_database_version(isolated_home):
+    """Answered from memory: one `PRAGMA data_version`, no BEGIN or COMMIT; a commit by another
+    connection is seen at once (new text, new scores)."""
+    ingest_documents(
+        isolated_home, documents(ENGLISH), embedder=HashEmbedder(), group="medium", chunking=WHOLE
+    )
+    options = QueryOptions(mode="bm25", top_k=3)
+    with Searcher(isolated_home, settings=load_settings()) as searcher:
+        first = searcher.search("reset the router", options)
+        statements: list[str] = []
+        searcher.store.db.set_trace_callback(statements.append)
+        assert searcher.search("reset the router", options) == first
+        assert statements == ["PRAGMA data_version"]
+        changed = dict(ENGLISH, router="Reset the router: hold its reset button down for thirty seconds.")
+        ingest_documents(
+            isolated_home, documents(changed), embedder=HashEmbedder(), group="medium", chunking=WHOLE
+        )
+        after = searcher.search("reset the router", options)
+        assert "BEGIN" in statements  # read again, in a snapshot
+        assert "thirty seconds" in after[0].chunk.text
+        assert after[0].score != first[0].score
+        searcher.store.db.set_trace_callback(None)
+
+
+def test_warm_queries_during_ingests_see_one_state_or_the_other(isolated_home, monkeypatch):
+    """Re-ingests flip a document between two texts while a searcher repeats warm queries:
+    each answer is exactly one state's (its texts with its scores), never a mix."""
+    one = dict(ENGLISH, router="To reset the router, press the recessed button for ten seconds.")
+    two = dict(ENGLISH, router="Reset the router router: hold the reset button, then restart the router.")
+    options = QueryOptions(mode="bm25", top_k=4)
+    expected = []
+    for texts in (two, one):
+        ingest_documents(
+            isolated_home, documents(texts), embedder=HashEmbedder(), group="medium", chunking=WHOLE
+        )
+        with Searcher(isolated_home, settings=load_settings()) as fresh:
+            expected.append({query: hit_rows(fresh.search(query, options)) for query in QUERIES})
+    assert expected[0] != expected[1]
+    done = threading.Event()
+
+    def flip() -> None:
+        try:
+            for turn in range(12):
+                ingest_documents(
+                    isolated_home,
+                    documents((two, one)[turn % 2]),
+                    embedder=HashEmbedder(),
+                    group="medium",
+                    chunking=WHOLE,
+                )
+        finally:
+            done.set()
+
+    writer = threading.Thread(target=flip)
+    seen = set()
+    from_memory = []
+    monkeypatch.setattr(Searcher, "_bm25_from_memory", spy(Searcher._bm25_from_memory, from_memory))
+    with Searcher(isolated_home, settings=load_settings()) as searcher:
+        writer.start()
+        while not done.is_set():
+            for query in QUERIES:
+                found = hit_rows(searcher.search(query, options))
+                assert found in (expected[0][query], expected[1][query]), query
+                seen.add(found == expected[0][query])
+    writer.join()
+    assert seen == {True, False}
+    assert any(hits is not None for hits in from_memory) and None in from_memory
+
+
+def spy(method, results: list):
+    """`method`, recording what each call returned."""
+
+    def recorded(*args, **kwargs):
+        results.append(method(*args, **kwargs))
+        return results[-1]
+
+    return recorded

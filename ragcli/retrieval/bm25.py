@@ -14,7 +14,7 @@ over the same terms (`ragcli.store.milvus.backend`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Hashable, Sequence
 
 from ragcli.retrieval.base import ChunkFilter
 from ragcli.store.chooser import as_backend
@@ -42,6 +42,14 @@ class BM25Retriever:
             allowed: compiled metadata filters; only their documents' chunks can match.
         """
         return self.search_many([query], k, allowed)[0]
+
+    def search_cached(self, query: str, k: int, version: Hashable) -> list[Hit] | None:
+        """`search` without filters answered from memory, read at the store's `version`
+        (just read); None when the store must be read (`LexicalSearch.search_cached`)."""
+        if k <= 0:
+            return []
+        found = self._lexical.search_cached([query], k, version)
+        return None if found is None else Hit.ranked(found[0])
 
     def search_many(
         self, queries: Sequence[str], k: int, allowed: ChunkFilter | None = None

@@ -312,12 +312,32 @@ class Searcher:
         check_query_length(query)
         query = valid_unicode(query)  # non-UTF-8 bytes from argv/stdin must not reach the tokenizer
         validate(options)
-        if options.mode == "bm25" and options.rerank is None:
-            # One read snapshot for the group check and the postings: the first read of a
-            # snapshot costs SQLite a lock and a WAL check, about 4 µs, the later ones 1 µs.
-            with self.store.snapshot():
-                return self._search(query, options, generator_factory)
-        return self._search(query, options, generator_factory)
+        if options.mode != "bm25" or options.rerank is not None:
+            return self._search(query, options, generator_factory)
+        hits = self._bm25_from_memory(query, options)
+        if hits is None:  # one read snapshot for the group check and the postings: the first
+            with self.store.snapshot():  # read of a snapshot costs about 4 µs, the later ones 1 µs
+                hits = self._search(query, options, generator_factory)
+        return hits
+
+    def _bm25_from_memory(self, query: str, options: QueryOptions) -> list[Hit] | None:
+        """A plain warm bm25 search from what was kept at the store's current version (the group
+        here, postings and chunks in `BM25Retriever.search_cached`): one read of the version, no
+        transaction, the answer a snapshot would give; None when something must be read."""
+        if options.filters or options.require or options.exclude:
+            return None
+        version = self.store.version()
+        known = version is not None and version == self._resolved_at
+        group = self._resolved.get(options.group) if known else None
+        search_cached = getattr(self._retrievers.get(("bm25", group)), "search_cached", None)
+        if search_cached is None:  # not resolved at this version, not built, or it keeps nothing
+            return None
+        with stage("bm25 retrieve"):
+            hits = search_cached(query, options.top_k, version)
+        if hits is None:
+            return None
+        log.info("index %s, group %s, mode %s, top %d", self.store.path, group, options.mode, options.top_k)
+        return self._cut(hits, options)
 
     def _search(
         self, query: str, options: QueryOptions, generator: Callable[[], Generator] | None = None
@@ -366,13 +386,8 @@ class Searcher:
 
     def _search_batch(self, queries: Sequence[str], options: QueryOptions) -> list[list[Hit]]:
         group = self.resolve_group(options.group)
-        log.info(
-            "index %s, group %s, bm25 batch of %d, top %d",
-            self.store.path,
-            group,
-            len(queries),
-            options.top_k,
-        )
+        count = len(queries)
+        log.info("index %s, group %s, bm25 batch of %d, top %d", self.store.path, group, count, options.top_k)
         allowed = self.compile_filters(options.filters)
         with stage("bm25 retrieve", f"{len(queries)} queries"):
             found = self.retriever("bm25", group).search_many(

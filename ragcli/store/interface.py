@@ -80,6 +80,13 @@ class LexicalSearch(Protocol):
         """Per query, up to `k` (chunk, score) pairs, best first."""
         ...
 
+    def search_cached(
+        self, queries: Sequence[str], k: int, version: Hashable
+    ) -> list[list[tuple[Chunk, float]]] | None:
+        """`search_many` without a filter from what is kept in memory, read at `version`
+        (`Backend.version()`); None when the database must be read."""
+        ...
+
 
 class DenseSearch(Protocol):
     """Nearest neighbours over one group's unit-length vectors (inner product = cosine)."""

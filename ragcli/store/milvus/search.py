@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Hashable, Sequence
 
 from ragcli.store.interface import ChunkFilter
 from ragcli.store.milvus.schema import CHUNK_FIELDS, CHUNKS, chunk_from_row, quoted
@@ -18,6 +18,10 @@ class MilvusLexical:
     def __init__(self, client, group: str) -> None:
         self.client = client
         self.group = group
+
+    def search_cached(self, queries: Sequence[str], k: int, version: Hashable) -> None:
+        """Nothing is kept between queries: every search asks Milvus."""
+        return None
 
     def search_many(
         self, queries: Sequence[str], k: int, allowed: ChunkFilter | None
