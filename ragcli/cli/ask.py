@@ -7,7 +7,7 @@ from typing import Annotated, Iterable, Optional
 
 import typer
 
-from ragcli.choices import ANSWER_STYLES, REWRITES, STYLE_ALIASES
+from ragcli.choices import ANSWER_STYLES, EVIDENCE_CHARS, REWRITES, STYLE_ALIASES
 from ragcli.cli.options import (
     CandidatesOption,
     EmbedModelOption,
@@ -127,7 +127,7 @@ def ask(
             "--evidence-chars",
             min=1,
             help="Most characters of quoted evidence in an evidence answer (a longer list or "
-            "procedure is cut and says so). Default: $RAG_EVIDENCE_CHARS / config, else 1000.",
+            f"procedure is cut and says so). Default: $RAG_EVIDENCE_CHARS / config, else {EVIDENCE_CHARS}.",
             show_default=False,
         ),
     ] = None,
