@@ -67,6 +67,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from ragcli.answer.cache import AnswerCache, cache_key, code_identity, file_identity, index_state
 from ragcli.answer.comparison import side_names
 from ragcli.answer.context import Source, build_context, context_budget
+from ragcli.answer.edges import whole_sentences
 from ragcli.answer.evidence import excerpts, page_of, quoted_under, rank_source_sentences, render
 from ragcli.answer.evidence import supporting_sentence
 from ragcli.answer.model_summary import final_prompt
@@ -252,7 +253,7 @@ class Asker:
             yield cached
             return
         run = AnswerRun(question, options, started)
-        hits = self._retrieve(run)
+        hits = whole_sentences(self._retrieve(run), self.searcher.store.document_chunks)
         if not hits or unknown_names(question, hits, self._search, options.query):
             answer = run.abstain()
         elif asks_about_document(question):
