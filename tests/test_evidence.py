@@ -368,3 +368,15 @@ def test_a_heading_chosen_for_its_words_brings_its_first_sentence_or_is_taken_ou
     tight.add(best), tight.add(heading)
     describe_labels(tight, [every])
     assert tight.chosen == [best] and tight.left == len(heading.text) + 6  # its room given back
+
+
+def test_a_sentence_without_a_word_is_never_quoted():
+    from ragcli.answer.sentences import sentences_of
+
+    assert [s.text for s in sentences_of([". These are the places where rules are enforced."])] == [
+        "These are the places where rules are enforced."
+    ]
+    found = answer_with_evidence(
+        "where are rules enforced?", [hit(". These are the places where rules are enforced.")]
+    )
+    assert '"." [1]' not in found.text.split("\n")

@@ -63,12 +63,17 @@ class Sentence:
 
 
 def sentences_of(passages: Sequence[str]) -> list[Sentence]:
-    """All sentences of the passages, in passage order."""
+    """All sentences of the passages, in passage order; a "sentence" without a letter or digit
+    (a stray ".", a rule of dashes) is none: it says nothing a quote could show."""
     return [
         Sentence(text[start:end], number, start)
         for number, text in enumerate(passages)
         for start, end in sentence_spans(text)
+        if _WORDED.search(text, start, end)
     ]
+
+
+_WORDED = re.compile(r"[^\W_]")
 
 
 # "how long/old/far ...": the adjective is the question's form (a duration, an age), not its topic.
