@@ -63,6 +63,7 @@ def test_a_procedure_is_quoted_with_all_its_steps_in_order(env):
     answer = ask(env, "how do I bake sourdough bread?")["answer"]
     starts = [answer.find(f'"{n}. ') for n in range(1, 6)]
     assert -1 not in starts and starts == sorted(starts)
+    assert '"## ' not in answer  # a Markdown heading is quoted by its words
 
 
 @pytest.mark.parametrize(

@@ -128,9 +128,14 @@ def page_of(source: Source, sentence: Sentence) -> int | None:
 
 
 def quote(sentence: Sentence, also: Sequence[int] = ()) -> str:
-    """The sentence quoted and cited; `also`: other sources (0-based) saying the same words."""
+    """The sentence quoted and cited; `also`: other sources (0-based) saying the same words.
+    A Markdown heading is quoted without its marks ("## Method" -> "Method"): its words are
+    still the source's, word for word."""
     cited = " ".join(f"[{passage + 1}]" for passage in (sentence.passage, *also))
-    return f'"{" ".join(sentence.text.split())}" {cited}'
+    return f'"{" ".join(_HEADING_MARKS.sub("", sentence.text, count=1).split())}" {cited}'
+
+
+_HEADING_MARKS = re.compile(r"^\s*#{1,6}\s+(?=\S)")
 
 
 def rank_source_sentences(
