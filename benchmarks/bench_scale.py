@@ -21,14 +21,17 @@ against exact search on 200 queries (real MiniLM query vectors), and the time to
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
+import logging
 import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
 from typing import Iterator
 
@@ -160,6 +163,54 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q))
 
 
+# The warm hybrid query's stages (`ragcli.stages`, the timings `rag -v` logs), as the benchmark
+# prints them: each leaf once (the two vector searches, first pass and feedback, summed), then
+# the stages that only contain leaves. Leaves do not overlap, so the rest of the query's time
+# is spent outside every stage.
+HYBRID_LEAVES = (
+    ("embed query", "query embedding"),
+    ("vector search", "vector index search (IVF probe), both passes"),
+    ("vector owners", "vector ids to chunk ids (SQLite), both passes"),
+    ("feedback vector", "feedback: the best fused hit's stored vector"),
+    ("read chunks (dense)", "chunk reads for dense hits"),
+    ("bm25 score", "BM25 scoring"),
+    ("read chunks (bm25)", "chunk reads for BM25 hits"),
+    ("fuse (adaptive, first pass)", "fusion, first pass"),
+    ("fuse (adaptive, second pass)", "fusion, second pass"),
+)
+HYBRID_CONTAINERS = ("bm25 retrieve", "dense retrieve", "dense feedback")
+
+
+class StageClock(logging.Handler):
+    """Milliseconds per `ragcli.stages` stage of one query (name and detail; repeats summed).
+
+    Reads the records the search pipeline already logs (`stage NAME: SECONDS s (DETAIL)`)
+    from their arguments, without formatting them.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.query: dict[str, float] = defaultdict(float)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        name, seconds, detail = record.args
+        self.query[name + detail] += seconds * 1000
+
+    def __enter__(self) -> "StageClock":
+        logger = logging.getLogger("ragcli.stages")
+        self._saved = logger.level, logger.propagate
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+        logger.addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        logger = logging.getLogger("ragcli.stages")
+        logger.removeHandler(self)
+        logger.setLevel(self._saved[0])
+        logger.propagate = self._saved[1]
+
+
 def warm(args, texts: list[str]) -> None:
     from ragcli.config import load_settings
     from ragcli.retrieval.search import QueryOptions, Searcher
@@ -169,15 +220,42 @@ def warm(args, texts: list[str]) -> None:
         for mode in ("bm25", "dense", "hybrid"):
             options = QueryOptions(mode=mode, top_k=10)
             searcher.search(texts[0], options)  # loads the model, maps the files
-            times = []
-            for text in texts[1 : args.warm + 1]:
-                started = time.perf_counter()
-                searcher.search(text, options)
-                times.append((time.perf_counter() - started) * 1000)
+            times, stages = [], []
+            with StageClock() if mode == "hybrid" else contextlib.nullcontext() as clock:
+                for text in texts[1 : args.warm + 1]:
+                    if clock is not None:
+                        clock.query = defaultdict(float)
+                    started = time.perf_counter()
+                    searcher.search(text, options)
+                    times.append((time.perf_counter() - started) * 1000)
+                    if clock is not None:
+                        stages.append(clock.query)
             print(
                 f"warm {mode:<6}: p50 {percentile(times, 50):6.1f} ms, p95 {percentile(times, 95):6.1f} ms "
                 f"({len(times)} queries, one Searcher)"
             )
+    print_breakdown(times, stages)
+
+
+def print_breakdown(times: list[float], stages: list[dict[str, float]]) -> None:
+    """The warm hybrid query's time per stage: the median over the same queries (medians of
+    parts do not add up to the median of the whole; the rest is per query, then its median)."""
+    total = statistics.median(times)
+    print(
+        f"warm hybrid, where the time goes (median ms of {len(times)} queries; whole query {total:.1f} ms):"
+    )
+    leaves = [key for key, _ in HYBRID_LEAVES]
+    for key, label in HYBRID_LEAVES:
+        value = statistics.median(query.get(key, 0.0) for query in stages)
+        print(f"  {label:<48} {value:6.2f} ms  {value / total:4.0%}")
+    rest = [elapsed - sum(query.get(key, 0.0) for key in leaves) for elapsed, query in zip(times, stages)]
+    print(f"  {'outside these stages (group, coverage, hits)':<48} {statistics.median(rest):6.2f} ms")
+    for key in HYBRID_CONTAINERS:
+        value = statistics.median(query.get(key, 0.0) for query in stages)
+        print(f"  ({key}: {value:.2f} ms, holding some of the above)")
+    unplaced = sorted({key for query in stages for key in query} - set(leaves) - set(HYBRID_CONTAINERS))
+    if unplaced:
+        print(f"  stages this breakdown does not place: {', '.join(unplaced)}")
 
 
 def cold(args, texts: list[str]) -> None:
