@@ -13,9 +13,11 @@ at no model cost. The base vectors are embedded once (2,000 SciFact documents) a
 
 Printed: ingest throughput and peak RSS (of this process, right after ingest), size on
 disk, cold (`rag query` in a new process; page cache warm) and warm (one `Searcher`)
-query latency for bm25 / dense / hybrid, recall@10 of the approximate vector index
-against exact search on 200 queries (real MiniLM query vectors), and the time to delete
-1% of the documents (BM25, SQLite and the vector file). Timings are printed, never asserted.
+query latency for bm25 / dense / hybrid with the load average after each, where a warm
+hybrid query's time goes (median ms per stage, from the `ragcli.stages` records `rag -v`
+shows), recall@10 of the approximate vector index against exact search on 200 queries
+(real MiniLM query vectors), and the time to delete 1% of the documents (BM25, SQLite and
+the vector file). Timings are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
 import resource
 import shutil
 import statistics
@@ -159,6 +162,11 @@ def build(args) -> None:
     )
 
 
+def load_average() -> str:
+    """The machine's load average over 1, 5 and 15 minutes (timings depend on it)."""
+    return "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+
+
 def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q))
 
@@ -232,7 +240,7 @@ def warm(args, texts: list[str]) -> None:
                         stages.append(clock.query)
             print(
                 f"warm {mode:<6}: p50 {percentile(times, 50):6.1f} ms, p95 {percentile(times, 95):6.1f} ms "
-                f"({len(times)} queries, one Searcher)"
+                f"({len(times)} queries, one Searcher; {load_average()})"
             )
     print_breakdown(times, stages)
 
@@ -283,7 +291,7 @@ def cold(args, texts: list[str]) -> None:
                 times.append(time.perf_counter() - started)
         print(
             f"cold {mode:<6}: median {statistics.median(times):.2f} s, max {max(times):.2f} s "
-            f"(new `rag query` process each, {len(times)} runs)"
+            f"(new `rag query` process each, {len(times)} runs; {load_average()})"
         )
 
 
