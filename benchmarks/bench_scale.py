@@ -246,21 +246,26 @@ def warm(args, texts: list[str]) -> None:
 
 
 def print_breakdown(times: list[float], stages: list[dict[str, float]]) -> None:
-    """The warm hybrid query's time per stage: the median over the same queries (medians of
-    parts do not add up to the median of the whole; the rest is per query, then its median)."""
-    total = statistics.median(times)
+    """The warm hybrid query's time per stage over the same queries: the median, and the mean
+    with its share of the mean query (means add up to the whole; medians of parts need not,
+    since a busy machine delays a different stage of each query)."""
     print(
-        f"warm hybrid, where the time goes (median ms of {len(times)} queries; whole query {total:.1f} ms):"
+        f"warm hybrid, where the time goes ({len(times)} queries; ms median / mean, share of the mean; "
+        f"whole query {statistics.median(times):.1f} / {statistics.fmean(times):.1f} ms):"
     )
     leaves = [key for key, _ in HYBRID_LEAVES]
-    for key, label in HYBRID_LEAVES:
-        value = statistics.median(query.get(key, 0.0) for query in stages)
-        print(f"  {label:<48} {value:6.2f} ms  {value / total:4.0%}")
     rest = [elapsed - sum(query.get(key, 0.0) for key in leaves) for elapsed, query in zip(times, stages)]
-    print(f"  {'outside these stages (group, coverage, hits)':<48} {statistics.median(rest):6.2f} ms")
-    for key in HYBRID_CONTAINERS:
-        value = statistics.median(query.get(key, 0.0) for query in stages)
-        print(f"  ({key}: {value:.2f} ms, holding some of the above)")
+    rows = [(label, [query.get(key, 0.0) for query in stages]) for key, label in HYBRID_LEAVES]
+    rows.append(("outside these stages (group, coverage, hits)", rest))
+    rows += [
+        (f"({key}: holds some of the above)", [q.get(key, 0.0) for q in stages]) for key in HYBRID_CONTAINERS
+    ]
+    for label, values in rows:
+        mean = statistics.fmean(values)
+        print(
+            f"  {label:<48} {statistics.median(values):6.2f} / {mean:6.2f} ms  "
+            f"{mean / statistics.fmean(times):4.0%}"
+        )
     unplaced = sorted({key for query in stages for key in query} - set(leaves) - set(HYBRID_CONTAINERS))
     if unplaced:
         print(f"  stages this breakdown does not place: {', '.join(unplaced)}")
