@@ -13,22 +13,28 @@ at no model cost. The base vectors are embedded once (2,000 SciFact documents) a
 
 Printed: ingest throughput and peak RSS (of this process, right after ingest), size on
 disk, cold (`rag query` in a new process; page cache warm) and warm (one `Searcher`)
-query latency for bm25 / dense / hybrid, recall@10 of the approximate vector index
-against exact search on 200 queries (real MiniLM query vectors), and the time to delete
-1% of the documents (BM25, SQLite and the vector file). Timings are printed, never asserted.
+query latency for bm25 / dense / hybrid with the load average after each, where a warm
+hybrid query's time goes (median ms per stage, from the `ragcli.stages` records `rag -v`
+shows), recall@10 of the approximate vector index against exact search on 200 queries
+(real MiniLM query vectors), and the time to delete 1% of the documents (BM25, SQLite and
+the vector file). Timings are printed, never asserted.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
+import logging
+import os
 import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
 from typing import Iterator
 
@@ -156,8 +162,61 @@ def build(args) -> None:
     )
 
 
+def load_average() -> str:
+    """The machine's load average over 1, 5 and 15 minutes (timings depend on it)."""
+    return "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+
+
 def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q))
+
+
+# The warm hybrid query's stages (`ragcli.stages`, the timings `rag -v` logs), as the benchmark
+# prints them: each leaf once (the two vector searches, first pass and feedback, summed), then
+# the stages that only contain leaves. Leaves do not overlap, so the rest of the query's time
+# is spent outside every stage.
+HYBRID_LEAVES = (
+    ("embed query", "query embedding"),
+    ("vector search", "vector index search (IVF probe), both passes"),
+    ("vector owners", "vector ids to chunk ids (SQLite), both passes"),
+    ("feedback vector", "feedback: the best fused hit's stored vector"),
+    ("read chunks (dense)", "chunk reads for dense hits"),
+    ("bm25 score", "BM25 scoring"),
+    ("read chunks (bm25)", "chunk reads for BM25 hits"),
+    ("fuse (adaptive, first pass)", "fusion, first pass"),
+    ("fuse (adaptive, second pass)", "fusion, second pass"),
+)
+HYBRID_CONTAINERS = ("bm25 retrieve", "dense retrieve", "dense feedback")
+
+
+class StageClock(logging.Handler):
+    """Milliseconds per `ragcli.stages` stage of one query (name and detail; repeats summed).
+
+    Reads the records the search pipeline already logs (`stage NAME: SECONDS s (DETAIL)`)
+    from their arguments, without formatting them.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.query: dict[str, float] = defaultdict(float)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        name, seconds, detail = record.args
+        self.query[name + detail] += seconds * 1000
+
+    def __enter__(self) -> "StageClock":
+        logger = logging.getLogger("ragcli.stages")
+        self._saved = logger.level, logger.propagate
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+        logger.addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        logger = logging.getLogger("ragcli.stages")
+        logger.removeHandler(self)
+        logger.setLevel(self._saved[0])
+        logger.propagate = self._saved[1]
 
 
 def warm(args, texts: list[str]) -> None:
@@ -169,15 +228,47 @@ def warm(args, texts: list[str]) -> None:
         for mode in ("bm25", "dense", "hybrid"):
             options = QueryOptions(mode=mode, top_k=10)
             searcher.search(texts[0], options)  # loads the model, maps the files
-            times = []
-            for text in texts[1 : args.warm + 1]:
-                started = time.perf_counter()
-                searcher.search(text, options)
-                times.append((time.perf_counter() - started) * 1000)
+            times, stages = [], []
+            with StageClock() if mode == "hybrid" else contextlib.nullcontext() as clock:
+                for text in texts[1 : args.warm + 1]:
+                    if clock is not None:
+                        clock.query = defaultdict(float)
+                    started = time.perf_counter()
+                    searcher.search(text, options)
+                    times.append((time.perf_counter() - started) * 1000)
+                    if clock is not None:
+                        stages.append(clock.query)
             print(
                 f"warm {mode:<6}: p50 {percentile(times, 50):6.1f} ms, p95 {percentile(times, 95):6.1f} ms "
-                f"({len(times)} queries, one Searcher)"
+                f"({len(times)} queries, one Searcher; {load_average()})"
             )
+    print_breakdown(times, stages)
+
+
+def print_breakdown(times: list[float], stages: list[dict[str, float]]) -> None:
+    """The warm hybrid query's time per stage over the same queries: the median, and the mean
+    with its share of the mean query (means add up to the whole; medians of parts need not,
+    since a busy machine delays a different stage of each query)."""
+    print(
+        f"warm hybrid, where the time goes ({len(times)} queries; ms median / mean, share of the mean; "
+        f"whole query {statistics.median(times):.1f} / {statistics.fmean(times):.1f} ms):"
+    )
+    leaves = [key for key, _ in HYBRID_LEAVES]
+    rest = [elapsed - sum(query.get(key, 0.0) for key in leaves) for elapsed, query in zip(times, stages)]
+    rows = [(label, [query.get(key, 0.0) for query in stages]) for key, label in HYBRID_LEAVES]
+    rows.append(("outside these stages (group, coverage, hits)", rest))
+    rows += [
+        (f"({key}: holds some of the above)", [q.get(key, 0.0) for q in stages]) for key in HYBRID_CONTAINERS
+    ]
+    for label, values in rows:
+        mean = statistics.fmean(values)
+        print(
+            f"  {label:<48} {statistics.median(values):6.2f} / {mean:6.2f} ms  "
+            f"{mean / statistics.fmean(times):4.0%}"
+        )
+    unplaced = sorted({key for query in stages for key in query} - set(leaves) - set(HYBRID_CONTAINERS))
+    if unplaced:
+        print(f"  stages this breakdown does not place: {', '.join(unplaced)}")
 
 
 def cold(args, texts: list[str]) -> None:
@@ -205,7 +296,7 @@ def cold(args, texts: list[str]) -> None:
                 times.append(time.perf_counter() - started)
         print(
             f"cold {mode:<6}: median {statistics.median(times):.2f} s, max {max(times):.2f} s "
-            f"(new `rag query` process each, {len(times)} runs)"
+            f"(new `rag query` process each, {len(times)} runs; {load_average()})"
         )
 
 

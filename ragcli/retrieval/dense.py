@@ -16,6 +16,7 @@ from typing import Mapping
 import numpy as np
 
 from ragcli.retrieval.base import ChunkFilter, EmbedderLoader
+from ragcli.stages import stage
 from ragcli.store.interface import Backend
 from ragcli.store.chooser import as_backend
 from ragcli.types import Chunk, Hit
@@ -41,16 +42,12 @@ class DenseRetriever:
         if k <= 0 or not query.strip():
             return []
         vector = self.embed(query)
-        from ragcli.stages import stage
-
         with stage("dense search"):
             return self.search_vector(vector, k, allowed)
 
     def embed(self, query: str) -> np.ndarray:
         """The query's vector (shape 1 x dimension), mapping the vector file meanwhile."""
         opening = self._dense.open_in_background()
-        from ragcli.stages import stage
-
         try:
             with stage("embed query"):
                 return np.asarray(self._embedder().embed([query]), dtype=np.float32)
@@ -71,7 +68,8 @@ class DenseRetriever:
 
         Returns [] when none of those chunks has a vector (nothing to learn from).
         """
-        vectors = self.chunk_vectors(feedback, vector.shape[-1])
+        with stage("feedback vector"):
+            vectors = self.chunk_vectors(feedback, vector.shape[-1])
         if not len(vectors):
             return []
         return self.search_vector(feedback_vector(vector, vectors, weight), k, allowed, known)
@@ -91,7 +89,8 @@ class DenseRetriever:
         ranked = self.rank_vector(vector, k, allowed)
         known = known or {}
         chunks = dict(known)
-        chunks.update(self.store.chunks([chunk_id for chunk_id, _ in ranked if chunk_id not in known]))
+        with stage("read chunks", "dense"):
+            chunks.update(self.store.chunks([chunk_id for chunk_id, _ in ranked if chunk_id not in known]))
         return [
             Hit(chunks[cid], score, rank)
             for rank, (cid, score) in enumerate(ranked, start=1)

@@ -18,6 +18,7 @@ from ragcli.store.local.database import Store
 from ragcli.store.local.vector_files import VECTORS_DIR, open_vector_file
 from ragcli.store.interface import ChunkFilter, DocumentPiece
 from ragcli.store.local.chunkcache import ChunkCache
+from ragcli.stages import stage
 
 if TYPE_CHECKING:
     import numpy as np
@@ -251,19 +252,21 @@ class LocalLexical:
             version = self.store.version()  # one read tells both caches the database is unchanged
             # All analysed first, then all scored: each loop keeps its own code and data in the
             # CPU's caches (about 4% of a batch's CPU on SciFact).
-            terms = [self._terms(query) for query in queries]
-            ranked = [
-                self._reader.top_k(self.store.db, self.group, query_terms, k, allowed_ids, version)
-                for query_terms in terms
-            ]
+            with stage("bm25 score"):
+                terms = [self._terms(query) for query in queries]
+                ranked = [
+                    self._reader.top_k(self.store.db, self.group, query_terms, k, allowed_ids, version)
+                    for query_terms in terms
+                ]
             held = self._chunks.held(version)
             try:  # every hit read before: no list of ids, no dict of them
                 return [[(held[cid], score) for cid, score in rows] for rows in ranked]
             except KeyError:
                 pass
-            chunks = self._chunks.chunks(
-                self.store, [chunk_id for rows in ranked for chunk_id, _ in rows], version
-            )
+            with stage("read chunks", "bm25"):
+                chunks = self._chunks.chunks(
+                    self.store, [chunk_id for rows in ranked for chunk_id, _ in rows], version
+                )
         return [[(chunks[cid], score) for cid, score in rows if cid in chunks] for rows in ranked]
 
     def search_cached(
@@ -347,9 +350,11 @@ class LocalDense:
             return []
         allowed_ids = None if allowed_chunks is None else np.fromiter(set(allowed_chunks.values()), np.int64)
         # Over-fetch: vectors whose chunks were deleted by a concurrent ingest map to nothing.
-        scores, ids = index.search(vector, k + max(10, k // 2), allowed_ids)
+        with stage("vector search"):
+            scores, ids = index.search(vector, k + max(10, k // 2), allowed_ids)
         pairs = [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i >= 0]
-        owners = self.store.chunk_ids_for_embeddings(self.group, [i for i, _ in pairs])
+        with stage("vector owners"):
+            owners = self.store.chunk_ids_for_embeddings(self.group, [i for i, _ in pairs])
         ranked: list[tuple[int, float]] = []
         for embedding_id, score in pairs:
             ranked.extend(
