@@ -387,7 +387,7 @@ class Asker:
                 if hit.chunk.id not in seen:
                     seen.add(hit.chunk.id)
                     extra.append(hit)
-        return extra
+        return whole_sentences(extra, self.searcher.store.document_chunks)
 
     def _summary(self, run: AnswerRun, hits: list[Hit], style: str) -> Iterator[str]:
         """A question about a whole document: the top hit's document, summarised extractively,
