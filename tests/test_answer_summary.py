@@ -121,3 +121,11 @@ def test_a_summary_quotes_a_list_whole_or_not_at_all(budget):
     assert sum(len(s.text) + 6 for s in chosen) <= budget or len(chosen) == 1
     if budget == 1000:
         assert steps == [1, 2, 3, 4] and len(ingredients) == 3
+
+
+def test_a_document_that_is_one_long_list_gets_its_first_items_and_says_it_continues():
+    items = "\n".join(f"- Item number {n} is a long line about one change in a release." for n in range(40))
+    text, chosen = extractive_summary(Source(1, "notes.md", None, 1.0, items + "\n", (1,)), None, 500)
+    lines = text.split("\n")
+    assert lines[0].startswith('"- Item number 0 ') and lines[-1] == "(the list continues in [1])"
+    assert 2 <= len(chosen) < 40

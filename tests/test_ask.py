@@ -269,6 +269,16 @@ def test_an_asker_given_a_searcher_selects_with_its_answer_model_and_leaves_it_o
     searcher.close()
 
 
+def test_an_answer_cached_by_other_code_is_not_served(corpus, isolated_home, monkeypatch):
+    import ragcli.answer.ask as ask_module
+
+    with make_asker(isolated_home, EchoGenerator()) as asker:
+        assert not asker.ask("green tea oxidation", BM25).cached
+        assert asker.ask("green tea oxidation", BM25).cached
+        monkeypatch.setattr(ask_module, "code_identity", lambda: "an upgraded ragcli")
+        assert not asker.ask("green tea oxidation", BM25).cached
+
+
 def test_the_cache_key_follows_ragclis_own_code(tmp_path):
     """An upgrade that answers differently must not be served the old version's answers."""
     from ragcli.answer.cache import code_identity

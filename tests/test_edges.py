@@ -23,34 +23,46 @@ def hit_of(row: tuple[int, int, int, str]) -> Hit:
     return Hit(Chunk(chunk_id, 1, "medium", chunk_id - 1, text, start, end, None, "tides.md"), 1.0, 1, {})
 
 
+def widened(rows: list[tuple[int, int, int, str]], at: int) -> Chunk:
+    """Chunk `at` of `rows` after widening, its neighbours read as `Backend.neighbour_chunks` does."""
+    calls = []
+
+    def neighbours(doc: int, group: str, order: int):
+        calls.append(order)
+        return [row for row in rows if row[0] - 1 in (order - 1, order + 1)]
+
+    [hit] = whole_sentences([hit_of(rows[at])], neighbours)
+    assert calls == [at]  # one read, of that chunk's two neighbours
+    return hit.chunk
+
+
 def test_a_chunk_cut_inside_sentences_is_widened_to_whole_ones():
     rows = windows(DOC, 60, 50)
-    middle = rows[1]
-    assert not middle[3].startswith("The moon")  # cut inside a sentence at both ends
-    [widened] = whole_sentences([hit_of(middle)], lambda doc, group: rows)
-    chunk = widened.chunk
+    assert not rows[1][3].startswith("The moon")  # cut inside a sentence at both ends
+    chunk = widened(rows, 1)
     assert DOC[chunk.start : chunk.end] == chunk.text  # still the document's own text
     assert chunk.text.startswith("The moon pulls") and chunk.text.endswith("far side.")
 
 
-def test_a_document_is_read_once_and_a_whole_chunk_is_left_alone():
-    calls = []
-    rows = [(1, 0, len(DOC), DOC)]
-
-    def document_chunks(doc, group):
-        calls.append(doc)
-        return rows
-
-    hits = whole_sentences([hit_of(rows[0]), hit_of(rows[0])], document_chunks)
-    assert calls == [1] and [h.chunk.text for h in hits] == [DOC, DOC]
+def test_a_whole_chunk_is_left_alone():
+    assert widened([(1, 0, len(DOC), DOC)], 0).text == DOC
 
 
 def test_no_widening_past_a_page_break_or_into_a_sentence_longer_than_the_limit():
     paged = DOC.replace("The moon pulls", "The moon\fpulls")
     rows = windows(paged, 60, 50)
-    [widened] = whole_sentences([hit_of(rows[1])], lambda doc, group: rows)
-    assert "\f" not in widened.chunk.text and widened.chunk.start == rows[1][1]
+    chunk = widened(rows, 1)
+    assert "\f" not in chunk.text and chunk.start == rows[1][1]
     endless = "word " * (EDGE_CHARS // 2) + "end."
     rows = windows(endless, 300, 250)
-    [widened] = whole_sentences([hit_of(rows[2])], lambda doc, group: rows)
-    assert widened.chunk.start == rows[2][1]  # its sentence starts too far back to reach
+    assert widened(rows, 2).start == rows[2][1]  # its sentence starts too far back to reach
+
+
+def test_a_long_sentence_is_not_cut_where_the_text_at_hand_starts_with_spaces():
+    """The limit can fall on a space, or the neighbour start with one: neither is a sentence start."""
+    for text, size, step, at in (
+        ("Intro." + 5 * " " + "word " * 300 + "end. After.", 1000, 900, 1),
+        ("First sentence here. " + "word " * 200 + "end.", 300, 250, 2),
+    ):
+        rows = windows(text, size, step)
+        assert widened(rows, at).start == rows[at][1]

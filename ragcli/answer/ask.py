@@ -253,7 +253,7 @@ class Asker:
             yield cached
             return
         run = AnswerRun(question, options, started)
-        hits = whole_sentences(self._retrieve(run), self.searcher.store.document_chunks)
+        hits = whole_sentences(self._retrieve(run), self.searcher.store.neighbour_chunks)
         if not hits or unknown_names(question, hits, self._search, options.query):
             answer = run.abstain()
         elif asks_about_document(question):
@@ -387,7 +387,7 @@ class Asker:
                 if hit.chunk.id not in seen:
                     seen.add(hit.chunk.id)
                     extra.append(hit)
-        return whole_sentences(extra, self.searcher.store.document_chunks)
+        return whole_sentences(extra, self.searcher.store.neighbour_chunks)
 
     def _summary(self, run: AnswerRun, hits: list[Hit], style: str) -> Iterator[str]:
         """A question about a whole document: the top hit's document, summarised extractively,

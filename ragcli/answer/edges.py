@@ -20,29 +20,21 @@ from ragcli.types import Chunk, Hit
 # The most characters added before or after a chunk to complete its first or last sentence.
 EDGE_CHARS = 400
 
-# (id, start, end, text) of a document's chunks in one group, in reading order
-# (`Backend.document_chunks`).
+# (id, start, end, text) of the chunks just before and after a chunk in its document's group
+# (`Backend.neighbour_chunks`: two rows read through an index, whatever the document's size).
 Row = tuple[int, int, int, str]
-DocumentChunks = Callable[[int, str], Sequence[Row]]
+Neighbours = Callable[[int, str, int], Sequence[Row]]
 
 
-def whole_sentences(hits: Sequence[Hit], document_chunks: DocumentChunks) -> list[Hit]:
+def whole_sentences(hits: Sequence[Hit], neighbours: Neighbours) -> list[Hit]:
     """The hits with each chunk's text widened to whole sentences at both edges (see the module
-    docstring); a document's chunks are read once however many of its chunks were hit."""
-    rows: dict[tuple[int, str], Sequence[Row]] = {}
-    widened = []
-    for hit in hits:
-        chunk = hit.chunk
-        key = (chunk.doc_id, chunk.group)
-        if key not in rows:
-            rows[key] = document_chunks(chunk.doc_id, chunk.group)
-        widened.append(_widened(hit, rows[key]))
-    return widened
+    docstring)."""
+    return [_widened(hit, neighbours(hit.chunk.doc_id, hit.chunk.group, hit.chunk.order)) for hit in hits]
 
 
 def _widened(hit: Hit, rows: Sequence[Row]) -> Hit:
     chunk = hit.chunk
-    before = next((row for row in reversed(rows) if row[1] < chunk.start <= row[2]), None)
+    before = next((row for row in rows if row[1] < chunk.start <= row[2]), None)
     after = next((row for row in rows if chunk.start < row[1] <= chunk.end < row[2]), None)
     head = _head(chunk, before) if before is not None else ""
     tail = _tail(chunk, after) if after is not None else ""
@@ -63,7 +55,9 @@ def _head(chunk: Chunk, before: Row) -> str:
     prefix = text[cut : chunk.start - start]
     at = len(prefix)
     span = _span_around(prefix + chunk.text, at)
-    if span is None or (span[0] == 0 and start + cut > 0):
+    # A sentence starting where the text at hand starts may start further back, unless that is
+    # the document's own start.
+    if span is None or (not prefix[: span[0]].strip() and start + cut > 0):
         return ""
     head = (prefix + chunk.text)[span[0] : at]
     return "" if "\f" in head else head

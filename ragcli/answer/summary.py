@@ -200,7 +200,8 @@ def extractive_summary(
 
     A list is quoted whole or not at all: a central list item brings its whole list when it all
     fits, else it is left out (a summary quoting steps 1-4 of 5, or two of four ingredients, cut
-    the list without saying so)."""
+    the list without saying so). A document that is one list longer than the budget gets its
+    first items and a line saying the list continues."""
     candidates = candidates or summary_candidates(source, embedder)
     every = sentences_of([source.text])
     chosen = Selection(budget)
@@ -214,6 +215,19 @@ def extractive_summary(
         if sum(len(s.text) + 6 for s in missing) <= chosen.left:
             for item in missing:
                 chosen.add(item)
+    if not chosen.chosen and candidates.ranked:  # a document that is one long list
+        _list_start_of(candidates.ranked[0], every, chosen)
     in_order = sorted(chosen.chosen, key=lambda s: s.start)
     lines = ([candidates.heading] if candidates.heading else []) + [quote(sentence) for sentence in in_order]
+    if chosen.cut:
+        lines.append(f"(the list continues in [{source.number}])")
     return "\n".join(lines), in_order
+
+
+def _list_start_of(item: Sentence, every: Sequence[Sentence], chosen: Selection) -> None:
+    """The first items of `item`'s list while they fit, marked as cut short: a summary of a
+    document whose every candidate is an item of a list longer than the budget."""
+    for sentence in list_of(item, every) or [item]:
+        if not chosen.add(sentence):
+            chosen.cut.add(sentence.passage)
+            return

@@ -164,6 +164,9 @@ class LocalBackend(DirectorySettings):
     def document_chunks(self, doc_id: int, group: str) -> list[tuple[int, int, int, str]]:
         return self.store.document_chunks(doc_id, group)
 
+    def neighbour_chunks(self, doc_id: int, group: str, order: int) -> list[tuple[int, int, int, str]]:
+        return self.store.neighbour_chunks(doc_id, group, order)
+
     def document_groups(self, doc_id: int) -> list[str]:
         return self.store.document_groups(doc_id)
 

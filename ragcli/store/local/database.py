@@ -238,6 +238,16 @@ class Store(IndexDirectory, EmbeddingRows, VectorFiles):
         )
         return [row[0] for row in rows]
 
+    def neighbour_chunks(self, doc_id: int, group: str, order: int) -> list[tuple[int, int, int, str]]:
+        """(id, start, end, text) of the chunks at `order` - 1 and `order` + 1 of a document's group,
+        in reading order (through the (doc_id, group_name, ord) index: two rows, whatever the
+        document's size)."""
+        return self.db.execute(
+            'SELECT id, start, "end", text FROM chunks WHERE doc_id = ? AND group_name = ? '
+            "AND ord IN (?, ?) ORDER BY start, ord",
+            [doc_id, group, order - 1, order + 1],
+        ).fetchall()
+
     def document_chunks(self, doc_id: int, group: str) -> list[tuple[int, int, int, str]]:
         """(id, start, end, text) of a document's chunks in one group, in reading order."""
         return self.db.execute(

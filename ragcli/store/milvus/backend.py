@@ -291,11 +291,15 @@ class MilvusBackend(DirectorySettings, MilvusHealth):
         return found
 
     def document_chunks(self, doc_id: int, group: str) -> list[tuple[int, int, int, str]]:
-        rows = self.client.query(
-            CHUNKS,
-            filter=f"doc_id == {int(doc_id)} and chunk_group == {quoted(group)}",
-            output_fields=["id", "start", "stop", "text", "ord"],
-        )
+        return self._chunk_rows(f"doc_id == {int(doc_id)} and chunk_group == {quoted(group)}")
+
+    def neighbour_chunks(self, doc_id: int, group: str, order: int) -> list[tuple[int, int, int, str]]:
+        around = f"ord in [{int(order) - 1}, {int(order) + 1}]"
+        return self._chunk_rows(f"doc_id == {int(doc_id)} and chunk_group == {quoted(group)} and {around}")
+
+    def _chunk_rows(self, where: str) -> list[tuple[int, int, int, str]]:
+        """(id, start, end, text) of the chunks matching a filter expression, in reading order."""
+        rows = self.client.query(CHUNKS, filter=where, output_fields=["id", "start", "stop", "text", "ord"])
         rows.sort(key=lambda r: (r["start"], r["ord"]))
         return [(r["id"], r["start"], r["stop"], r["text"]) for r in rows]
 
