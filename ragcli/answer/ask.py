@@ -76,6 +76,7 @@ from ragcli.answer.options import AskOptions, first_stage, needs_model, resolve_
 from ragcli.answer.prompting import PROMPT_VERSION, parse_citations, prompt_overhead, says_not_found
 from ragcli.answer.prompting import short_answer, strip_invalid_citations
 from ragcli.answer.qa_reader import reader_for
+from ragcli.answer.quoting import quoted_evidence
 from ragcli.answer.readers import Reader
 from ragcli.answer.result import Answer
 from ragcli.answer.run import AnswerRun
@@ -347,12 +348,18 @@ class Asker:
         pages: dict[int, int] = {}
         if evidence is not None and (not cited or short is None or is_short_line(short)):
             passages, budget = options.passages, options.evidence_chars
-            chosen = quoted_under(run.question, sources, ranked, evidence, passages=passages, budget=budget)
-            quoted = "\n" + "\n".join(render(chosen))
+            found = stages.evidence(run.question, hits, embedder=embedder, passages=passages, budget=budget)
+            if found.abstained:  # the model's sources hold more than the passages the default reads
+                chosen = quoted_under(
+                    run.question, sources, ranked, evidence, passages=passages, budget=budget
+                )
+                lines, page = render(chosen), page_of(sources[evidence.passage], evidence)
+                pages = {evidence.passage + 1: page} if page is not None else {}
+            else:
+                lines, sources, pages = quoted_evidence(found, sources, evidence)
+            quoted = "\n" + "\n".join(lines)
             yield quoted
             text += quoted
-            page = page_of(sources[evidence.passage], evidence)
-            pages = {evidence.passage + 1: page} if page is not None else {}
         answer = run.finish(text, sources, generator, stages.annotate)
         return answer if answer.abstained else replace(answer, short=short, pages=pages)
 

@@ -1,0 +1,64 @@
+"""The evidence quoted under a generated answer.
+
+Under a short generated answer (or one citing nothing) ragcli quotes the passage the evidence
+style quotes for the same question (`ragcli.answer.evidence.answer_with_evidence` over the same
+hits), so a capable model's answer never shows less evidence than the default's, plus the
+sentence holding the model's words when it is not among it. The model read its own numbered
+sources (fitted to its context window); the quotes are cited in that numbering, and a passage
+the evidence style read that the model's sources lack joins them, numbered after them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Mapping, Sequence
+
+from ragcli.answer.context import Source
+from ragcli.answer.evidence import Evidence, page_of, quote
+from ragcli.answer.sentences import Sentence
+
+_CITATION = re.compile(r"\[(\d+)\]")
+
+
+def joined_sources(sources: Sequence[Source], read: Sequence[Source]) -> tuple[list[Source], dict[int, int]]:
+    """`sources` with each passage of `read` they lack (not the same path and text) appended,
+    numbered after them; and each `read` passage's number -> its number in the result."""
+    joined = list(sources)
+    numbers: dict[int, int] = {}
+    for source in read:
+        same = next((s for s in joined if s.path == source.path and s.text == source.text), None)
+        if same is None:
+            same = replace(source, number=len(joined) + 1)
+            joined.append(same)
+        numbers[source.number] = same.number
+    return joined, numbers
+
+
+def renumbered(line: str, numbers: Mapping[int, int]) -> str:
+    """A quoted line (or a "the list continues" line) with its citations renumbered; the quoted
+    words themselves are left as they are."""
+    cut = line.rfind('"') + 1 if line.startswith('"') else 0
+
+    def number(match: re.Match) -> str:
+        return f"[{numbers.get(int(match.group(1)), int(match.group(1)))}]"
+
+    return line[:cut] + _CITATION.sub(number, line[cut:])
+
+
+def quoted_evidence(
+    found: Evidence, sources: Sequence[Source], support: Sentence | None
+) -> tuple[list[str], tuple[Source, ...], dict[int, int]]:
+    """The lines quoting `found` (the evidence style's answer) and `support` (a sentence of
+    `sources`, 0-based passage) in the numbering of `sources`; the sources with any passage
+    `found` read appended; citation number -> page of its first quoted sentence."""
+    joined, numbers = joined_sources(sources, found.sources)
+    lines = [renumbered(line, numbers) for line in found.text.split("\n") if line]
+    pages = {numbers.get(n, n): page for n, page in found.pages.items()}
+    words = {" ".join(s.text.split()) for s in found.sentences}
+    if support is not None and " ".join(support.text.split()) not in words:
+        lines.append(quote(support))
+        page = page_of(sources[support.passage], support)
+        if page is not None:
+            pages.setdefault(support.passage + 1, page)
+    return lines, tuple(joined), pages
