@@ -380,3 +380,23 @@ def test_a_sentence_without_a_word_is_never_quoted():
         "where are rules enforced?", [hit(". These are the places where rules are enforced.")]
     )
     assert '"." [1]' not in found.text.split("\n")
+
+
+def test_a_comparison_side_no_passage_mentions_is_said_to_be_missing():
+    text = "A latte is espresso with a lot of steamed milk and a thin layer of foam."
+    found = answer_with_evidence("latte with milk foam vs cortado", [hit(text)])
+    assert found.text.split("\n")[-1] == '(no passage found mentions "cortado")'
+    both = answer_with_evidence(
+        "how do a latte and a cappuccino differ?", [hit(text + " A cappuccino is drier.")]
+    )
+    assert "no passage found" not in both.text
+
+
+def test_notes_about_the_answer_get_no_support_label():
+    from ragcli.answer.context import Source
+    from ragcli.answer.support import annotate_support
+
+    sources = [Source(1, "a.md", None, 1.0, "A latte is espresso with steamed milk.", (1,))]
+    answer = '"A latte is espresso with steamed milk." [1]\n(no passage found mentions "cortado")'
+    labels = annotate_support(answer, sources)
+    assert [label.sentence for label in labels] == ['"A latte is espresso with steamed milk." [1]']

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 from ragcli.analysis import analyze
-from ragcli.answer.comparison import missing_sides, side_description
+from ragcli.answer.comparison import missing_sides, side_description, side_names
 from ragcli.answer.completion import Selection, complete, introduces_list, is_title, ranked_copy, refers_back
 from ragcli.answer.completion import whole_steps
 from ragcli.answer.context import Source, build_context
@@ -244,6 +244,16 @@ def describe_labels(chosen: Selection, documents: Sequence[Sequence[Sentence]]) 
             chosen.drop(label)
 
 
+def unmentioned(question: str, hits: Sequence[Hit]) -> list[str]:
+    """The sides a comparison names that no retrieved passage mentions at all: the answer
+    says so, rather than let the other side's quotes pass for a comparison."""
+    sides = [names[-1] for names in side_names(question)]
+    if not sides:
+        return []
+    found = {term for hit in hits for term in analyze(hit.chunk.text)}
+    return [side for side in sides if not set(analyze(side)) <= found]
+
+
 def asks_why(question: str) -> bool:
     """Whether a question asks for a reason ("why ...", "how come ...", English)."""
     return bool(_WHY.search(question))
@@ -357,7 +367,7 @@ def answer_with_evidence(
     chosen = select_evidence(question, sources, ranked, budget, reserve=numbered_sources(hits, len(hits)))
     sources = tuple(chosen.sources)
     short = reader.read(question, chosen.chosen) if reader is not None else None
-    lines = render(chosen)
+    lines = render(chosen) + [f'(no passage found mentions "{side}")' for side in unmentioned(question, hits)]
     if short is not None:
         lines.insert(0, f"{short.text} [{short.sentence.passage + 1}]")
     pages: dict[int, int] = {}

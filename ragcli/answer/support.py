@@ -112,7 +112,7 @@ def annotate_support(
     Returns:
         One `SentenceSupport` per sentence, in answer order.
     """
-    sentences = [s for s in split_sentences(answer) if has_content(s)]
+    sentences = [s for s in split_sentences(answer) if has_content(s) and not is_note(s)]
     if not sentences:
         return ()
     scores = _overlap_matrix(sentences, sources)
@@ -141,6 +141,13 @@ def _cosine_matrix(embedder: Embedder, sentences: Sequence[str], sources: Sequen
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
 _CODE = re.compile(r"(?:--?[A-Za-z][\w-]*|\b\w+(?:[._]\w+)+(?:\(\))?|\b\w+\(\))")
 _NAME = re.compile(r"(?<=[a-z,;:] )[A-Z][\w'-]+")
+
+
+def is_note(sentence: str) -> bool:
+    """A line ragcli writes about the answer itself, in parentheses ("(the list continues in
+    [1])", "(no passage found mentions ...)"): no claim a source could support."""
+    text = sentence.strip()
+    return text.startswith("(") and text.endswith(")")
 
 
 def has_content(sentence: str) -> bool:
