@@ -184,15 +184,17 @@ class Store(IndexDirectory, EmbeddingRows, VectorFiles):
         return found
 
     def list_documents(self) -> list[dict[str, Any]]:
-        """Every document with its chunk count per group."""
-        docs = {
-            row["id"]: {**row, "metadata": json.loads(row["metadata"] or "{}"), "chunks": {}}
-            for row in self._dicts("SELECT * FROM documents ORDER BY path")
-        }
-        counts = self.db.execute(
-            "SELECT doc_id, group_name, count(*) FROM chunks GROUP BY doc_id, group_name"
-        )
-        for doc_id, group, count in counts.fetchall():
+        """Every document with its chunk count per group, both read in one snapshot: an ingest
+        committing between the two reads made `rag ls` fail on a document it had not listed."""
+        with self.snapshot():
+            docs = {
+                row["id"]: {**row, "metadata": json.loads(row["metadata"] or "{}"), "chunks": {}}
+                for row in self._dicts("SELECT * FROM documents ORDER BY path")
+            }
+            counts = self.db.execute(
+                "SELECT doc_id, group_name, count(*) FROM chunks GROUP BY doc_id, group_name"
+            ).fetchall()
+        for doc_id, group, count in counts:
             docs[doc_id]["chunks"][group] = count
         return list(docs.values())
 
