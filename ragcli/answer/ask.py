@@ -357,7 +357,7 @@ class Asker:
                 pages = {evidence.passage + 1: page} if page is not None else {}
             else:
                 lines, sources, pages = quoted_evidence(found, sources, evidence)
-            quoted = "\n" + "\n".join(lines)
+            quoted = ("\n" if text else "") + "\n".join(lines)  # no blank first line after a dropped reply
             yield quoted
             text += quoted
         answer = run.finish(text, sources, generator, stages.annotate)
