@@ -10,7 +10,7 @@ sentence two sources share once.
 from __future__ import annotations
 
 import re
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from ragcli.answer.context import Source
 from ragcli.answer.sentences import Sentence
@@ -96,6 +96,14 @@ class Selection:
         self.left -= cost
         return True
 
+    def add_list(self, items: Iterable[Sentence], passage: int) -> None:
+        """Add a list's items in order while they fit; when one does not, the list of source
+        `passage` is marked as cut short (the answer then says it continues)."""
+        for item in items:
+            if not self.add(item):
+                self.cut.add(passage)
+                return
+
     def drop(self, sentence: Sentence) -> None:
         """Take a chosen sentence back out, returning its room to the budget."""
         if sentence in self.chosen:
@@ -142,10 +150,8 @@ def whole_steps(chosen: Selection, documents: Sequence[Sequence[Sentence]]) -> N
     a procedure cut in the middle. Its other steps join in document order, or, when the budget
     ends, the answer says the list continues."""
     for item in [s for s in chosen.chosen if is_numbered(s.text)]:
-        for step in (s for s in list_of(item, documents[item.passage]) if not chosen.has(s)):
-            if not chosen.add(step):
-                chosen.cut.add(item.passage)
-                break
+        steps = list_of(item, documents[item.passage])
+        chosen.add_list((s for s in steps if not chosen.has(s)), item.passage)
 
 
 def _list_block(block: Sequence[Sentence], chosen: Selection, passage: int) -> None:
@@ -153,10 +159,7 @@ def _list_block(block: Sequence[Sentence], chosen: Selection, passage: int) -> N
     list's terms) first, then what explains them, all in document order; cut when the budget
     ends, which the answer then says."""
     heads = [s for s in block if is_list_item(s.text) or is_title(s.text)]
-    for sentence in heads + [s for s in block if s not in heads]:
-        if not chosen.add(sentence):
-            chosen.cut.add(passage)
-            return
+    chosen.add_list(heads + [s for s in block if s not in heads], passage)
 
 
 def introduces_list(sentence: Sentence) -> bool:

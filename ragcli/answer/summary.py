@@ -215,19 +215,11 @@ def extractive_summary(
         if sum(len(s.text) + 6 for s in missing) <= chosen.left:
             for item in missing:
                 chosen.add(item)
-    if not chosen.chosen and candidates.ranked:  # a document that is one long list
-        _list_start_of(candidates.ranked[0], every, chosen)
+    if not chosen.chosen and candidates.ranked:  # a document that is one list over the budget
+        first = candidates.ranked[0]
+        chosen.add_list(list_of(first, every) or [first], first.passage)
     in_order = sorted(chosen.chosen, key=lambda s: s.start)
     lines = ([candidates.heading] if candidates.heading else []) + [quote(sentence) for sentence in in_order]
     if chosen.cut:
         lines.append(f"(the list continues in [{source.number}])")
     return "\n".join(lines), in_order
-
-
-def _list_start_of(item: Sentence, every: Sequence[Sentence], chosen: Selection) -> None:
-    """The first items of `item`'s list while they fit, marked as cut short: a summary of a
-    document whose every candidate is an item of a list longer than the budget."""
-    for sentence in list_of(item, every) or [item]:
-        if not chosen.add(sentence):
-            chosen.cut.add(sentence.passage)
-            return

@@ -389,7 +389,7 @@ class Searcher:
         count = len(queries)
         log.info("index %s, group %s, bm25 batch of %d, top %d", self.store.path, group, count, options.top_k)
         allowed = self.compile_filters(options.filters)
-        with stage("bm25 retrieve", f"{len(queries)} queries"):
+        with stage("bm25 retrieve", f"{count} queries"):
             found = self.retriever("bm25", group).search_many(
                 [valid_unicode(query) for query in queries], options.top_k, allowed
             )
