@@ -239,6 +239,21 @@ def test_verbatim_quotes_are_not_relabelled_on_the_terminal():
     assert not answer.is_verbatim_quote("The blood is blue because of hemocyanin [1].")
 
 
+def test_a_quoted_step_is_one_sentence_that_reads_as_a_quote():
+    """Cut again at its number, a quoted step ('"2. Add the salt." [1]') became a fragment that
+    no longer read as a quote, and the terminal labelled it."""
+    from ragcli.answer.context import Source
+    from ragcli.answer.result import Answer
+    from ragcli.answer.support import annotate_support
+
+    source = Source(1, "bread.md", None, 1.0, "Method\n\n1. Mix the flour.\n2. Add the salt and knead.", (1,))
+    text = '"1. Mix the flour." [1]\n"2. Add the salt and knead." [1]'
+    support = annotate_support(text, [source])
+    assert [s.sentence for s in support] == text.split("\n")
+    answer = Answer("how do I bake bread?", text, False, (source,), support=support)
+    assert not [s for s in support if not answer.is_verbatim_quote(s.sentence)]
+
+
 def test_evidence_budget_is_a_setting_from_flag_environment_or_config(index, monkeypatch):
     question = ["what did the keeper of the lighthouse write?", "--mode", "bm25", "--no-cache"]
     question += ["--answer-style", "evidence"]

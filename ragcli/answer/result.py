@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
 from ragcli.answer.context import Source
-from ragcli.answer.support import SentenceSupport
+from ragcli.answer.support import QUOTE_LINE, SentenceSupport
 from ragcli.places import place
 from ragcli.types import Hit
 
@@ -62,7 +62,7 @@ class Answer:
     def is_verbatim_quote(self, line: str) -> bool:
         """A line quoting a source word for word: ``"...text..." [n]`` (or ``[n] [m]``), the
         quoted words in one of the sources (whitespace collapsed)."""
-        match = _QUOTE_LINE.fullmatch(line)
+        match = QUOTE_LINE.fullmatch(line)
         if match is None:
             return False
         quoted = " ".join(match.group(1).split())
@@ -126,10 +126,7 @@ class Answer:
         )
 
 
-_CITATIONS = r"(?:\s*\[\d+\])"
-_TRAILING = re.compile(_CITATIONS + r"+\s*$")
-# A quoted line: the quote, then the sources it cites.
-_QUOTE_LINE = re.compile(r'\s*"(.+)"' + _CITATIONS + r"*\s*")
+_TRAILING = re.compile(r"(?:\s*\[\d+\])+\s*$")
 
 
 def _trailing_citations(line: str) -> set[int]:

@@ -65,12 +65,21 @@ class SentenceSupport:
     source: int | None
 
 
+# A quoted line: the quote, then the sources it cites (``"..." [1] [3]``).
+QUOTE_LINE = re.compile(r'\s*"(.+)"(?:\s*\[\d+\])*\s*')
+
+
 def split_sentences(text: str) -> list[str]:
     """Cut an answer into sentences line by line, with the splitter that cuts the sources
     (`ragcli.text.sentence_spans`); a citation written after a sentence's end
-    ("... flour. [1] Tea ...") stays with that sentence."""
+    ("... flour. [1] Tea ...") stays with that sentence. A quoted line is one sentence of its
+    source, whole: cut again, a quoted step ('"2. Add the salt." [1]') fell apart at its number
+    and no longer read as a quote."""
     found = []
     for line in text.splitlines():
+        if QUOTE_LINE.fullmatch(line):
+            found.append(line.strip())
+            continue
         spans: list[list[int]] = []
         for start, end in sentence_spans(line):
             cited = _LEADING_CITATIONS.match(line, start, end)
