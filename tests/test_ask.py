@@ -293,3 +293,19 @@ def test_the_cache_key_follows_ragclis_own_code(tmp_path):
     code_identity.cache_clear()
     assert code_identity(str(package)) != before
     assert code_identity() == code_identity()  # ragcli's own, taken once a process
+
+
+def test_a_question_naming_a_document_searches_it_once(corpus, isolated_home, monkeypatch):
+    searched = []
+    search = Searcher.search
+
+    def counting(self, query, options=QueryOptions(), **kwargs):
+        searched.append(dict(options.filters))
+        return search(self, query, options, **kwargs)
+
+    monkeypatch.setattr(Searcher, "search", counting)
+    with make_asker(isolated_home) as asker:
+        answer = asker.ask("what does bread.md say about the dough?", replace(BM25, use_cache=False))
+    kept = [filters for filters in searched if "path" in filters]
+    assert len(kept) == 1  # the check that the document exists is the search itself
+    assert {hit.chunk.path for hit in answer.retrieved} == {str(corpus / "bread.md")}

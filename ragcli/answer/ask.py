@@ -94,7 +94,7 @@ from ragcli.answer.summary import (
 from ragcli.answer.unknown import unknown_names
 from ragcli.config import Settings
 from ragcli.generation.llama import Generator, Message, check_gguf, load_generator
-from ragcli.retrieval.rewrite import SearchRequest
+from ragcli.retrieval.rewrite import SearchRequest, reusing
 from ragcli.retrieval.search import QueryOptions, Searcher
 from ragcli.types import Hit
 
@@ -275,12 +275,12 @@ class Asker:
     def _retrieve(self, run: AnswerRun) -> list[Hit]:
         stages, options = self.pipeline, run.options
         subject = document_subject(run.question)
-        first = self._named_document(subject, run.question, first_stage(options))
+        first, found = self._named_document(subject, run.question, first_stage(options))
         requests = [SearchRequest(subject, first)]
         if options.rewrite is not None:
             requests = stages.rewrite(run.question, options.rewrite, first, self._active_generator)
         run.lap("rewrite")
-        hits = stages.retrieve(requests, self._search)
+        hits = stages.retrieve(requests, reusing(self._search, subject, first, found))
         run.lap("retrieve")
         if options.query.rerank is not None and stages.rerank is not None:
             hits = stages.rerank(run.question, hits, options.query, self._active_generator)
@@ -289,16 +289,20 @@ class Asker:
         queries = [request.query for request in requests if request.is_query]
         return list(run.retrieved) if stages.gate is None else stages.gate(queries, run.retrieved)
 
-    def _named_document(self, subject: str, question: str, query: QueryOptions) -> QueryOptions:
+    def _named_document(
+        self, subject: str, question: str, query: QueryOptions
+    ) -> tuple[QueryOptions, list[Hit] | None]:
         """`query` kept to the document the question names by file name ("the giteveryday page",
-        "bread.md") when the index holds one of that name; unchanged otherwise or after `--doc`."""
+        "bread.md") when the index holds one of that name, with the hits of that search (so it
+        is not run twice); `query` unchanged and None otherwise or after `--doc`."""
         if "path" in query.filters:
-            return query
+            return query, None
         for name in named_documents(question):
             only = replace(query, filters={**query.filters, "path": file_name_globs(name)})
-            if self._search(subject, only):
-                return only
-        return query
+            hits = self._search(subject, only)
+            if hits:
+                return only, hits
+        return query, None
 
     def _generate(self, run: AnswerRun, hits: list[Hit]) -> Iterator[str]:
         """Grounded generation: the evidence gate, a prompt of the best sentences, the model's

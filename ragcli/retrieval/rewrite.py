@@ -169,3 +169,15 @@ def _keep_best_dense(record: dict[str, dict[str, float]], hit: Hit) -> None:
     dense = hit.sources.get("dense")
     if dense is not None and dense.get("score", -1.0) > record.get("dense", {}).get("score", -1.0):
         record["dense"] = dict(dense)
+
+
+def reusing(search: Search, query: str, options: "QueryOptions", hits: list[Hit] | None) -> Search:
+    """`search`, answering `query` with `options` by the `hits` already found for them (when
+    not None) instead of searching again."""
+    if hits is None:
+        return search
+
+    def reuse(text: str, given: "QueryOptions") -> list[Hit]:
+        return list(hits) if text == query and given == options else search(text, given)
+
+    return reuse
