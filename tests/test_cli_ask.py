@@ -305,3 +305,16 @@ def test_a_spinner_waits_for_the_first_words_on_a_terminal_only(monkeypatch, cap
     monkeypatch.setattr("ragcli.cli.render.is_terminal", lambda stream: False)
     ask._print_streamed(iter(["In a pipe.", _answer("In a pipe.")]))
     assert piped.getvalue() == "" and "In a pipe." in capsys.readouterr().out
+
+
+def test_a_summarys_title_and_headings_line_is_not_relabelled_on_the_terminal():
+    from ragcli.answer.context import Source
+    from ragcli.answer.result import Answer
+
+    text = "# Bread at Home\n\nSourdough is old.\n\n## Keeping a starter\n\nFeed it.\n\n## Method\n\n1. Mix."
+    answer = Answer("q", "x", False, (Source(1, "bread.md", None, 1.0, text, (1,)),))
+    assert answer.is_outline("Bread at Home (sections: Keeping a starter; Method) [1]")
+    assert answer.is_outline("Bread at Home [1]")
+    assert not answer.is_outline("Bread at Home (sections: Keeping a starter; Baking) [1]")
+    assert not answer.is_outline("Bread at Home (sections: Method) [2]")  # not that source's
+    assert not answer.is_outline("Sourdough is old and sour [1]")

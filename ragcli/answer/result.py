@@ -68,6 +68,22 @@ class Answer:
         quoted = " ".join(match.group(1).split())
         return any(quoted in " ".join(source.text.split()) for source in self.sources)
 
+    def is_outline(self, line: str) -> bool:
+        """A document's title and section headings as a summary shows them (``Title (sections:
+        A; B) [1]``), each a line of the cited source: no claim of the answer's own."""
+        match = _OUTLINE.fullmatch(line)
+        if match is None:
+            return False
+        parts = [match.group(1)] + (match.group(2).split("; ") if match.group(2) else [])
+        wanted = {" ".join(part.split()) for part in parts}
+        cited = _trailing_citations(line)
+        for source in self.sources:
+            if source.number in cited:
+                lines = {" ".join(text.lstrip("#").split()) for text in source.text.splitlines()}
+                if wanted <= lines:
+                    return True
+        return False
+
     def quoted_from(self, number: int) -> str:
         """The lines of the answer that cite source `number` (where its rows and pages are read)."""
         return "\n".join(line for line in self.text.split("\n") if number in _trailing_citations(line))
@@ -127,6 +143,10 @@ class Answer:
 
 
 _TRAILING = re.compile(r"(?:\s*\[\d+\])+\s*$")
+
+
+# A summary's first line: the title, its worded section headings, the citation.
+_OUTLINE = re.compile(r"\s*(.+?)(?: \(sections: (.+)\))?(?:\s*\[\d+\])+\s*")
 
 
 def _trailing_citations(line: str) -> set[int]:

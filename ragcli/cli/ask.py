@@ -395,8 +395,13 @@ def _print_sources(answer) -> None:
 def _print_support(console, answer) -> None:
     from rich.text import Text
 
-    # A verbatim quote of a source is supported by construction: labelling it is noise.
-    shown = [item for item in answer.support if not answer.is_verbatim_quote(item.sentence)]
+    # A verbatim quote of a source, or a document's own title and headings, is supported by
+    # construction: labelling it is noise.
+    shown = [
+        item
+        for item in answer.support
+        if not (answer.is_verbatim_quote(item.sentence) or answer.is_outline(item.sentence))
+    ]
     if not shown:
         return
     console.print("\nSupport:", highlight=False, markup=False)
