@@ -76,6 +76,12 @@ def test_onnx_vectors_match_sentence_transformers(onnx_embedder, reference_embed
     assert cosines.min() >= 0.999, cosines
 
 
+def test_idle_threads_sleep_between_queries(onnx_embedder) -> None:
+    """A spinning pool kept the second core busy after every query's embedding."""
+    options = onnx_embedder._session.get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
 def test_long_text_is_truncated_like_the_reference(onnx_embedder) -> None:
     assert len(onnx_embedder.token_offsets(LONG_TEXT)) > onnx_embedder.max_tokens
     # Everything past the model's limit is cut, so extra tail text changes nothing.

@@ -104,14 +104,11 @@ class QAReader:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        from ragcli.embedding.onnx_runtime import cpu_count
+        from ragcli.embedding.onnx_runtime import session_options
 
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = cpu_count()
-        options.log_severity_level = 3
         try:
             self._session = ort.InferenceSession(
-                str(graph), sess_options=options, providers=["CPUExecutionProvider"]
+                str(graph), sess_options=session_options(), providers=["CPUExecutionProvider"]
             )
         except Exception as exc:  # noqa: BLE001 - onnxruntime's errors share no base class
             raise ModelNotFound(f"reader {folder}: cannot open {graph}: {exc}") from exc
