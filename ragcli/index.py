@@ -29,6 +29,7 @@ from ragcli.choices import ASK_TOP_K, plain_value
 from ragcli.config import KEYS, Settings, load_settings
 from ragcli.errors import UsageError
 from ragcli.index_writes import IndexWrites
+from ragcli.types import Closable
 
 if TYPE_CHECKING:
     from ragcli.answer.ask import Asker
@@ -88,7 +89,7 @@ def open_index(
     return Index(load_settings(environ, index=path, **flags))
 
 
-class Index(IndexWrites):
+class Index(IndexWrites, Closable):
     """One index with its resolved settings; models load on first need and are reused.
 
     Args:
@@ -113,12 +114,6 @@ class Index(IndexWrites):
 
     def __repr__(self) -> str:
         return f"<Index {self.path}>"
-
-    def __enter__(self) -> "Index":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         """Close the open index connections (models stay loaded for reuse)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Protocol
+from typing import Any, Iterable, Mapping, Protocol, Self
 
 from ragcli.choices import plain_value
 
@@ -142,6 +142,20 @@ class Hit:
             fields["chunk"], fields["score"], fields["rank"], fields["sources"] = chunk, score, rank, {}
             hits.append(hit)
         return hits
+
+
+class Closable:
+    """Closed at the end of a ``with`` block: `__enter__` gives the object itself and
+    `__exit__` calls its `close`."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        raise NotImplementedError
 
 
 class Progress(Protocol):

@@ -96,7 +96,7 @@ from ragcli.config import Settings
 from ragcli.generation.llama import Generator, Message, check_gguf, load_generator
 from ragcli.retrieval.rewrite import SearchRequest, reusing
 from ragcli.retrieval.search import QueryOptions, Searcher
-from ragcli.types import Hit
+from ragcli.types import Closable, Hit
 
 # Hits read for each side of a comparison, besides the question's own (`Asker._side_hits`).
 SIDE_HITS = 3
@@ -107,7 +107,7 @@ if TYPE_CHECKING:
 __all__ = ["Answer", "AskOptions", "Asker", "Pipeline"]
 
 
-class Asker:
+class Asker(Closable):
     """Searches the index through one `Searcher` and loads the model once; answers many questions.
 
     The llm retrieval mode and the llm reranker of a question use the answer model its
@@ -153,12 +153,6 @@ class Asker:
         self._state: dict[str, Any] = {}
         self._capable: tuple[tuple, bool] | None = None
         self._readers: dict[str | None, Reader | None] = {}
-
-    def __enter__(self) -> "Asker":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         """Close the answer cache, and the searcher when this Asker opened it."""

@@ -35,7 +35,7 @@ from ragcli.retrieval.filters import check_keys
 from ragcli.retrieval.fusion import adaptive_fusion, fuse_hits, scaled_priors
 from ragcli.stages import stage
 from ragcli.store.chooser import open_backend
-from ragcli.types import Hit
+from ragcli.types import Closable, Hit
 
 if TYPE_CHECKING:
     from ragcli.embedding.base import Embedder
@@ -148,7 +148,7 @@ def default_group(groups: Mapping[str, Any]) -> str:
     return next(iter(groups))
 
 
-class Searcher:
+class Searcher(Closable):
     """Opens an index once and answers many queries (models loaded lazily, reused).
 
     Example::
@@ -189,12 +189,6 @@ class Searcher:
         # Groups resolved at one store version: two reads a query saved while nothing changes.
         self._resolved: dict[str | None, str] = {}
         self._resolved_at: Hashable | None = None
-
-    def __enter__(self) -> "Searcher":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         """Close the index."""
