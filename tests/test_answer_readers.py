@@ -154,6 +154,15 @@ def test_a_number_that_labels_a_name_is_not_a_count():
     assert read("How old was he?", "He was 39 years old at Super Bowl 50.") == "39 years"
 
 
+def test_the_number_of_a_list_item_is_no_answer():
+    assert read("How long does the dough rest?", "4. Shape the dough and proof it overnight.") is None
+    assert read("How long does it rest?", "(1) Let it rest for 30 minutes.") == "30 minutes"
+
+
+def test_a_name_a_page_wrapped_is_read_on_one_line():
+    assert read("Who built the tower?", "It was designed by Henry\nWinstanley in 1696.") == "Henry Winstanley"
+
+
 def test_a_short_line_must_occur_in_the_quoted_evidence():
     quoted = [Sentence("Ann Lee led the team.", 0, 0)]
     assert checked(Short("Ann Lee", quoted[0]), quoted) is not None

@@ -110,6 +110,16 @@ def test_a_short_line_never_contradicts_the_evidence(env, question):
         assert short in quoted
 
 
+def test_the_readmes_examples_get_a_right_short_line_or_none(env):
+    """The README asks these on fixtures/sample: "4 [1]" (a step's number) and "Henry" then
+    "Winstanley [1]" (a name the PDF wrapped) were printed."""
+    dough = ask(env, "How long does the dough rest?")
+    assert "30 minutes" in dough["answer"] and dough["short_answer"] in (None, "30 minutes")
+    built = ask(env, "Who built the lighthouse?")
+    assert built["short_answer"] == "Henry Winstanley"
+    assert built["answer"].split("\n")[0] == "Henry Winstanley [1]"
+
+
 def test_a_missing_model_or_reader_is_an_error_naming_it(env, tmp_path):
     for flag, path in (("--model", tmp_path / "none.gguf"), ("--reader", tmp_path / "no-reader")):
         done = rag("ask", "Why is octopus blood blue?", flag, str(path), env=env)

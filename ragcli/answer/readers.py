@@ -68,6 +68,8 @@ _NUMBER = re.compile(
     r"(?:\s*(?:%|°\s?[CF]\b|(?P<unit>[^\W\d_]+)\b))?"
 )
 _LABELLED = re.compile(r"\S\s+[A-Z][\w'’-]*\s$")  # not a sentence's first word ("About 50")
+# The number of a list item ("4. Shape the dough", "(2) Push") counts the steps, not the thing asked.
+_LIST_NUMBER = re.compile(r"\s*(?:\d{1,3}[.)]|\(\d{1,3}\))(?=\s)")
 _YEAR_ONLY = re.compile(r"1[0-9]{3}|20[0-9]{2}")
 _NAME_WORD = r"(?:[A-Z]\.|[A-Z][\w'’-]*)"
 _PARTICLE = r"(?:of|de|da|di|du|van|von|der|la|le|del|al|el|ibn|bin|ben)"
@@ -94,11 +96,14 @@ def spans_of(kind: str, text: str) -> list[tuple[int, int]]:
     """Character spans of the `kind` ("name", "date", "number") in `text`."""
     if kind == "date":
         return [m.span() for m in _DATE.finditer(text)]
-    if kind == "number":  # a count is not a year ("in 2014") nor a label ("Super Bowl 50")
+    if kind == "number":  # a count is not a year ("in 2014"), a label ("Super Bowl 50") nor a step's number
+        marker = _LIST_NUMBER.match(text)
         return [
             _with_unit(text, m)
             for m in _NUMBER.finditer(text)
-            if not _YEAR_ONLY.fullmatch(m.group("first")) and not _LABELLED.search(text, 0, m.start())
+            if not _YEAR_ONLY.fullmatch(m.group("first"))
+            and not _LABELLED.search(text, 0, m.start())
+            and not (marker and m.start() < marker.end())
         ]
     return [span for m in _NAME.finditer(text) if (span := _name_span(m)) is not None]
 
@@ -185,8 +190,8 @@ def _around(text: str, span: tuple[int, int]) -> str:
 
 
 def checked(short: Short | None, evidence: Sequence[Sentence]) -> Short | None:
-    """`short` when its words occur verbatim in a quoted sentence, else None."""
+    """`short`, its whitespace collapsed, when its words occur verbatim in a quoted sentence, else None."""
     if short is None or not short.text.strip():
         return None
-    text = " ".join(short.text.split())
-    return short if any(text in " ".join(s.text.split()) for s in evidence) else None
+    text = " ".join(short.text.split())  # one line: a name a page wrapped ("Henry\nWinstanley")
+    return Short(text, short.sentence) if any(text in " ".join(s.text.split()) for s in evidence) else None
