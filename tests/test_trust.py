@@ -63,6 +63,28 @@ def test_a_bare_ingest_reads_each_root_with_its_remembered_filters(docs_tree):
     assert f"root       {docs_tree}  (group medium, exclude '_sources', exclude 'genindex*')" in human
 
 
+def test_a_bare_ingest_skips_a_root_that_is_gone_and_keeps_its_documents(docs_tree, tmp_path):
+    """A remembered root that no longer exists (deleted, or on a disk not mounted) stopped every
+    bare ingest with a usage error (exit 2), so the other roots were never refreshed."""
+    single = tmp_path / "note.md"
+    single.write_text("The harbour pilot boards ships at dawn.\n")
+    assert rag("ingest", str(docs_tree), str(single)).returncode == 0
+    single.unlink()
+    (docs_tree / "api" / "puffins.md").write_text("Puffins nest in burrows on the cliffs.\n")
+
+    bare = rag("ingest")
+
+    assert bare.returncode == 0, bare.stderr
+    assert f"{single} no longer exists: skipped, its documents kept (`rag rm {single}`" in bare.stderr
+    assert "puffins.md" in ingested_paths() and "note.md" in ingested_paths()
+    shutil.rmtree(docs_tree)
+    nothing = rag("ingest")
+    assert nothing.returncode == 1 and "none of the roots ingested before exists" in nothing.stderr
+    assert "note.md" in ingested_paths()  # nothing lost
+    assert rag("rm", str(single)).returncode == 0
+    assert "note.md" not in ingested_paths()
+
+
 def test_a_root_named_again_keeps_its_group_and_filters_unless_flags_replace_them(docs_tree):
     assert rag("ingest", str(docs_tree), "--exclude", "_sources", "--group", "fine").returncode == 0
 

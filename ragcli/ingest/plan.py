@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from ragcli.errors import RagError
 from ragcli.ingest.chunking import chunking_override
 from ragcli.ingest.remembered import META_KEY, RootOptions, changes, known_roots, read_root_options
 from ragcli.ingest.walk import FileFilter, resolve_roots, unmatched_patterns
@@ -57,13 +58,31 @@ def plan_ingest(
     the root's remembered values. With no paths, every root ingested before is read with its
     own remembered options, the flags given replacing them.
 
+    A root ingested before that no longer exists is skipped with a warning and its documents
+    are kept: a folder on a disk that is not mounted comes back.
+
     Raises:
         UsageError: no paths and none ingested before, or bad chunk settings.
+        RagError: no paths, and none of the roots ingested before exists.
     """
     remembered = remembered_options(index)
     named = bool(paths)
-    roots = resolve_roots(paths) if named else [Path(root) for root in known_roots(index)]
     notices: list[str] = []
+    if named:
+        roots = resolve_roots(paths)
+    else:
+        roots = [Path(root) for root in known_roots(index)]
+        gone = [root for root in roots if not root.exists()]
+        roots = [root for root in roots if root not in gone]
+        if not roots:
+            raise RagError(
+                f"none of the roots ingested before exists any more ({', '.join(map(str, gone))}): "
+                "name the folders to read, or `rag rm PATH` to forget one (nothing was changed)"
+            )
+        notices += [
+            f"warning: {root} no longer exists: skipped, its documents kept (`rag rm {root}` removes them)"
+            for root in gone
+        ]
     chosen: dict[Path, RootOptions] = {}
     for root in roots:
         before = remembered.get(str(root))
@@ -77,8 +96,9 @@ def plan_ingest(
         if before is not None and before != root_options:
             notices.append(f"{root}: {'; '.join(changes(before, root_options))}")
     if not named:
-        notices.insert(0, "reading the roots ingested before:")
-        notices[1:1] = [f"  {root} ({chosen[root].describe()})" for root in roots]
+        notices[:0] = ["reading the roots ingested before:"] + [
+            f"  {root} ({chosen[root].describe()})" for root in roots
+        ]
     batches: dict[RootOptions, list[Path]] = {}
     for root, root_options in chosen.items():
         batches.setdefault(root_options, []).append(root)
