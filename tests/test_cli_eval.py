@@ -76,8 +76,22 @@ def test_retrieval_reports_the_hybrid_gain_over_the_best_single_mode(runner, fix
     gain = document["hybrid_gain"]["hybrid"]
     assert gain["best_single"] == best
     assert gain["gain"] == pytest.approx(ndcg["hybrid"] - ndcg[best], abs=1e-3)
-    table = runner.invoke(app, args).stdout
-    assert f"hybrid vs best single mode ({best} {ndcg[best]:.3f}): {gain['gain']:+.3f} nDCG@10" in table
+    piped = runner.invoke(app, args)  # in a pipe the line is a message beside the table's title
+    line = f"hybrid vs best single mode ({best} {ndcg[best]:.3f}): {gain['gain']:+.3f} nDCG@10"
+    assert line in piped.stderr
+    assert "best single mode" not in piped.stdout
+
+
+def test_retrieval_in_a_pipe_prints_only_records_on_stdout(fixtures_dir):
+    """Through the real rag: stdout holds the header and one tab-separated row per configuration;
+    the title and the hybrid gain line are on stderr."""
+    from runner import rag
+
+    done = rag("eval", "retrieval", str(fixtures_dir / "beir-mini"), "--modes", "bm25,hybrid")
+    assert done.returncode == 0, done.stderr
+    rows = done.stdout.splitlines()
+    assert [row.split("\t")[0] for row in rows] == ["configuration", "bm25", "hybrid"], done.stdout
+    assert "hybrid vs best single mode (bm25 " in done.stderr
 
 
 def test_fail_under_exits_1_and_names_metric_value_and_floor(runner, fixtures_dir):
