@@ -61,8 +61,12 @@ def place(path: str, page: int | None, text: str = "") -> str | None:
 
 def _page_span(unit: str, page: int, text: str) -> tuple[int, int]:
     """The first and last page `text` covers: its page breaks, and the ``Slide N:`` or
-    ``Chapter N:`` line a slide or chapter page starts with (quoted text has no page breaks)."""
-    pages = [page, page + text.count(PAGE_BREAK)]
+    ``Chapter N:`` line a slide or chapter page starts with (quoted text has no page breaks).
+
+    A page break belongs to the page it closes (`ragcli.ingest.splitting.page_at`), so breaks
+    with nothing but whitespace after them, as at the end of a one-slide chunk, start no page.
+    """
+    pages = [page, page + text.rstrip().count(PAGE_BREAK)]
     if unit in ("slide", "chapter"):
         pages += [int(n) for n in re.findall(rf"(?:^|\s|\"){unit.title()} (\d+): ", text)]
     return min(pages), max(pages)

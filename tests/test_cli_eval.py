@@ -76,8 +76,22 @@ def test_retrieval_reports_the_hybrid_gain_over_the_best_single_mode(runner, fix
     gain = document["hybrid_gain"]["hybrid"]
     assert gain["best_single"] == best
     assert gain["gain"] == pytest.approx(ndcg["hybrid"] - ndcg[best], abs=1e-3)
-    table = runner.invoke(app, args).stdout
-    assert f"hybrid vs best single mode ({best} {ndcg[best]:.3f}): {gain['gain']:+.3f} nDCG@10" in table
+    piped = runner.invoke(app, args)  # in a pipe the line is a message beside the table's title
+    line = f"hybrid vs best single mode ({best} {ndcg[best]:.3f}): {gain['gain']:+.3f} nDCG@10"
+    assert line in piped.stderr
+    assert "best single mode" not in piped.stdout
+
+
+def test_retrieval_in_a_pipe_prints_only_records_on_stdout(fixtures_dir):
+    """Through the real rag: stdout holds the header and one tab-separated row per configuration;
+    the title and the hybrid gain line are on stderr."""
+    from runner import rag
+
+    done = rag("eval", "retrieval", str(fixtures_dir / "beir-mini"), "--modes", "bm25,hybrid")
+    assert done.returncode == 0, done.stderr
+    rows = done.stdout.splitlines()
+    assert [row.split("\t")[0] for row in rows] == ["configuration", "bm25", "hybrid"], done.stdout
+    assert "hybrid vs best single mode (bm25 " in done.stderr
 
 
 def test_fail_under_exits_1_and_names_metric_value_and_floor(runner, fixtures_dir):
@@ -135,7 +149,7 @@ def test_missing_dataset_is_a_one_line_error(runner, tmp_path):
     assert result.exit_code == 2 and "does not exist" in result.stderr
 
 
-def test_answers_on_qa_file_over_current_index(runner, fixtures_dir, fake_models):
+def test_answers_on_qa_file_over_current_index(runner, fixtures_dir, fake_models, tmp_path):
     from ragcli.config import load_settings
     from ragcli.evaluation.datasets import read_corpus
     from ragcli.ingest.pipeline import ingest_documents
@@ -143,12 +157,14 @@ def test_answers_on_qa_file_over_current_index(runner, fixtures_dir, fake_models
     ingest_documents(
         load_settings().index, read_corpus(fixtures_dir / "beir-mini" / "corpus.jsonl"), embedder=fake_models
     )
+    # Away from its corpus, the QA file is answered over the current index.
+    qa_file = shutil.copy(fixtures_dir / "beir-mini" / "qa-mini.jsonl", tmp_path / "qa-mini.jsonl")
     result = runner.invoke(
         app,
         [
             "eval",
             "answers",
-            str(fixtures_dir / "qa-mini.jsonl"),
+            str(qa_file),
             "--modes",
             "bm25,hybrid",
             "--limit",
@@ -178,7 +194,7 @@ def test_answers_table_on_dataset_folder(runner, fixtures_dir, tmp_path):
     folder = tmp_path / "qa-set"
     folder.mkdir()
     shutil.copy(fixtures_dir / "beir-mini" / "corpus.jsonl", folder / "corpus.jsonl")
-    shutil.copy(fixtures_dir / "qa-mini.jsonl", folder / "qa.jsonl")
+    shutil.copy(fixtures_dir / "beir-mini" / "qa-mini.jsonl", folder / "qa.jsonl")
     result = runner.invoke(app, ["eval", "answers", str(folder), "--limit", "2"])
     assert result.exit_code == 0, result.output
     assert "hybrid" in result.stdout and "2 of 2 questions" in result.stderr
@@ -210,3 +226,26 @@ def test_generate_writes_json_lines_usable_by_eval(runner, fixtures_dir, monkeyp
     from ragcli.evaluation.datasets import load_qa_set, load_retrieval_set
 
     assert len(load_qa_set(qa_file).cases) == 4 and len(load_retrieval_set(qa_file).qrels) == 4
+
+
+def test_documented_qa_examples_are_answered_over_their_corpus():
+    """The README's and the evaluation guide's `rag eval answers` examples, run as written by the
+    real rag on an empty index: the QA file's questions are about its own corpus, so the passages
+    retrieved hold the answers."""
+    import shlex
+    from pathlib import Path
+
+    from runner import rag
+
+    root = Path(__file__).resolve().parent.parent
+    pages = (root / "README.md", root / "docs" / "guide" / "evaluation.md")
+    every_line = [line for page in pages for line in page.read_text().splitlines()]
+    lines = [line for line in every_line if line.startswith("rag eval answers") and "qa-mini" in line]
+    assert len(lines) == 2, lines
+    for line in lines:
+        args = [str(root / arg) if arg.startswith("fixtures/") else arg for arg in shlex.split(line)[1:]]
+        done = rag(*args, *([] if "--json" in args else ["--json"]))
+        assert done.returncode == 0, done.stderr
+        document = json.loads(done.stdout)
+        assert document["warnings"] == [], line
+        assert all(c["metrics"]["context_recall"] > 0 for c in document["configurations"]), line

@@ -77,6 +77,22 @@ def test_get_errors(index, args, code, message):
     assert done.returncode == code and message in done.stderr and done.stdout == ""
 
 
+def test_get_an_indexed_empty_file_prints_nothing_and_succeeds(isolated_home, tmp_path):
+    """`rag ls` lists an empty file; `rag get` prints no text for it, says so on stderr and
+    exits 0. A group it was never chunked in is still an error."""
+    docs = tmp_path / "e"
+    docs.mkdir()
+    (docs / "empty.txt").write_text("")
+    assert rag("ingest", str(docs)).returncode == 0
+    assert str(docs / "empty.txt") in rag("ls").stdout
+    done = rag("get", str(docs / "empty.txt"))
+    assert (done.returncode, done.stdout) == (0, ""), done.stderr
+    assert "empty.txt is empty" in done.stderr
+    assert json.loads(rag("get", str(docs / "empty.txt"), "--json").stdout)["text"] == ""
+    missing = rag("get", str(docs / "empty.txt"), "--group", "nope")
+    assert missing.returncode == 1 and "has no chunks in group 'nope'" in missing.stderr
+
+
 def test_get_without_an_index(isolated_home):
     done = rag("get", "/a.md")
     assert done.returncode == 1 and done.stderr.startswith("rag: error: no index at")

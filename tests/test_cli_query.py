@@ -217,6 +217,16 @@ def test_entry_point_bm25_json_and_stdin(index):
     assert done.stdout.splitlines() == ["/notes/router.md", "/notes/wifi.txt"]
 
 
+def test_entry_point_table_reads_a_page_break_as_a_space(isolated_home, loads):
+    """A chunk that runs over a page break shows it as a space in the table's snippet, not as an
+    escaped form feed; a control character that is no page break stays escaped."""
+    paged = Document("/papers/keeper.pdf", "Visitors climb it.\fThe Fresnel lens\x07 shines.", "pdf", {})
+    ingest_documents(isolated_home, [paged], embedder=HashEmbedder(), group="medium", chunking=WHOLE)
+    done = run_rag("query", "fresnel lens", "--mode", "bm25", "--format", "table", stdin="", env=wide_env())
+    assert done.returncode == 0, done.stderr
+    assert "Visitors climb it. The Fresnel lens\\x07 shines." in done.stdout, done.stdout
+
+
 def test_entry_point_exit_codes(isolated_home):
     done = run_rag("query", "router", stdin="", env=wide_env())
     assert done.returncode == 1 and done.stderr.startswith("rag: error: no index")

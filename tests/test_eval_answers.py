@@ -173,7 +173,7 @@ def test_evaluate_answers_on_a_dataset_folder(tmp_path, fixtures_dir, monkeypatc
     folder = tmp_path / "mini-qa"
     folder.mkdir()
     shutil.copy(fixtures_dir / "beir-mini" / "corpus.jsonl", folder / "corpus.jsonl")
-    shutil.copy(fixtures_dir / "qa-mini.jsonl", folder / "qa.jsonl")
+    shutil.copy(fixtures_dir / "beir-mini" / "qa-mini.jsonl", folder / "qa.jsonl")
     configs = answer_configurations(["bm25"], base=AskOptions(use_cache=False))
     report = evaluate_answers(
         folder, settings=load_settings(), configs=configs, limit=4, generator=EchoGenerator()

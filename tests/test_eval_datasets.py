@@ -1,4 +1,4 @@
-"""Loading BEIR folders, QA files and QA dataset folders (fixtures/beir-mini, fixtures/qa-mini.jsonl)."""
+"""Loading BEIR folders, QA files and QA dataset folders (fixtures/beir-mini and its qa-mini.jsonl)."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def test_qrels_header_is_skipped_and_bad_rows_are_reported(tmp_path):
 
 
 def test_qa_file_reads_answers_relevant_and_unanswerable(fixtures_dir):
-    cases = read_qa(fixtures_dir / "qa-mini.jsonl")
+    cases = read_qa(fixtures_dir / "beir-mini" / "qa-mini.jsonl")
     assert len(cases) == 17
     assert cases[0].answers == ("Karl von Frisch", "von Frisch") and cases[0].relevant == ("d01",)
     assert [case.id for case in cases if not case.answerable] == ["qa15", "qa16", "qa17"]
@@ -72,14 +72,14 @@ def test_qa_file_defaults_and_single_strings(tmp_path):
 
 
 def test_qa_file_as_retrieval_set_keeps_questions_with_relevant(fixtures_dir):
-    dataset = load_retrieval_set(fixtures_dir / "qa-mini.jsonl")
+    dataset = load_retrieval_set(fixtures_dir / "beir-mini" / "qa-mini.jsonl")
     assert dataset.corpus is None and dataset.skipped == 3
     assert dataset.qrels["qa10"] == {"d31": 1} and len(dataset.queries) == 14
 
 
 def test_qa_dataset_folder(tmp_path, fixtures_dir):
     shutil.copy(fixtures_dir / "beir-mini" / "corpus.jsonl", tmp_path / "corpus.jsonl")
-    shutil.copy(fixtures_dir / "qa-mini.jsonl", tmp_path / "qa.jsonl")
+    shutil.copy(fixtures_dir / "beir-mini" / "qa-mini.jsonl", tmp_path / "qa.jsonl")
     qa = load_qa_set(tmp_path)
     assert qa.corpus == tmp_path / "corpus.jsonl" and len(qa.cases) == 17
     retrieval = load_retrieval_set(tmp_path)  # no qrels: the questions' relevant ids are used

@@ -173,7 +173,7 @@ def test_evaluate_qa_file_runs_on_the_current_index(fixtures_dir, fake_models):
         settings.index, read_corpus(fixtures_dir / "beir-mini" / "corpus.jsonl"), embedder=fake_models
     )
     report = evaluate_retrieval(
-        fixtures_dir / "qa-mini.jsonl",
+        fixtures_dir / "beir-mini" / "qa-mini.jsonl",
         settings=settings,
         configs=configurations(["bm25"], base=QueryOptions(top_k=10)),
     )

@@ -21,6 +21,8 @@ from ragcli.places import cited_place, place
     [
         ("deck.pptx", 3, "Slide 3: Budget\n\nQ3 figures", "slide 3"),
         ("deck.pptx", 1, "Slide 1: Intro\fSlide 2: Plan", "slides 1-2"),
+        ("deck.pptx", 2, "Slide 2: Plan\n\nNotes: budget\f", "slide 2"),  # a break ends it
+        ("sales.xlsx", 1, "Sheet: Revenue\nrow 2: Region: N\f\n", "sheet 1, row 2"),
         ("deck.odp", 2, '"Slide 2: Plan" [1]\n"Slide 4: Risks" [1]', "slides 2-4"),
         ("book.epub", 4, "Chapter 4: The sea", "chapter 4"),
         ("sales.xlsx", 2, "Sheet: Revenue\nrow 7: Region: N\nrow 12: Region: S", "sheet 2, rows 7-12"),
@@ -61,6 +63,21 @@ def test_query_table_names_the_slide_and_the_sheet_rows(office_index):
     shaped = rag("query", "Tieguanyin oolong tonnes", "--mode", "bm25", "-k", "1", "--json")
     hit = json.loads(shaped.stdout)["hits"][0]
     assert hit["page"] == 1 and hit["place"] == "sheet 1, rows 2-5"  # the words, for pages and agents
+
+
+def test_one_page_chunks_name_one_slide_and_one_sheet(office_index):
+    """Split one slide or sheet a chunk, each chunk ends with the page break that closes its
+    page; that break starts no page of its own."""
+    docs = str(office_index)
+    split = ("--group", "pages", "--split-by", "page", "--chunk-size", "1", "--chunk-overlap", "0")
+    assert rag("ingest", docs, *split).returncode == 0
+    shaped = rag("query", "penny universities", "-g", "pages", "-k", "3", "--json")
+    hits = json.loads(shaped.stdout)["hits"]
+    assert [hit["place"] for hit in hits] == [f"slide {hit['page']}" for hit in hits], hits
+    sheets = json.loads(rag("query", "Tieguanyin oolong", "-g", "pages", "-k", "1", "--json").stdout)
+    assert sheets["hits"][0]["place"].startswith(f"sheet {sheets['hits'][0]['page']}, rows")
+    table = rag("query", "penny universities", "-g", "pages", "-k", "1", "--format", "table")
+    assert "coffee_houses.pptx:2 (slide 2)" in table.stdout, table.stdout
 
 
 def test_ask_cites_the_sheet_and_rows_it_quotes(office_index):

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ragcli.cli.options import FormatOption, JsonOption
+from ragcli.cli.options import FormatOption, JsonFormatOption
 from ragcli.cli.render import (
     RecordList,
     emit_records,
@@ -39,7 +39,7 @@ SETTINGS_LIST = RecordList("config", "settings", ("key", "value", "source", "env
 
 
 @app.command("show")
-def show(json_output: JsonOption = False, output_format: FormatOption = None) -> None:
+def show(json_output: JsonFormatOption = False, output_format: FormatOption = None) -> None:
     """Show every setting, its value and where it came from (flag, env, config file, default).
 
     In a pipe each setting is one tab-separated line: key, value, source, environment variable.

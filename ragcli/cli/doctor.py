@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 from rich.markup import escape
 
-from ragcli.cli.options import EmbedModelOption, FormatOption, IndexOption, JsonOption
+from ragcli.cli.options import EmbedModelOption, FormatOption, IndexOption, JsonFormatOption
 from ragcli.cli.render import RecordList, emit_records, printable, resolve_format, stdout_console
 
 CHECKS_LIST = RecordList(
@@ -19,7 +19,7 @@ CHECKS_LIST = RecordList(
 def doctor(
     index: IndexOption = None,
     embed_model: EmbedModelOption = None,
-    json_output: JsonOption = False,
+    json_output: JsonFormatOption = False,
     output_format: FormatOption = None,
 ) -> None:
     """Check models, llama.cpp, the index, its integrity, vectors and disk; say how to fix each failure.

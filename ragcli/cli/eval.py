@@ -12,7 +12,7 @@ from rich.table import Table
 
 from ragcli.cli.options import EmbedModelOption, GroupOption, IndexOption, JsonOption
 from ragcli.cli.progress import progress_bar
-from ragcli.cli.render import emit_json, emit_jsonl, stderr_console, stdout_console
+from ragcli.cli.render import emit_json, emit_jsonl, stderr_console
 from ragcli.evaluation.metrics import RETRIEVAL_MEASURES
 
 if TYPE_CHECKING:
@@ -286,13 +286,13 @@ def _print_retrieval(report: RetrievalReport) -> None:
 
 def _print_gains(report: RetrievalReport) -> None:
     """One line per hybrid configuration: its nDCG@10 gain over the best single mode beside it."""
+    from ragcli.cli.render import print_aside
     from ragcli.evaluation.retrieval_eval import hybrid_gains
 
     for name, gain in hybrid_gains(report.configurations).items():
-        stdout_console().print(
+        print_aside(
             f"{name} vs best single mode ({gain['best_single']} {gain['best_single_value']:.3f}): "
-            f"{gain['gain']:+.3f} nDCG@10",
-            highlight=False,
+            f"{gain['gain']:+.3f} nDCG@10"
         )
 
 

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ragcli.cli.options import GroupOption, IndexOption
-from ragcli.cli.render import document_text, emit_json, stderr_console
+from ragcli.cli.render import document_text, emit_json, message, stderr_console
 
 TargetArgument = Annotated[
     Optional[str],
@@ -55,6 +55,9 @@ def get(
     stored = _lookup(target, chunk, group, index)
     if json_output:
         emit_json("get", stored.to_dict())
+        return
+    if not stored.text:  # an empty file is indexed, but an empty line would read as content
+        message(f"{stored.path} is empty: no text was read from it")
         return
     text = document_text(stored.text)  # escape sequences neutralised on a terminal only
     sys.stdout.write(text if text.endswith("\n") else text + "\n")

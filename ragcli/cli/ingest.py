@@ -17,6 +17,7 @@ from ragcli.cli.options import (
     FormatOption,
     GroupOption,
     IndexOption,
+    JsonFormatOption,
     JsonOption,
     StoreOption,
     choice_enum,
@@ -268,7 +269,7 @@ FACTS_LIST = RecordList("status", "facts", ("key", "value"))
 
 
 def status(
-    index: IndexOption = None, json_output: JsonOption = False, output_format: FormatOption = None
+    index: IndexOption = None, json_output: JsonFormatOption = False, output_format: FormatOption = None
 ) -> None:
     """Show what the index holds: documents, chunks, groups, model, sizes, last ingest.
 
@@ -369,7 +370,7 @@ DOCUMENTS_LIST = RecordList("documents", "documents", ("path", "file_type", "siz
 
 
 def ls(
-    index: IndexOption = None, json_output: JsonOption = False, output_format: FormatOption = None
+    index: IndexOption = None, json_output: JsonFormatOption = False, output_format: FormatOption = None
 ) -> None:
     """List indexed documents with their chunk counts per group.
 

@@ -33,7 +33,9 @@ StoreOption = Annotated[
         show_default=False,
     ),
 ]
-JsonOption = Annotated[
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+# For commands that also take --format (`FormatOption`): only there does the help name it.
+JsonFormatOption = Annotated[
     bool, typer.Option("--json", help="Print one JSON document on stdout (= --format json).")
 ]
 FormatOption = Annotated[

@@ -392,13 +392,18 @@ def _source(hit) -> str:
 
 
 def highlighted_snippet(text: str, query: str, width: int = 300):
-    """A window of the chunk text around its first query term, the terms in bold."""
+    """A window of the chunk text around its first query term, the terms in bold.
+
+    A page break reads as a space, as in the tab-separated lines; other control characters
+    are shown as escapes (`terminal_text`).
+    """
     from rich.text import Text
 
     from ragcli.cli.render import terminal_text
     from ragcli.cli.snippets import snippet
+    from ragcli.text import PAGE_BREAK
 
-    window, spans = snippet(terminal_text(text), query, width)
+    window, spans = snippet(terminal_text(text.replace(PAGE_BREAK, " ")), query, width)
     # Same length as the window, so the spans still line up; controls become spaces.
     rich_text = Text("".join(" " if not char.isprintable() and char != "\n" else char for char in window))
     for start, end in spans:

@@ -311,6 +311,15 @@ def print_table(table: Any, header: bool = False) -> None:
     )
 
 
+def print_aside(text: str) -> None:
+    """A line for people beside a table: under it on a terminal; off one on stderr, like the
+    table's title, so stdout keeps only the tab-separated records."""
+    if is_terminal(sys.stdout):
+        stdout_console().print(text, highlight=False, markup=False)
+    else:
+        message(text)
+
+
 def human_size(size: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if size < 1024 or unit == "GB":

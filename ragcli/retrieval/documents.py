@@ -134,7 +134,8 @@ def get_document(
 
     Raises:
         NotIndexed: there is no index.
-        NotFound: the path is not indexed, or the document has no such page.
+        NotFound: the path is not indexed, the document has no such page, or it was never
+            chunked in the group (an indexed empty document is found, with empty text).
         UsageError: a page below 1.
     """
     path, parsed_page = parse_target(target)
@@ -144,12 +145,14 @@ def get_document(
     store = open_backend(index)
     try:
         record = _find_document(store, path)
-        group = group or _group_of(store, record["id"])
-        rows = store.document_chunks(record["id"], group)
+        chosen = group or _group_of(store, record["id"])
+        rows = store.document_chunks(record["id"], chosen)
+        emptied = None if rows else _group_emptied_in(store, record["id"], chosen, group is not None)
     finally:
         store.close()
-    if not rows:
-        raise NotFound(f"{record['path']} has no chunks in group '{group}': see `rag status` for groups")
+    if not rows and emptied is None:
+        raise NotFound(f"{record['path']} has no chunks in group '{chosen}': see `rag status` for groups")
+    group = emptied or chosen
     text = stitch([(start, end, chunk_text) for _, start, end, chunk_text in rows])
     pages = text.split(PAGE_BREAK)
     metadata = _metadata(record)
@@ -179,6 +182,17 @@ def _find_document(store: Backend, path: str) -> dict[str, Any]:
         if record is not None:
             return record
     raise NotFound(f"{path} is not in the index at {store.path}: see `rag ls` for the indexed paths")
+
+
+def _group_emptied_in(store: Backend, doc_id: int, group: str, asked: bool) -> str | None:
+    """The group the document was chunked in although it has no chunks there (its text was
+    empty or only whitespace): `group`, or where no group was asked for, any group; else None.
+
+    An empty document is indexed (`rag ls` lists it) but gives no chunks, so only its record
+    of having been chunked (`Backend.chunked_hash`) tells it from one never ingested there.
+    """
+    candidates = [group] if asked else dict.fromkeys([group, *store.groups()])
+    return next((name for name in candidates if store.chunked_hash(doc_id, name) is not None), None)
 
 
 def _group_of(store: Backend, doc_id: int) -> str:
