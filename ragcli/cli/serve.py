@@ -84,7 +84,7 @@ def serve(
     search_index = open_index(index, **settings)
     answer_index = open_index(index, **settings)
     from ragcli.serve.app import ServeOptions
-    from ragcli.serve.run import run
+    from ragcli.serve.run import bind, run
 
     options = ServeOptions(
         host=host,
@@ -95,9 +95,10 @@ def serve(
         queue_size=queue,
         ask_timeout=ask_timeout,
     )
+    listening = bind(host, port)
     shown = f"[{host}]" if ":" in host else host
     message(f"rag serve: {search_index.path} on http://{shown}:{port}/ (Ctrl-C stops)")
-    run(search_index, answer_index, options)
+    run(search_index, answer_index, options, listening)
 
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
