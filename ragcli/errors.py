@@ -57,3 +57,7 @@ class StorageFull(RagError):
 
 class StoreUnavailable(RagError):
     """The index's remote store (Milvus) cannot be reached or is not usable."""
+
+
+class AddressUnavailable(RagError):
+    """`rag serve` cannot listen where asked: the port is in use, privileged, or not this machine's."""

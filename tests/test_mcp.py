@@ -207,6 +207,41 @@ def test_stdout_carries_only_protocol_messages_even_when_a_model_loads(index, en
     assert answer["result"]["isError"] is False, answer
 
 
+def tool_call(request_id: int | str, name: str, arguments: dict) -> dict:
+    params = {"name": name, "arguments": arguments}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
+def test_requests_piped_before_the_end_of_input_are_all_answered(index, env):
+    """A script writes its requests and closes stdin at once: no reply may be dropped."""
+    requests = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-03-26",
+                "capabilities": {},
+                "clientInfo": {"name": "pipe", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        tool_call(3, "search", {"query": "lens"}),
+        tool_call("four", "status", {}),
+        tool_call(5, "ask", {"question": "x"}),
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}},
+        {"jsonrpc": "2.0", "id": 6, "method": "ping"},
+    ]
+    stdin = "".join(json.dumps(request) + "\n" for request in requests)
+    done = subprocess.run(
+        [RAG, "mcp", "--index", str(index)], env=env, input=stdin, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    replies = {reply["id"]: reply for reply in map(json.loads, done.stdout.splitlines())}
+    assert {1, 3, "four", 6} <= set(replies), done.stdout  # 5 was cancelled: it may go unanswered
+    assert replies[3]["result"]["isError"] is False and replies["four"]["result"]["isError"] is False
+
+
 def test_a_running_server_sees_what_another_process_ingests(tmp_path, env):
     """Started before any index exists (errors per call), then another process ingests twice:
     each next call sees the index as it is now, no restart."""

@@ -175,6 +175,26 @@ def test_a_foreign_host_header_is_refused_on_loopback(server):
     """A page whose DNS name was rebound to 127.0.0.1 does not get the index."""
     response = httpx.get(f"{server}/documents", headers={"host": "evil.example"})
     assert response.status_code == 400 and "documents" not in response.text
+    assert response.json() == {"error": "Invalid host header"}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "headers", "status", "error"),
+    [
+        ("GET", "/nothing", {}, 404, "no such path: /nothing (the API is described at /openapi.json)"),
+        ("GET", "/static/nothing.js", {}, 404, "no such path: /static/nothing.js"),
+        ("GET", "/query", {}, 405, "GET /query is not allowed: use POST"),
+        ("POST", "/documents", {}, 405, "POST /documents is not allowed: use GET, HEAD"),
+        ("POST", "/mcp", {"content-type": "text/plain"}, 400, "Invalid Content-Type header"),
+    ],
+)
+def test_every_error_of_the_framework_is_one_json_line(server, method, path, headers, status, error):
+    response = httpx.request(method, f"{server}{path}", headers=headers, content=b"x")
+    assert response.status_code == status
+    assert response.headers["content-type"] == "application/json"
+    assert response.json()["error"].startswith(error)
+    if status == 405:
+        assert sorted(response.headers["allow"].split(", ")) == error.rsplit(": use ")[1].split(", ")
 
 
 # -- files ----------------------------------------------------------------------------------

@@ -37,34 +37,16 @@ def mcp(
 
         rag mcp --index ~/.local/share/ragcli/indexes/default
     """
+    from ragcli.cli.render import warn_if_no_index
     from ragcli.mcp.worker import start_tools
     from ragcli.index import open_index
 
     index_ = open_index(index, embed_model=embed_model, gguf_model=model)
-    _say_if_no_index(index_.path)
+    warn_if_no_index(index_.path, "rag mcp", "every tool call")
     tools = start_tools(index_)
     with _deferred_model_builds():  # the SDK's import: ~0.6 s, while the models load
         from ragcli.mcp.server import serve
     serve(tools)
-
-
-def _say_if_no_index(path) -> None:
-    """One line on stderr at start-up when there is no index yet (the client shows it in its log).
-
-    The server still starts: an agent may be configured before the first ingest, and a running
-    server sees what `rag ingest` writes later; until then each call is a one-line tool error.
-    """
-    import sys
-
-    from ragcli.store.ownership import is_index
-
-    if not is_index(path):
-        print(
-            f"rag mcp: warning: no index at {path} yet: every tool call fails until "
-            f"`rag ingest DIR --index {path}` (or pass --index PATH)",
-            file=sys.stderr,
-            flush=True,
-        )
 
 
 @contextmanager

@@ -18,6 +18,7 @@ import re
 import sys
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from rich.console import Console
@@ -163,6 +164,30 @@ def stderr_console() -> Console:
 def message(text: str, style: str | None = None) -> None:
     """One plain message line on stderr (escaped, never wrapped); silent under --quiet."""
     stderr_console().print(printable(text), style=style, markup=False, highlight=False)
+
+
+def warn_if_no_index(path: Path, command: str, failing: str) -> None:
+    """One line on stderr at a server's start when `path` holds no index (shown even under --quiet).
+
+    The server still starts: a running server sees what `rag ingest` writes later. A folder
+    that exists and holds other files is most likely a documents folder passed as --index.
+
+    Args:
+        path: the index folder the server was given.
+        command: the server's command, e.g. ``rag serve``.
+        failing: what fails until there is an index, e.g. ``every tool call``.
+    """
+    from ragcli.store.ownership import is_index
+
+    if is_index(path):
+        return
+    if path.is_dir() and any(path.iterdir()):
+        why = f"{path} holds files but no index (a documents folder?)"
+        fix = f"; index it with `rag ingest {path} --index INDEX`, then pass --index INDEX"
+    else:
+        why = f"no index at {path} yet"
+        fix = f" until `rag ingest DIR --index {path}` (or pass --index PATH)"
+    print(f"{command}: warning: {why}: {failing} fails{fix}", file=sys.stderr, flush=True)
 
 
 # -- machine formats ----------------------------------------------------------------------

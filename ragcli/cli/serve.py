@@ -75,7 +75,7 @@ def serve(
 
         RAG_SERVE_TOKEN=$(openssl rand -hex 16) rag serve --host 0.0.0.0
     """
-    from ragcli.cli.render import message
+    from ragcli.cli.render import message, warn_if_no_index
     from ragcli.index import open_index
 
     token = token or os.environ.get(TOKEN_ENV) or None
@@ -84,7 +84,7 @@ def serve(
     search_index = open_index(index, **settings)
     answer_index = open_index(index, **settings)
     from ragcli.serve.app import ServeOptions
-    from ragcli.serve.run import run
+    from ragcli.serve.run import bind, run
 
     options = ServeOptions(
         host=host,
@@ -95,9 +95,11 @@ def serve(
         queue_size=queue,
         ask_timeout=ask_timeout,
     )
+    listening = bind(host, port)
+    warn_if_no_index(search_index.path, "rag serve", "every request but /health")
     shown = f"[{host}]" if ":" in host else host
     message(f"rag serve: {search_index.path} on http://{shown}:{port}/ (Ctrl-C stops)")
-    run(search_index, answer_index, options)
+    run(search_index, answer_index, options, listening)
 
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")

@@ -270,13 +270,87 @@ def _unparsed_reply(error: Exception) -> Any:
     return SessionMessage(reply)
 
 
+class InFlight:
+    """Requests read from the client that are not settled yet: not answered, nor cancelled.
+
+    The SDK's serving loop cancels every running handler as soon as the read side ends, so
+    a client that writes its requests and closes stdin (a script, a pipe) would lose the
+    replies to all but the inline `initialize`. `_serve_stdio` therefore keeps the read
+    side open after stdin's end until every request read has been settled.
+    """
+
+    def __init__(self) -> None:
+        self._open: dict[Any, int] = {}  # request id -> requests with it (a client may reuse one)
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    def watch(self, item: Any) -> Any:
+        """`item` as read from stdin; a request is counted, with a hook for a cancelled one."""
+        from mcp.shared.message import ServerMessageMetadata, SessionMessage
+        from mcp_types import JSONRPCRequest
+
+        if not isinstance(item.message, JSONRPCRequest) or item.metadata is not None:
+            return item
+        request_id = item.message.id
+        if not self._open:
+            self._idle = anyio.Event()
+        self._open[request_id] = self._open.get(request_id, 0) + 1
+
+        async def unanswered() -> None:  # the SDK calls it when it settles a request unanswered
+            self.settle(request_id)
+
+        return SessionMessage(item.message, ServerMessageMetadata(on_request_unanswered=unanswered))
+
+    def settle(self, request_id: Any) -> None:
+        """A request with this id was answered or cancelled (any other id changes nothing)."""
+        left = self._open.get(request_id, 0) - 1
+        if left > 0:
+            self._open[request_id] = left
+        elif left == 0:
+            del self._open[request_id]
+            if not self._open:
+                self._idle.set()
+
+    async def wait(self) -> None:
+        """Return once every request counted so far has been settled."""
+        await self._idle.wait()
+
+
+class ReplyWatch:
+    """The write stream to stdout, settling each request in `in_flight` as its reply is written."""
+
+    def __init__(self, inner: Any, in_flight: InFlight) -> None:
+        self._inner, self._in_flight = inner, in_flight
+
+    async def send(self, item: Any) -> None:
+        from mcp_types import JSONRPCError, JSONRPCResponse
+
+        await self._inner.send(item)
+        if isinstance(item.message, (JSONRPCResponse, JSONRPCError)):
+            self._in_flight.settle(item.message.id)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> "ReplyWatch":
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.aclose()
+
+
 async def _serve_stdio(server: MCPServer) -> None:
     """`MCPServer.run_stdio_async`, but a message the SDK cannot parse gets a JSON-RPC error
-    reply (the SDK drops it silently, leaving the client waiting for ever)."""
+    reply (the SDK drops it silently, leaving the client waiting for ever), and every request
+    read before stdin's end is answered before the server stops (see `InFlight`)."""
     from mcp.server.stdio import stdio_server
     from mcp.shared._context_streams import create_context_streams
 
     lowlevel = server._lowlevel_server
+    in_flight = InFlight()
     async with stdio_server() as (read_stream, write_stream):
         forward, parsed = create_context_streams[Any](0)
 
@@ -286,11 +360,13 @@ async def _serve_stdio(server: MCPServer) -> None:
                     if isinstance(item, Exception):
                         await write_stream.send(_unparsed_reply(item))
                     else:
-                        await forward.send(item)
+                        await forward.send(in_flight.watch(item))
+                await in_flight.wait()
 
+        replies = ReplyWatch(write_stream, in_flight)
         async with anyio.create_task_group() as group:
             group.start_soon(pump)
-            await lowlevel.run(parsed, write_stream, lowlevel.create_initialization_options())
+            await lowlevel.run(parsed, replies, lowlevel.create_initialization_options())
             group.cancel_scope.cancel()
 
 

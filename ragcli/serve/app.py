@@ -1,9 +1,9 @@
 """The Starlette application of `rag serve`: routes, error answers, security layers and /mcp.
 
-Layers, outermost first: the token (when one is set), the 1 MB body cap, CORS (only with
---cors), trusted hosts on a loopback bind (a web page that rebinds its DNS name to 127.0.0.1
-gets 400, not the index), then the routes. Every failure is ``{"error": "one line"}`` with a
-4xx/5xx status, never a traceback.
+Layers, outermost first: plain-text errors turned into JSON, the token (when one is set), the
+1 MB body cap, CORS (only with --cors), trusted hosts on a loopback bind (a web page that
+rebinds its DNS name to 127.0.0.1 gets 400, not the index), then the routes. Every failure is
+``{"error": "one line"}`` with a 4xx/5xx status, never a traceback.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from importlib.resources import files
 from typing import AsyncIterator
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
@@ -25,7 +26,7 @@ from ragcli.errors import RagError
 from ragcli.serve import routes
 from ragcli.serve.bodies import openapi
 from ragcli.serve.engine import Engine, McpTools
-from ragcli.serve.guard import TOKEN_COOKIE, BodyCap, TokenGuard
+from ragcli.serve.guard import TOKEN_COOKIE, BodyCap, JsonErrors, TokenGuard
 
 LOG = logging.getLogger("ragcli.serve")
 BODY_LIMIT = 1024 * 1024
@@ -65,7 +66,12 @@ def build_app(engine: Engine, options: ServeOptions) -> Starlette:
     app = Starlette(
         routes=_routes(options) + list(mcp_app.routes),
         middleware=_middleware(options),
-        exception_handlers={routes.HTTPProblem: _problem, RagError: _rag_error, Exception: _internal},
+        exception_handlers={
+            routes.HTTPProblem: _problem,
+            HTTPException: _http_error,
+            RagError: _rag_error,
+            Exception: _internal,
+        },
         lifespan=lifespan,
     )
     app.state.engine = engine
@@ -96,7 +102,7 @@ def _middleware(options: ServeOptions) -> list[Middleware]:
     from starlette.middleware.cors import CORSMiddleware
     from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-    layers = []
+    layers = [Middleware(JsonErrors)]
     if options.token:
         layers.append(Middleware(TokenGuard, token=options.token))
     layers.append(Middleware(BodyCap, limit=BODY_LIMIT))
@@ -129,6 +135,20 @@ async def page(request: Request) -> Response:
 async def _problem(request: Request, error: Exception) -> Response:
     assert isinstance(error, routes.HTTPProblem)
     return routes.error_response(error.status, str(error), error.headers)
+
+
+async def _http_error(request: Request, error: Exception) -> Response:
+    """Starlette's own refusals (no such route, a method the route does not take), in JSON."""
+    assert isinstance(error, HTTPException)
+    path = request.url.path
+    if error.status_code == 404:
+        text = f"no such path: {path} (the API is described at /openapi.json)"
+    elif error.status_code == 405:
+        allowed = sorted((error.headers or {}).get("Allow", "").split(", "))  # a set's order
+        text = f"{request.method} {path} is not allowed: use {', '.join(allowed)}"
+    else:
+        text = f"{path}: {error.detail}"
+    return routes.error_response(error.status_code, text, error.headers)
 
 
 async def _rag_error(request: Request, error: Exception) -> Response:

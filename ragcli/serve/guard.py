@@ -1,4 +1,5 @@
-"""What every request passes before a route sees it: the token and the body cap.
+"""What every request passes before a route sees it: the token and the body cap; and what
+every answer passes on its way out: an error in plain text becomes JSON.
 
 Pure ASGI middleware (not Starlette's `BaseHTTPMiddleware`), so streamed answers and the MCP
 transport pass through unbuffered and a client's disconnect reaches them.
@@ -89,3 +90,57 @@ class BodyCap:
 
 class BodyTooLarge(Exception):
     """A streamed body passed the cap (caught by `BodyCap`)."""
+
+
+class JsonErrors:
+    """Outermost layer: an error a lower layer answers in plain text goes out as
+    ``{"error": text}`` with its status and headers, as the API promises for every error.
+
+    Starlette's trusted-host and CORS checks and the MCP transport's request checks answer in
+    plain text or with no content type; the routes' own errors are JSON already and pass
+    untouched, as does every
+    answer that is not an error (streamed ones unbuffered).
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        held: dict[str, Any] | None = None
+        body = b""
+
+        async def relay(message: dict[str, Any]) -> None:
+            nonlocal held, body
+            if message["type"] == "http.response.start" and _plain_error(message):
+                held = message
+            elif held is None or message["type"] != "http.response.body":
+                await send(message)
+            else:
+                body += message.get("body", b"")
+                if not message.get("more_body", False):
+                    await send_error(send, held["status"], _one_line(body), _other_headers(held))
+
+        await self.app(scope, receive, relay)
+
+
+def _plain_error(start: dict[str, Any]) -> bool:
+    """An error status whose body is plain text or of no stated type."""
+    content_type = dict(start.get("headers", [])).get(b"content-type", b"text/plain")
+    return start["status"] >= 400 and content_type.startswith(b"text/plain")
+
+
+def _one_line(body: bytes) -> str:
+    return " ".join(body.decode("utf-8", "replace").split()) or "error"
+
+
+def _other_headers(start: dict[str, Any]) -> dict[str, str]:
+    """The headers of a plain-text answer but its content type and length."""
+    skip = (b"content-type", b"content-length")
+    return {
+        key.decode("latin-1"): value.decode("latin-1")
+        for key, value in start.get("headers", [])
+        if key.lower() not in skip
+    }
