@@ -155,17 +155,7 @@ def test_missing_index_is_a_tool_error_not_a_crash(tmp_path, env):
 def test_stdout_carries_only_protocol_messages_even_when_a_model_loads(index, env, tmp_path):
     """Raw JSON-RPC over pipes: every stdout line must parse, also after llama.cpp loaded."""
     requests = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "raw-test", "version": "0"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        *handshake("2025-06-18"),
         {
             "jsonrpc": "2.0",
             "id": 2,
@@ -207,6 +197,16 @@ def test_stdout_carries_only_protocol_messages_even_when_a_model_loads(index, en
     assert answer["result"]["isError"] is False, answer
 
 
+def handshake(version: str) -> list[dict]:
+    """The raw JSON-RPC messages that open a session: `initialize` (id 1), then `initialized`."""
+    client = {"name": "raw-test", "version": "0"}
+    params = {"protocolVersion": version, "capabilities": {}, "clientInfo": client}
+    return [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]
+
+
 def tool_call(request_id: int | str, name: str, arguments: dict) -> dict:
     params = {"name": name, "arguments": arguments}
     return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
@@ -215,17 +215,7 @@ def tool_call(request_id: int | str, name: str, arguments: dict) -> dict:
 def test_requests_piped_before_the_end_of_input_are_all_answered(index, env):
     """A script writes its requests and closes stdin at once: no reply may be dropped."""
     requests = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-03-26",
-                "capabilities": {},
-                "clientInfo": {"name": "pipe", "version": "1"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        *handshake("2025-03-26"),
         tool_call(3, "search", {"query": "lens"}),
         tool_call("four", "status", {}),
         tool_call(5, "ask", {"question": "x"}),
