@@ -61,6 +61,23 @@ def test_embeddings_add_to_the_lexical_score():
     assert mixed.text == plain.text and mixed.dense > 0 and plain.dense == 0
 
 
+def test_a_page_break_ends_a_sentence_and_a_paragraph():
+    """A sheet's last row ran into the next sheet's title as one quote, cited to one sheet; a PDF
+    (no blank lines) took a heading from the page before as the label of this page's text."""
+    from ragcli.answer.structure import paragraph_label
+
+    text = "Sheet: Revenue\nrow 2: North 1.2M\fSheet: Staff\nrow 2: Alice Quokka wrangles platypuses."
+    sheets = [s.text for s in sentences_of([text])]
+    assert sheets == [
+        "Sheet: Revenue\nrow 2: North 1.2M",
+        "Sheet: Staff\nrow 2: Alice Quokka wrangles platypuses.",
+    ]
+    pdf = "Intro text here.\nThe Old Tower\nIt was lit in 1698.\fThe lens bends light into a beam."
+    every = sentences_of([pdf])
+    assert paragraph_label(every[-1], every, pdf) is None
+    assert paragraph_label(every[2], every, pdf).text == "The Old Tower"
+
+
 def test_a_numbered_list_item_keeps_its_number():
     text = "Steps:\n1. Mix the flour. Rest it.\n2. Add the salt."
     pieces = [text[s:e] for s, e in sentence_spans(text)]

@@ -120,6 +120,13 @@ def test_the_readmes_examples_get_a_right_short_line_or_none(env):
     assert built["answer"].split("\n")[0] == "Henry Winstanley [1]"
 
 
+def test_a_pdf_answer_quotes_no_heading_from_another_page(env):
+    """The heading of page 2 was quoted as the label of page 3's text (a PDF has no blank lines)."""
+    answer = ask(env, "Who invented the Fresnel lens?")
+    assert "Augustin-Jean Fresnel" in answer["answer"]
+    assert "The Eddystone Lighthouse" not in answer["answer"]
+
+
 def test_a_missing_model_or_reader_is_an_error_naming_it(env, tmp_path):
     for flag, path in (("--model", tmp_path / "none.gguf"), ("--reader", tmp_path / "no-reader")):
         done = rag("ask", "Why is octopus blood blue?", flag, str(path), env=env)

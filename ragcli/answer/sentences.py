@@ -64,13 +64,29 @@ class Sentence:
 
 def sentences_of(passages: Sequence[str]) -> list[Sentence]:
     """All sentences of the passages, in passage order; a "sentence" without a letter or digit
-    (a stray ".", a rule of dashes) is none: it says nothing a quote could show."""
+    (a stray ".", a rule of dashes) is none: it says nothing a quote could show. A page break
+    (a PDF's page, a slide, a sheet) ends a sentence: a quote cites the one page it is on."""
     return [
         Sentence(text[start:end], number, start)
         for number, text in enumerate(passages)
-        for start, end in sentence_spans(text)
+        for span in sentence_spans(text)
+        for start, end in _within_pages(text, span)
         if _WORDED.search(text, start, end)
     ]
+
+
+def _within_pages(text: str, span: tuple[int, int]) -> list[tuple[int, int]]:
+    """A sentence's span cut at the page breaks inside it, each piece stripped of whitespace."""
+    start, end = span
+    if "\f" not in text[start:end]:
+        return [span]
+    pieces = []
+    for piece in re.finditer(r"[^\f]+", text[start:end]):
+        words = piece.group()
+        lead = len(words) - len(words.lstrip())
+        if words.strip():
+            pieces.append((start + piece.start() + lead, start + piece.start() + len(words.rstrip())))
+    return pieces
 
 
 _WORDED = re.compile(r"[^\W_]")

@@ -25,7 +25,10 @@ def is_label(text: str) -> bool:
 
 
 def _same_paragraph(text: str, before: Sentence, after: Sentence) -> bool:
-    return "\n\n" not in text[before.start + len(before.text) : after.start].replace("\r", "")
+    """No blank line and no page break between the two: a PDF's text has no blank lines, and a
+    heading on an earlier page heads nothing on this one."""
+    gap = text[before.start + len(before.text) : after.start]
+    return "\n\n" not in gap.replace("\r", "") and "\f" not in gap
 
 
 def paragraph_label(sentence: Sentence, every: Sequence[Sentence], text: str) -> Sentence | None:
