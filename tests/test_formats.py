@@ -119,6 +119,17 @@ def test_mail_and_language_metadata_filter(every_format, every_format_index):
     ]
 
 
+def test_address_filters_ignore_case_as_addresses_are_stored_in_lower_case(docs):
+    note = mail("Alice <Alice@Example.com>", "Budget", "Mon, 15 Apr 2024 10:00:00 +0000", "A new kettle.")
+    note.replace_header("To", "Team <Team@Example.COM>")
+    (docs / "budget.eml").write_bytes(bytes(note))
+    assert _ingest(docs).returncode == 0
+    budget = [str(docs / "budget.eml")]
+    for written in ("from=alice@example.com", "from=Alice@Example.com", "to=TEAM@example.com"):
+        assert [h["path"] for h in _hits("kettle", "--filter", written)] == budget, written
+    assert _hits("kettle", "--filter", "from!=ALICE@example.com") == []
+
+
 def test_reingest_keeps_every_message_and_attachment(every_format, every_format_index, isolated_home):
     ingested, index = every_format_index
     assert ingested.returncode == 0
