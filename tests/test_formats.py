@@ -119,6 +119,38 @@ def test_mail_and_language_metadata_filter(every_format, every_format_index):
     ]
 
 
+def test_address_filters_ignore_case_as_addresses_are_stored_in_lower_case(docs):
+    note = mail("Alice <Alice@Example.com>", "Budget", "Mon, 15 Apr 2024 10:00:00 +0000", "A new kettle.")
+    note.replace_header("To", "Team <Team@Example.COM>")
+    (docs / "budget.eml").write_bytes(bytes(note))
+    assert _ingest(docs).returncode == 0
+    budget = [str(docs / "budget.eml")]
+    for written in ("from=alice@example.com", "from=Alice@Example.com", "to=TEAM@example.com"):
+        assert [h["path"] for h in _hits("kettle", "--filter", written)] == budget, written
+    assert _hits("kettle", "--filter", "from!=ALICE@example.com") == []
+
+
+def test_an_attachments_message_is_a_path_rag_get_takes(docs):
+    import mailbox
+
+    make_eml(docs / "budget.eml")
+    box = mailbox.mbox(str(docs / "inbox.mbox"))
+    for n in (1, 2):
+        note = (f"n{n}.txt", f"Attached words {n}.".encode())
+        box.add(mail("bob@example.com", f"Note {n}", "Tue, 10 Jan 2023 09:00:00 +0000", f"Body {n}.", note))
+    box.flush()
+    box.close()
+    assert _ingest(docs, "--defer-embedding").returncode == 0
+    messages = {"budget.eml#1/minutes.txt": "budget.eml", "inbox.mbox#1/n1.txt": "inbox.mbox"}
+    messages["inbox.mbox#2/n2.txt"] = "inbox.mbox#2"
+    for attachment, message in messages.items():
+        shown = rag("get", str(docs / attachment), "--json")
+        assert shown.returncode == 0, shown.stderr
+        assert json.loads(shown.stdout)["metadata"]["message"] == str(docs / message)
+        got = rag("get", str(docs / message))
+        assert got.returncode == 0 and "Subject:" in got.stdout, got.stderr
+
+
 def test_reingest_keeps_every_message_and_attachment(every_format, every_format_index, isolated_home):
     ingested, index = every_format_index
     assert ingested.returncode == 0

@@ -131,7 +131,7 @@ def ingest(
     ) as run:
         run.batcher.progress = progress
         # dict.fromkeys: a file root inside a folder root is one file, read (and counted) once
-        files = list(dict.fromkeys(p for root in roots for p in walk_files(root, file_filter)))
+        files = list(dict.fromkeys(p for root in roots for p in walk_files(root, file_filter, run.fail)))
         files = apply_exclusions(run.store, files)  # what `rag rm` removed stays out
         _read_files(run, files, progress)
         run.batcher.flush()

@@ -24,7 +24,7 @@ from ragcli.ingest.chunking import chunking_for, split_document
 from ragcli.ingest.embedding_pass import embed_pending
 from ragcli.ingest.index_model import check_model, record_model, vector_params
 from ragcli.ingest.readers import TEXT_FILE_TYPES, is_probably_binary, read_document, reader_for
-from ragcli.ingest.readers.base import open_regular
+from ragcli.ingest.readers.base import not_regular, open_regular
 from ragcli.ingest.readers.ocr import OcrUnavailable
 from ragcli.ingest.remembered import META_KEY as ROOT_OPTIONS
 from ragcli.ingest.remembered import RootOptions, merged_root_options
@@ -62,10 +62,10 @@ class IngestRun:
         reader = reader_for(path)
         # PDF and DOCX are binary containers; only text formats are sniffed for NUL bytes.
         if reader is None or (reader.file_type in TEXT_FILE_TYPES and is_probably_binary(path)):
+            # A pipe or a dangling link of a type rag reads fails below, when it is opened.
+            reason = not_regular(path) or ("unsupported type" if reader is None else "binary")
             self.report.skipped += 1
-            log.info(
-                "skipped %s: %s", display_path(str(path)), "unsupported type" if reader is None else "binary"
-            )
+            log.info("skipped %s: %s", display_path(str(path)), reason)
             return "skipped"
         shown = display_path(str(path))
         if hasattr(reader, "read_all"):
@@ -91,6 +91,11 @@ class IngestRun:
             self.report.failed.append(Failure(shown, unexpected_reader_error(shown, error)))
             return "failed"
         return self.queue(document, content_hash, existing is not None)
+
+    def fail(self, path: Path, reason: str) -> None:
+        """Count a file or folder that cannot be read, with the reason its one line gives."""
+        shown = display_path(str(path))
+        self.report.failed.append(Failure(shown, f"{shown}: {reason}"))
 
     def _ingest_parts(self, path: Path, reader: Any) -> str:
         """A file of several documents (a mailbox, a message with attachments).
@@ -181,12 +186,16 @@ class IngestRun:
         whose file is still there (a narrower --include, a new --exclude) is kept and reported:
         a mistyped glob must never empty an index; `rag rm` removes on purpose."""
         folders = [root for root in roots if root.is_dir()]
+        # What lies in a folder the walk could not enter is kept: its failure is reported.
+        unreadable = [Path(failure.path) for failure in self.report.failed]
         unseen = {
             path: doc_id
             for path, doc_id in self.store.documents_under(folders).items()
-            if path not in seen and not _part_of(path, seen)
+            if path not in seen
+            and not _part_of(path, seen)
+            and not any(Path(path).is_relative_to(folder) for folder in unreadable)
         }
-        self.report.left_out = sorted(path for path in unseen if disk_path(path).exists())
+        self.report.left_out = sorted(path for path in unseen if _still_there(path))
         kept = set(self.report.left_out)
         self.remove([doc_id for path, doc_id in unseen.items() if path not in kept])
 
@@ -270,6 +279,14 @@ def remove_documents(store: Backend, doc_ids: list[int], report: IngestReport) -
     if doc_ids:
         with store.transaction():
             report.removed += store.delete_documents(doc_ids)
+
+
+def _still_there(path: str) -> bool:
+    """Whether a document's file exists; one that cannot be looked at is taken as there."""
+    try:
+        return disk_path(path).exists()
+    except OSError:
+        return True
 
 
 def _part_of(path: str, seen: set[str]) -> bool:

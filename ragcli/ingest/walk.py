@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from ragcli.errors import RagError, UsageError
 from ragcli.store.ownership import MARKER_NAME
@@ -125,32 +125,40 @@ def disk_path(shown: str) -> Path:
     return Path(os.fsdecode(raw))
 
 
-def walk_files(root: Path, file_filter: FileFilter) -> Iterator[Path]:
-    """Files under a root in sorted order, skipping hidden files and folders.
+def walk_files(
+    root: Path, file_filter: FileFilter, on_error: "Callable[[Path, str], None] | None" = None
+) -> Iterator[Path]:
+    """Entries under a root in sorted order, skipping hidden files and folders.
 
-    A root that is a file is yielded as is: naming a file explicitly means the user wants it.
+    Every entry that is not a folder is yielded, a named pipe or a dangling symlink included,
+    so the reader can report it (it opens only regular files, never waiting on a pipe). A root
+    that is not a folder is yielded as is: naming a file explicitly means the user wants it.
     A symlink to a file inside the root is skipped (the file itself is walked); one pointing
     outside is yielded under its own name, so it is one document of this folder.
+
+    Args:
+        on_error: called with each folder the walk cannot enter and the reason; the rest is
+            walked (default: such a folder is left out silently).
     """
-    if root.is_file():
+    if not root.is_dir():
         yield root
         return
-    yield from _walk(root, root, file_filter, IgnoreRules(root))
+    yield from _walk(root, root, file_filter, IgnoreRules(root), on_error)
 
 
-def _walk(top: Path, root: Path, file_filter: FileFilter, ignores: "IgnoreRules") -> Iterator[Path]:
-    """The files under folder `top` of a walk of `root`: `ignores` holds the rules of the
+def _walk(
+    top: Path,
+    root: Path,
+    file_filter: FileFilter,
+    ignores: "IgnoreRules",
+    on_error: "Callable[[Path, str], None] | None" = None,
+) -> Iterator[Path]:
+    """The entries under folder `top` of a walk of `root`: `ignores` holds the rules of the
     folders above `top`; `file_filter` matches paths relative to `root`."""
-    for folder, dirs, files in os.walk(top):
+    tell = _unreadable_folder(on_error)
+    for folder, dirs, files in os.walk(top, onerror=lambda error: tell(Path(error.filename), error)):
         ignores.enter(Path(folder))
-        # An index folder inside the root holds ragcli's own files, never documents to read.
-        dirs[:] = sorted(
-            d
-            for d in dirs
-            if not d.startswith(".")
-            and not (Path(folder) / d / MARKER_NAME).is_file()
-            and not ignores.skips(Path(folder) / d, True)
-        )
+        dirs[:] = sorted(d for d in dirs if _descends(Path(folder) / d, ignores, tell))
         for name in sorted(files):
             if name.startswith("."):
                 continue
@@ -158,17 +166,42 @@ def _walk(top: Path, root: Path, file_filter: FileFilter, ignores: "IgnoreRules"
             if (
                 not ignores.skips(path, False)
                 and file_filter.accepts(path.relative_to(root).as_posix())
-                and path.is_file()
                 and not _link_into(path, top)
             ):
                 yield path
+
+
+def _unreadable_folder(on_error: "Callable[[Path, str], None] | None") -> Callable[[Path, OSError], None]:
+    """What the walk does with a folder it cannot enter: one reason handed to `on_error`."""
+
+    def tell(folder: Path, error: OSError) -> None:
+        if on_error is not None:
+            on_error(folder, f"cannot read folder ({error.strerror or error}); check its permissions")
+
+    return tell
+
+
+def _descends(folder: Path, ignores: "IgnoreRules", tell: Callable[[Path, OSError], None]) -> bool:
+    """Whether the walk goes into `folder`; one it cannot look into is told and left out."""
+    if folder.name.startswith("."):
+        return False
+    try:
+        # An index folder inside the root holds ragcli's own files, never documents to read.
+        return not (folder / MARKER_NAME).is_file() and not ignores.skips(folder, True)
+    except OSError as error:  # a folder without search permission: nothing in it can be stat'ed
+        tell(folder, error)
+        return False
 
 
 def _link_into(path: Path, root: Path) -> bool:
     """A symlink whose target lies under `root` (walked there already)."""
     if not path.is_symlink():
         return False
-    return path.resolve().is_relative_to(root)
+    try:
+        target = os.path.realpath(path, strict=True)
+    except OSError:  # dangling or a loop: yielded, for the reader to report
+        return False
+    return Path(target).is_relative_to(root)
 
 
 # Folders that hold tools' output, never a person's documents.

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 COLUMNS = ("file_name", "file_type", "path", "title", "modified", "created")
 # `date` is a mail message's sent date (metadata), compared by prefix like the file dates.
 DATE_KEYS = frozenset({"modified", "created", "date"})
+# A mail's addresses (`to` holds Cc too), which the mail reader stores in lower case.
+ADDRESS_KEYS = frozenset({"from", "to"})
 _OPERATORS = (">=", "<=", "!=", ">", "<")  # two-character ones first
 
 Filters = Mapping[str, tuple[str, ...]]
@@ -38,8 +40,11 @@ def parse_condition(value: str) -> Condition:
 
 
 def normalise(key: str, value: str) -> str:
-    """A filter value as stored: types are stored as "pdf"; accept ".pdf" and "PDF" too."""
-    return value.lower().lstrip(".") if key == "file_type" else value
+    """A filter value as stored: types are stored as "pdf" (accept ".pdf" and "PDF" too) and
+    mail addresses in lower case (accept `Alice@Example.com`)."""
+    if key == "file_type":
+        return value.lower().lstrip(".")
+    return value.lower() if key in ADDRESS_KEYS else value
 
 
 # json_each's value as text the way `_as_text` renders it in Python.

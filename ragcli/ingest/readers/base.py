@@ -74,14 +74,7 @@ def open_regular(path: Path) -> BinaryIO:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            kind = (
-                "a named pipe"
-                if stat.S_ISFIFO(mode)
-                else "a folder"
-                if stat.S_ISDIR(mode)
-                else "a device or socket"
-            )
-            raise reader_error(path, f"not a regular file ({kind}); skipped")
+            raise reader_error(path, f"not a regular file ({_kind(mode)}); skipped")
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
@@ -89,6 +82,22 @@ def open_regular(path: Path) -> BinaryIO:
     # Outside the guard: once the file object owns the descriptor it closes it itself, so an
     # interrupt inside fdopen must not close it a second time (EBADF would hide the interrupt).
     return os.fdopen(fd, "rb")
+
+
+def not_regular(path: Path) -> str | None:
+    """Why `path` is no regular file to read (a named pipe, a dangling symlink, a symlink loop),
+    or None for a regular file. Only the entry is looked at; nothing is opened."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        return f"cannot read file ({exc.strerror or exc})"
+    return None if stat.S_ISREG(mode) else f"not a regular file ({_kind(mode)})"
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    return "a folder" if stat.S_ISDIR(mode) else "a device or socket"
 
 
 def read_bytes(path: Path, limit: int | None = None) -> bytes:

@@ -93,9 +93,11 @@ class Attachments:
 
 
 def attachment_documents(
-    part_path: str, message: EmailMessage, attachments: Attachments
+    part_path: str, message_path: str, message: EmailMessage, attachments: Attachments
 ) -> Iterator[Document]:
-    """Documents for the message's attachments of a supported type (read from a temporary file)."""
+    """Documents for the message's attachments of a supported type (read from a temporary file),
+    under ``part_path/NAME``; their `message` is `message_path`, where the message is stored (an
+    .eml's is the file's own path, not ``FILE#1``), so `rag get` takes it."""
     for number, part in enumerate(message.iter_attachments(), 1):
         name = PurePath(part.get_filename() or f"attachment-{number}").name
         if attachments.read is None or not attachments.supports(name):
@@ -110,7 +112,7 @@ def attachment_documents(
                 document = attachments.read(temporary)
             except ReaderError:
                 continue
-        metadata = {**document.metadata, "message": part_path, "file_name": name}
+        metadata = {**document.metadata, "message": message_path, "file_name": name}
         yield Document(f"{part_path}/{name}", document.text, document.file_type, metadata)
 
 
@@ -140,7 +142,8 @@ class MailReader(_MailFileReader):
 
     suffixes: tuple[str, ...] = (".eml",)
     file_type = "eml"
-    version = "1"
+    # 2: an attachment's `message` names the stored message (was FILE#1 for an .eml)
+    version = "2"
 
     def read_all(self, path: Path) -> Iterator[Document]:
         """The message (under the file's path), then its attachments (``FILE#1/NAME``)."""
@@ -148,7 +151,7 @@ class MailReader(_MailFileReader):
         if not message.keys():
             raise reader_error(path, "not a mail message (no headers); save it as .eml")
         yield message_document(path, str(path), message, self.file_type)
-        yield from attachment_documents(f"{path}{PART_SEPARATOR}1", message, self.attachments)
+        yield from attachment_documents(f"{path}{PART_SEPARATOR}1", str(path), message, self.attachments)
 
 
 class MboxReader(_MailFileReader):
@@ -156,7 +159,8 @@ class MboxReader(_MailFileReader):
 
     suffixes: tuple[str, ...] = (".mbox",)
     file_type = "mbox"
-    version = "1"
+    # 2: an attachment's `message` names the stored message (was FILE#1 for an .eml)
+    version = "2"
 
     def read_all(self, path: Path) -> Iterator[Document]:
         """Message 1 under the file's path, message N under ``FILE#N``, attachments after each."""
@@ -169,7 +173,9 @@ class MboxReader(_MailFileReader):
                 message = _parse(box.get_bytes(key))
                 part_path = str(path) if count == 1 else f"{path}{PART_SEPARATOR}{count}"
                 yield message_document(path, part_path, message, self.file_type)
-                yield from attachment_documents(f"{path}{PART_SEPARATOR}{count}", message, self.attachments)
+                yield from attachment_documents(
+                    f"{path}{PART_SEPARATOR}{count}", part_path, message, self.attachments
+                )
         except (OSError, ValueError, mailbox.Error) as exc:
             raise reader_error(path, f"malformed mbox ({exc}); messages before it were read") from exc
         finally:
