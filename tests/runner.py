@@ -9,11 +9,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from typing import Mapping
+from typing import Mapping, Sequence
 
 
 def rag(
-    *args: str, env: Mapping[str, str] | None = None, stdin: str | None = None, timeout: float = 600
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    stdin: str | None = None,
+    timeout: float = 600,
+    wrapper: Sequence[str] = (),
 ) -> subprocess.CompletedProcess:
     """`rag ARGS` run to its end, its output captured as text.
 
@@ -22,9 +26,10 @@ def rag(
             pass ``{**os.environ, "NAME": "value"}``.
         stdin: text written to its standard input (default: it inherits this process's).
         timeout: seconds before the child is killed and the test fails.
+        wrapper: a command the child runs under (e.g. `setpriv` dropping root's file access).
     """
     return subprocess.run(
-        [sys.executable, "-m", "ragcli", *args],
+        [*wrapper, sys.executable, "-m", "ragcli", *args],
         env=dict(os.environ if env is None else env),
         input=stdin,
         capture_output=True,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,24 +13,42 @@ import pytest
 from runner import rag
 
 
+# Root reads a chmod-000 folder anyway; without these capabilities it cannot, as a user cannot.
+AS_A_USER = ("setpriv", "--bounding-set", "-dac_override,-dac_read_search")
+
+
+def as_a_user(folder: Path) -> tuple[str, ...] | None:
+    """The wrapper under which `folder` cannot be entered: none needed, `AS_A_USER` for root,
+    or None when this machine offers neither."""
+    if not os.access(folder, os.R_OK | os.X_OK):
+        return ()
+    if shutil.which("setpriv") is None:
+        return None
+    probe = subprocess.run([*AS_A_USER, "test", "-r", str(folder / "in.txt")], capture_output=True)
+    return AS_A_USER if probe.returncode == 1 else None
+
+
 @pytest.fixture
 def locked(tmp_path):
-    """A folder `docs` with ok.txt and a subfolder `locked` (in.txt) that cannot be entered."""
+    """A folder `docs` with ok.txt and a subfolder `locked` (in.txt) that cannot be entered, and
+    the wrapper to run `rag` under so that it cannot enter it either."""
     docs = tmp_path / "docs"
     (docs / "locked").mkdir(parents=True)
     (docs / "ok.txt").write_text("gerbils dig tunnels", encoding="utf-8")
     (docs / "locked" / "in.txt").write_text("hamsters hoard seeds", encoding="utf-8")
     (docs / "locked").chmod(0)
     try:
-        if os.access(docs / "locked", os.R_OK | os.X_OK):
-            pytest.skip("this process reads a chmod-000 folder anyway (root with CAP_DAC_OVERRIDE)")
-        yield docs
+        wrapper = as_a_user(docs / "locked")
+        if wrapper is None:
+            pytest.skip("this process reads a chmod-000 folder and cannot drop that power (no setpriv)")
+        yield docs, wrapper
     finally:
         (docs / "locked").chmod(0o755)
 
 
 def test_an_unreadable_folder_is_one_failure_and_the_rest_is_ingested(locked):
-    result = rag("ingest", str(locked), "--json", "--defer-embedding")
+    locked, wrapper = locked
+    result = rag("ingest", str(locked), "--json", "--defer-embedding", wrapper=wrapper)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     report = json.loads(result.stdout)
@@ -40,16 +60,17 @@ def test_an_unreadable_folder_is_one_failure_and_the_rest_is_ingested(locked):
         }
     ]
     assert result.stderr.count("failed ") == 1
-    strict = rag("ingest", str(locked), "--strict", "--defer-embedding")
+    strict = rag("ingest", str(locked), "--strict", "--defer-embedding", wrapper=wrapper)
     assert strict.returncode == 1 and "cannot read folder" in strict.stderr
 
 
 def test_documents_of_a_folder_that_became_unreadable_are_kept(locked):
+    locked, wrapper = locked
     (locked / "locked").chmod(0o755)
     first = rag("ingest", str(locked), "--json", "--defer-embedding")
     assert json.loads(first.stdout)["added"] == 2, first.stderr
     (locked / "locked").chmod(0)
-    again = rag("ingest", str(locked), "--json", "--defer-embedding")
+    again = rag("ingest", str(locked), "--json", "--defer-embedding", wrapper=wrapper)
     assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr
     assert json.loads(again.stdout)["removed"] == 0
     listed = rag("ls", "--json")
