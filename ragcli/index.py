@@ -313,9 +313,14 @@ class Index(IndexWrites, Closable):
     # -- maintenance ----------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
         """Counts, groups, model, sizes and the last ingest (`ragcli.store.status.index_status`)."""
+        from ragcli.ingest.remembered import parse_root_options, stored_form
         from ragcli.store.status import index_status
 
-        return index_status(self.path)
+        info = index_status(self.path)
+        # an index written before groups were remembered side by side gains its `groups` here
+        remembered = parse_root_options(info["root_options"])
+        info["root_options"] = {root: stored_form(groups) for root, groups in remembered.items()}
+        return info
 
     def documents(self) -> list[dict[str, Any]]:
         """Every indexed document with its chunk counts per group (`ragcli.store.status.list_documents`)."""

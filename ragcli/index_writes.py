@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 # A bare ingest whose roots were read with different options runs once per set of options;
 # a rebuild or a watch is one run, so it needs them named.
 _ONE_BATCH = (
-    "the roots ingested before were read with different options (see `rag status`): "
-    "{what} them one set at a time, naming the roots and their flags"
+    "these roots are read into more than one group, or with different patterns (see `rag status`), "
+    "and {what} takes one set at a time: name the roots with --group and their flags"
 )
 
 

@@ -310,3 +310,17 @@ def test_an_interrupt_while_a_file_object_takes_its_descriptor_stays_an_interrup
     (tmp_path / "note.txt").write_text("text")
     with pytest.raises(KeyboardInterrupt):
         base.open_regular(tmp_path / "note.txt")
+
+
+def test_root_options_stored_with_one_group_per_root_are_read_and_kept():
+    """Indexes written before groups were remembered side by side hold one group per root."""
+    from ragcli.ingest.remembered import RootOptions, merged_root_options, read_root_options
+
+    old = json.dumps({"/docs": {"group": "medium", "include": [], "exclude": ["_sources"]}})
+
+    assert read_root_options(old) == {"/docs": {"medium": RootOptions("medium", (), ("_sources",))}}
+    merged = read_root_options(merged_root_options(old, [Path("/docs")], RootOptions("fine", ("*.md",))))
+    assert list(merged["/docs"].values()) == [
+        RootOptions("medium", (), ("_sources",)),
+        RootOptions("fine", ("*.md",), ()),
+    ]

@@ -56,9 +56,8 @@ def test_a_bare_ingest_reads_each_root_with_its_remembered_filters(docs_tree):
     assert "reading the roots ingested before" in bare.stderr
     assert f"{docs_tree} (group medium, exclude '_sources', exclude 'genindex*')" in bare.stderr
     status = json.loads(rag("status", "--json").stdout)
-    assert status["root_options"] == {
-        str(docs_tree): {"group": "medium", "include": [], "exclude": ["_sources", "genindex*"]}
-    }
+    remembered = {"group": "medium", "include": [], "exclude": ["_sources", "genindex*"]}
+    assert status["root_options"] == {str(docs_tree): {**remembered, "groups": [remembered]}}
     human = rag("status", "--format", "table").stdout
     assert f"root       {docs_tree}  (group medium, exclude '_sources', exclude 'genindex*')" in human
 
@@ -104,6 +103,71 @@ def test_a_root_named_again_keeps_its_group_and_filters_unless_flags_replace_the
     forgotten = rag("ingest", str(docs_tree), "--no-filters")
     assert "exclude was 'genindex*', now none" in forgotten.stderr
     assert "genindex.html" in ingested_paths()
+
+
+def bm25_hits(query: str, group: str) -> list[str]:
+    found = rag("query", query, "--mode", "bm25", "--group", group, "--json")
+    assert found.returncode == 0, found.stderr
+    return sorted({Path(hit["path"]).name for hit in json.loads(found.stdout)["hits"]})
+
+
+def test_every_group_a_root_was_read_into_is_refreshed(tmp_path):
+    """A root remembered only the last group it was read into: after a `--group fine` ingest,
+    a bare ingest and `rag ingest ROOT` refreshed fine alone, and the default group that
+    query, ask and get read kept stale text and never saw new files."""
+    root = tmp_path / "s"
+    shutil.copytree(FIXTURES / "sample", root)
+    assert rag("ingest", str(root)).returncode == 0
+    assert rag("ingest", str(root), "--include", "*.md", "--group", "fine").returncode == 0
+    (root / "new.txt").write_text("The quokka is a small marsupial.\n")
+    with (root / "bread_baking.md").open("a") as bread:
+        bread.write("Extra line about gannets.\n")
+
+    bare = rag("ingest")
+
+    assert bare.returncode == 0, bare.stderr
+    assert f"  {root} (group medium)\n  {root} (group fine, include '*.md')" in bare.stderr
+    assert bm25_hits("quokka", "medium") == ["new.txt"] and bm25_hits("quokka", "fine") == []
+    assert bm25_hits("gannets", "medium") == bm25_hits("gannets", "fine") == ["bread_baking.md"]
+
+    (root / "second.txt").write_text("A puffin nests on the cliff.\n")
+    (root / "cake.md").write_text("A sponge cake for the ospreys.\n")
+    named = rag("ingest", str(root))
+    assert named.returncode == 0, named.stderr
+    assert bm25_hits("puffin", "medium") == ["second.txt"] and bm25_hits("puffin", "fine") == []
+    assert bm25_hits("ospreys", "medium") == bm25_hits("ospreys", "fine") == ["cake.md"]
+
+    (root / "tart.md").write_text("A lemon tart for the cormorants.\n")
+    fine_only = rag("ingest", str(root), "--group", "fine")
+    assert fine_only.returncode == 0, fine_only.stderr
+    assert bm25_hits("cormorants", "fine") == ["tart.md"] and bm25_hits("cormorants", "medium") == []
+    status = json.loads(rag("status", "--json").stdout)["root_options"][str(root)]
+    assert status["groups"] == [
+        {"group": "medium", "include": [], "exclude": []},
+        {"group": "fine", "include": ["*.md"], "exclude": []},
+    ]
+    assert (status["group"], status["include"]) == ("fine", ["*.md"])  # the last, as before
+    human = rag("status", "--format", "table").stdout
+    assert f"root       {root}  (group medium; group fine, include '*.md')" in human
+
+
+def test_patterns_given_with_a_group_change_that_group_only(tmp_path):
+    root = tmp_path / "s"
+    shutil.copytree(FIXTURES / "sample", root)
+    assert rag("ingest", str(root), "--exclude", "*.pdf").returncode == 0
+    assert rag("ingest", str(root), "--include", "*.md", "--group", "fine").returncode == 0
+
+    changed = rag("ingest", str(root), "--group", "fine", "--no-filters")
+
+    assert changed.returncode == 0, changed.stderr
+    assert f"{root} (group fine): include was '*.md', now none" in changed.stderr
+    groups = json.loads(rag("status", "--json").stdout)["root_options"][str(root)]["groups"]
+    assert groups == [
+        {"group": "medium", "include": [], "exclude": ["*.pdf"]},
+        {"group": "fine", "include": [], "exclude": []},
+    ]
+    sized = rag("ingest", str(root), "--chunk-size", "100")
+    assert sized.returncode == 2 and "name the group with --group" in sized.stderr
 
 
 def test_patterns_are_gitignore_style_and_one_matching_nothing_is_named(docs_tree):

@@ -361,9 +361,10 @@ def _print_status(info: dict) -> None:
 
 
 def _describe_options(options: dict) -> str:
-    from ragcli.ingest.remembered import RootOptions
+    """Every group the root is read into, with its patterns: `group medium; group fine, include '*.md'`."""
+    from ragcli.ingest.remembered import parse_root_options
 
-    return RootOptions.from_dict(options).describe()
+    return "; ".join(group.describe() for group in parse_root_options({"": options})[""].values())
 
 
 DOCUMENTS_LIST = RecordList("documents", "documents", ("path", "file_type", "size", "modified", "chunks"))

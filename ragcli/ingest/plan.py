@@ -11,9 +11,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from ragcli.errors import RagError
+from ragcli.errors import RagError, UsageError
 from ragcli.ingest.chunking import chunking_override
-from ragcli.ingest.remembered import META_KEY, RootOptions, changes, known_roots, read_root_options
+from ragcli.ingest.remembered import (
+    META_KEY,
+    RootGroups,
+    RootOptions,
+    changes,
+    known_roots,
+    read_root_options,
+)
 from ragcli.ingest.walk import FileFilter, resolve_roots, unmatched_patterns
 from ragcli.types import ChunkSettings, IngestOptions
 
@@ -38,8 +45,8 @@ class IngestPlan:
         return [root for batch in self.batches for root in batch.roots]
 
 
-def remembered_options(index: Path) -> dict[str, RootOptions]:
-    """Each ingested root's options as the index stores them."""
+def remembered_options(index: Path) -> dict[str, RootGroups]:
+    """Each ingested root's options per group as the index stores them."""
     from ragcli.store.directory import read_index_meta
 
     return read_root_options(read_index_meta(index, META_KEY))
@@ -54,67 +61,103 @@ def plan_ingest(
 ) -> IngestPlan:
     """The batches to run and what to say about them.
 
-    A named root is read with the options given; those not given (the patterns, the group) keep
-    the root's remembered values. With no paths, every root ingested before is read with its
-    own remembered options, the flags given replacing them.
+    A root is read into every group it was read into before, each with its remembered
+    patterns (a root never ingested: into `default_group`); `--group` reads it into that
+    group only. Patterns given replace those of every group read. With no paths, every root
+    ingested before is read so.
 
     A root ingested before that no longer exists is skipped with a warning and its documents
     are kept: a folder on a disk that is not mounted comes back.
 
     Raises:
-        UsageError: no paths and none ingested before, or bad chunk settings.
+        UsageError: no paths and none ingested before, bad chunk settings, or chunk settings
+            given without `--group` for more than one group.
         RagError: no paths, and none of the roots ingested before exists.
     """
     remembered = remembered_options(index)
-    named = bool(paths)
-    notices: list[str] = []
-    if named:
-        roots = resolve_roots(paths)
-    else:
-        roots = [Path(root) for root in known_roots(index)]
-        gone = [root for root in roots if not root.exists()]
-        roots = [root for root in roots if root not in gone]
-        if not roots:
-            raise RagError(
-                f"none of the roots ingested before exists any more ({', '.join(map(str, gone))}): "
-                "name the folders to read, or `rag rm PATH` to forget one (nothing was changed)"
-            )
-        notices += [
-            f"warning: {root} no longer exists: skipped, its documents kept (`rag rm {root}` removes them)"
-            for root in gone
-        ]
-    chosen: dict[Path, RootOptions] = {}
+    roots, notices = (resolve_roots(paths), []) if paths else _existing_roots(index)
+    chosen: dict[tuple[Path, str], RootOptions] = {}
     for root in roots:
-        before = remembered.get(str(root))
-        base = before or RootOptions(default_group)
-        root_options = RootOptions(
-            options.group or base.group,
+        groups = remembered.get(str(root), {})
+        for before, after in _read_options(groups, options, default_group):
+            chosen[(root, after.group)] = after
+            notices += _changes_said(root, groups, before, after)
+    if not paths:
+        notices[:0] = ["reading the roots ingested before:"] + [
+            f"  {root} ({root_options.describe()})" for (root, _), root_options in chosen.items()
+        ]
+    return IngestPlan(_batches(index, chosen, options), notices)
+
+
+def _existing_roots(index: Path) -> tuple[list[Path], list[str]]:
+    """The roots ingested before that still exist, and a warning for each that does not."""
+    roots = [Path(root) for root in known_roots(index)]
+    gone = [root for root in roots if not root.exists()]
+    if len(gone) == len(roots):
+        raise RagError(
+            f"none of the roots ingested before exists any more ({', '.join(map(str, gone))}): "
+            "name the folders to read, or `rag rm PATH` to forget one (nothing was changed)"
+        )
+    warnings = [
+        f"warning: {root} no longer exists: skipped, its documents kept (`rag rm {root}` removes them)"
+        for root in gone
+    ]
+    return [root for root in roots if root not in gone], warnings
+
+
+def _read_options(
+    groups: RootGroups, options: IngestOptions, default_group: str
+) -> list[tuple[RootOptions | None, RootOptions]]:
+    """(remembered, to read with) for each group one root is read into this time."""
+    names = [options.group] if options.group else list(groups) or [default_group]
+    pairs = []
+    for name in names:
+        before = groups.get(name)
+        base = before or RootOptions(name)  # a new group starts from the patterns given, or none
+        after = RootOptions(
+            name,
             options.include if options.filters_given else base.include,
             options.exclude if options.filters_given else base.exclude,
         )
-        chosen[root] = root_options
-        if before is not None and before != root_options:
-            notices.append(f"{root}: {'; '.join(changes(before, root_options))}")
-    if not named:
-        notices[:0] = ["reading the roots ingested before:"] + [
-            f"  {root} ({chosen[root].describe()})" for root in roots
-        ]
-    batches: dict[RootOptions, list[Path]] = {}
-    for root, root_options in chosen.items():
-        batches.setdefault(root_options, []).append(root)
+        pairs.append((before, after))
+    return pairs
+
+
+def _changes_said(
+    root: Path, groups: RootGroups, before: RootOptions | None, after: RootOptions
+) -> list[str]:
+    """What changes for one root and group, in words (nothing when nothing changes)."""
+    if before is None:
+        if not groups:
+            return []
+        return [f"{root}: group {after.group} added beside {', '.join(groups)} ({after.describe()})"]
+    if before == after:
+        return []
+    label = f"{root} (group {after.group})" if len(groups) > 1 else str(root)
+    return [f"{label}: {'; '.join(changes(before, after))}"]
+
+
+def _batches(index: Path, chosen: dict[tuple[Path, str], RootOptions], options: IngestOptions) -> list[Batch]:
+    """One batch per distinct set of options, its roots in order.
+
+    Raises:
+        UsageError: chunk settings given without `--group` while more than one group is read
+            (they would re-chunk every group alike).
+    """
     flags = options.chunk_flags()
-    return IngestPlan(
-        [
-            Batch(
-                batch_roots,
-                root_options.group,
-                chunking_override(index, root_options.group, flags),
-                root_options.file_filter,
-            )
-            for root_options, batch_roots in batches.items()
-        ],
-        notices,
-    )
+    by_options: dict[RootOptions, list[Path]] = {}
+    for (root, _), root_options in chosen.items():
+        by_options.setdefault(root_options, []).append(root)
+    groups = list(dict.fromkeys(root_options.group for root_options in by_options))
+    if flags and not options.group and len(groups) > 1:
+        raise UsageError(
+            f"chunk settings change one group, and these roots are read into {', '.join(groups)}: "
+            "name the group with --group"
+        )
+    return [
+        Batch(roots, group.group, chunking_override(index, group.group, flags), group.file_filter)
+        for group, roots in by_options.items()
+    ]
 
 
 def pattern_warnings(plan: IngestPlan) -> list[str]:

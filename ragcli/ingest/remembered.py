@@ -1,9 +1,18 @@
 """What each ingested root was read with, remembered in the index for a bare `rag ingest`.
 
-An ingest records, per root, every option that shapes what is read from it: the
-include/exclude patterns and the chunk group (whose split settings the index keeps with the
-group). `rag ingest` with no paths, and `rag ingest --watch` with none, read each root again
-with the same options; naming a root with other flags replaces its options, and says so.
+An ingest records, per root and chunk group (whose split settings the index keeps with the
+group), the include/exclude patterns that shape what is read from it. A root read into
+several groups remembers each group with its own patterns. `rag ingest` with no paths reads
+every root again into every group it was read into, each with its remembered patterns;
+naming a root with other flags replaces its patterns, and says so.
+
+Stored form (meta `root_options`), one entry per root::
+
+    {"ROOT": {"group": G, "include": [...], "exclude": [...], "groups": [{"group": ...}, ...]}}
+
+`groups` lists every group, the most recently ingested last; the top-level keys repeat that
+last one, which is all an index written before groups were remembered side by side holds
+(read as a root with one group).
 """
 
 from __future__ import annotations
@@ -47,22 +56,46 @@ class RootOptions:
         return ", ".join(parts)
 
 
-def read_root_options(raw: str | None) -> dict[str, RootOptions]:
-    """The stored options per root (the meta value as the store keeps it)."""
+RootGroups = dict[str, RootOptions]
+"""One root's options by group name, the most recently ingested group last."""
+
+
+def read_root_options(raw: str | None) -> dict[str, RootGroups]:
+    """The stored options per root and group (the meta value as the store keeps it)."""
     try:
-        stored = json.loads(raw or "{}")
-        return {root: RootOptions.from_dict(options) for root, options in stored.items()}
+        return parse_root_options(json.loads(raw or "{}"))
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         # Loud, not fatal: the roots are still known; their options must be given again.
         log.warning("the index's remembered ingest options are unreadable (%s): give the flags again", error)
         return {}
 
 
+def parse_root_options(stored: Mapping[str, Any]) -> dict[str, RootGroups]:
+    """Each root's groups from the stored mapping; an entry without `groups` (the format of
+    indexes written before groups were remembered side by side) is a root with one group."""
+    parsed = {}
+    for root, entry in stored.items():
+        listed = [RootOptions.from_dict(item) for item in entry.get("groups") or [entry]]
+        parsed[root] = {options.group: options for options in listed}
+    return parsed
+
+
+def stored_form(groups: RootGroups) -> dict[str, Any]:
+    """One root's stored entry: its last group's options at the top (as older versions read
+    them), every group under `groups`."""
+    listed = list(groups.values())
+    return {**listed[-1].to_dict(), "groups": [options.to_dict() for options in listed]}
+
+
 def merged_root_options(raw: str | None, roots: Sequence[Path], options: RootOptions) -> str:
-    """The meta value with `roots` now read with `options` (the others kept)."""
-    stored = {root: value.to_dict() for root, value in read_root_options(raw).items()}
-    stored.update({str(root): options.to_dict() for root in roots})
-    return json.dumps(stored, sort_keys=True)
+    """The meta value with `roots` now read into `options.group` with `options` (their other
+    groups, and the other roots, kept)."""
+    stored = read_root_options(raw)
+    for root in roots:
+        groups = stored.setdefault(str(root), {})
+        groups.pop(options.group, None)  # re-added last: the most recently ingested
+        groups[options.group] = options
+    return json.dumps({root: stored_form(groups) for root, groups in stored.items()}, sort_keys=True)
 
 
 def changes(before: RootOptions, after: RootOptions) -> list[str]:
