@@ -68,6 +68,20 @@ def test_rebuild_does_not_bring_back_removed_documents(tmp_path):
     assert _listed(index) == {"a.txt"}
 
 
+def test_an_empty_path_removes_nothing_and_ingests_nothing(tmp_path, monkeypatch):
+    """`rag rm "$(...)"` whose substitution printed nothing removed everything under the current
+    folder, for good; `rag ingest ""` read the current folder."""
+    docs = _docs(tmp_path, **{"a.txt": "apples are red", "b.txt": "bananas are yellow"})
+    index = tmp_path / "idx"
+    assert rag("ingest", "--index", str(index), str(docs)).returncode == 0
+    monkeypatch.chdir(docs)  # where an empty path would point
+    removed = rag("rm", "--index", str(index), "")
+    ingested = rag("ingest", "--index", str(index), "", str(docs))
+    assert removed.returncode == 2 and "a path to remove is empty" in removed.stderr
+    assert ingested.returncode == 2 and "a path to ingest is empty" in ingested.stderr
+    assert _listed(index) == {"a.txt", "b.txt"}
+
+
 # --- --include / --exclude never prune documents whose files exist ----------------------------
 
 

@@ -50,7 +50,7 @@ LockTimeoutOption = Annotated[
 
 def ingest(
     paths: Annotated[
-        Optional[List[Path]],
+        Optional[List[str]],  # str, not Path: Path("") would be "." and an empty argument this folder
         typer.Argument(
             help="Folders (walked recursively) and files; default: the roots ingested before.",
             show_default=False,

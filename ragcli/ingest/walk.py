@@ -72,10 +72,12 @@ def resolve_roots(paths: Sequence[str | Path]) -> list[Path]:
     """Absolute, de-duplicated roots.
 
     Raises:
-        UsageError: a path does not exist.
+        UsageError: a path does not exist or is empty.
     """
     roots: list[Path] = []
     for raw in paths:
+        if not str(raw).strip():  # a command substitution that printed nothing, not "this folder"
+            raise UsageError("a path to ingest is empty: name the folders or files to read")
         path = Path(raw).expanduser()
         if not path.exists():
             raise UsageError(f"{raw}: no such file or directory")

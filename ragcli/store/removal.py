@@ -42,9 +42,14 @@ def plan_removal(index: Path, paths: Sequence[str]) -> RemovalPlan:
 
     Raises:
         NotIndexed: there is no index.
+        UsageError: a path is empty (what a command substitution that printed nothing gives):
+            as a path it would mean the current folder and remove everything under it.
     """
+    from ragcli.errors import UsageError
     from ragcli.store.chooser import open_backend
 
+    if any(not str(path).strip() for path in paths):
+        raise UsageError("a path to remove is empty: name the files or folders to remove (nothing changed)")
     targets = tuple(Path(stored_form(Path(p).expanduser().resolve())) for p in paths)
     backend = open_backend(index)
     try:
