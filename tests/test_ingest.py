@@ -295,6 +295,34 @@ def test_an_interrupt_hidden_behind_a_readers_clean_up_error_still_stops_the_ing
         run(isolated_home, write_corpus(tmp_path / "docs"), HashEmbedder())
 
 
+def test_an_interrupted_first_ingest_remembers_its_roots_and_their_patterns(
+    tmp_path, isolated_home, monkeypatch
+):
+    """Ctrl-C during a folder's first ingest kept the documents committed but forgot the folder
+    and its --exclude: a bare `rag ingest` then failed ("none ingested before"), and naming the
+    folder again read the files it had excluded."""
+    import ragcli.ingest.run as ingest_run
+    from ragcli.ingest.plan import remembered_options
+    from ragcli.ingest.remembered import known_roots
+    from ragcli.ingest.walk import FileFilter
+
+    root = write_corpus(tmp_path / "docs")
+    real, read = ingest_run.read_document, []
+
+    def read_then_interrupt(path):
+        read.append(path)
+        if len(read) == 2:
+            raise KeyboardInterrupt
+        return real(path)
+
+    monkeypatch.setattr(ingest_run, "read_document", read_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        run(isolated_home, root, HashEmbedder(), file_filter=FileFilter(exclude=("sub",)))
+    assert known_roots(isolated_home) == [str(root.resolve())]
+    remembered = remembered_options(isolated_home)[str(root.resolve())]
+    assert [options.exclude for options in remembered.values()] == [("sub",)]
+
+
 def test_an_interrupt_while_a_file_object_takes_its_descriptor_stays_an_interrupt(tmp_path, monkeypatch):
     import os
 

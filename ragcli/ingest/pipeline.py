@@ -218,7 +218,7 @@ def remove_paths(
             raise RagError(f"nothing indexed under {', '.join(map(display_path, paths))}: see `rag ls`")
         report = IngestReport(index=str(index), group="")
         remove_documents(store, list(found.values()), report)
-        finish(store, report, [])
+        finish(store, report)
         return report.removed
 
 

@@ -235,6 +235,7 @@ def open_run(
             report = IngestReport(index=str(index), group=group)
             settings = chunking_for(store, group, chunking)
             _start_group(store, embedder, group, settings)
+            remember_roots(store, group, roots, file_filter)
             batcher = _Batcher(store, embedder, group, report, batch_chunks)
             yield IngestRun(store, batcher, settings, group, embedder, report)
             if embed:
@@ -243,7 +244,7 @@ def open_run(
                 )
                 report.embedded += embedded.embedded
             report.seconds = round(time.perf_counter() - started, 3)  # recorded in last_ingest
-            finish(store, report, roots, file_filter)
+            finish(store, report)
         finally:
             store.close()
     report.seconds = round(time.perf_counter() - started, 3)
@@ -257,21 +258,27 @@ def _start_group(store: Backend, embedder: Embedder, group: str, settings: Chunk
             store.forget_chunked(group)
 
 
-def finish(
-    store: Backend, report: IngestReport, roots: Sequence[Path], file_filter: FileFilter = FileFilter()
-) -> None:
-    """Sync every group's vectors, drop unused vectors, record the run and each root's options."""
+def remember_roots(store: Backend, group: str, roots: Sequence[Path], file_filter: FileFilter) -> None:
+    """Record the roots and the options they are read with, before any file is: an ingest
+    interrupted later (Ctrl-C) keeps what it committed, and a bare `rag ingest` then reads the
+    same roots the same way (it forgot them, and their patterns, when this came at the end)."""
+    if not roots:
+        return
+    with store.transaction():
+        known = json.loads(store.get_meta("roots", "[]") or "[]")
+        store.set_meta("roots", json.dumps(sorted(set(known) | {str(r) for r in roots})))
+        options = RootOptions(group, file_filter.include, file_filter.exclude)
+        store.set_meta(ROOT_OPTIONS, merged_root_options(store.get_meta(ROOT_OPTIONS), roots, options))
+
+
+def finish(store: Backend, report: IngestReport) -> None:
+    """Sync every group's vectors, drop unused vectors, record the run."""
     for group in store.groups():
         count = store.sync_vectors(group, vector_params(store, group))
         if group == report.group:
             report.vectors = count
     with store.transaction():
         store.drop_unused_vectors()
-        known = json.loads(store.get_meta("roots", "[]") or "[]")
-        store.set_meta("roots", json.dumps(sorted(set(known) | {str(r) for r in roots})))
-        if roots:
-            options = RootOptions(report.group, file_filter.include, file_filter.exclude)
-            store.set_meta(ROOT_OPTIONS, merged_root_options(store.get_meta(ROOT_OPTIONS), roots, options))
         store.set_meta("last_ingest", json.dumps({**report.to_dict(), "failed": len(report.failed)}))
 
 
