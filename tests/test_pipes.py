@@ -248,6 +248,21 @@ def test_stdin_queries_in_table_format_do_what_was_asked(tmp_path, indexed):
     assert tsv.splitlines()[0].startswith("query\trank\tscore\tpath")
 
 
+def test_a_line_too_long_on_stdin_is_skipped_and_the_others_are_answered(tmp_path, indexed):
+    """One over-long line made the whole batch a usage error: the queries around it were lost."""
+    lines = "bees\n" + "x " * 6000 + "\ngear box\n"
+    queries = run("query", "--mode", "bm25", "-k", "1", "--format", "tsv", tmp=tmp_path, stdin=lines)
+    assert queries.returncode == 2
+    assert [row.split("\t")[0] for row in queries.stdout.splitlines()[1:]] == ["bees", "gear box"]
+    assert "the query is 11,999 characters long" in queries.stderr
+    assert "that line is skipped" in queries.stderr
+    real = tmp_path / "real-model-index"  # answers rank sentences with the real embedding model
+    assert run("ingest", str(indexed), "--index", str(real), tmp=tmp_path).returncode == 0
+    answers = run("ask", "-", "--index", str(real), "--no-cache", tmp=tmp_path, stdin=lines)
+    assert answers.returncode == 2 and "the question is 11,999 characters long" in answers.stderr
+    assert [json.loads(row)["question"] for row in answers.stdout.splitlines()] == ["bees", "gear box"]
+
+
 # -- control characters in names -------------------------------------------------------------
 def test_control_characters_in_names_are_escaped_in_human_output(tmp_path, indexed):
     evil = str(indexed / EVIL)

@@ -321,11 +321,17 @@ def log_timings(answer) -> None:
 
 
 def print_answers(asker, questions: Iterable[str], options) -> None:
-    """Answer each question as one JSON line (stdin mode)."""
+    """Answer each question as one JSON line (stdin mode); a question too long to ask is said on
+    stderr and the others are answered (exit 2 at the end)."""
+    from ragcli.cli.stdin import OverLong
+
+    too_long = OverLong("question")
     emit_jsonl(
         {"schema_version": SCHEMA_VERSION, "kind": "answer", **asker.ask(line, options).to_dict()}
         for line in questions
+        if too_long.allowed(line)
     )
+    too_long.exit_if_any()
 
 
 def _print_streamed(items):

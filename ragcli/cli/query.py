@@ -190,21 +190,26 @@ def _open_top_hit(hits: list) -> None:
 
 def _print_answers(index, options, fmt: Optional[Format], explain: bool) -> None:
     """Queries from stdin, answered a batch at a time (`Index.search_many`), printed in order."""
+    from ragcli.cli.stdin import OverLong
     from ragcli.cli.stdin_batches import query_batches
 
+    too_long = OverLong("query")
+    batches = ([line for line in batch if too_long.allowed(line)] for batch in query_batches(sys.stdin))
     answered = (
         (line, hits)
-        for batch in query_batches(sys.stdin)
+        for batch in batches
+        if batch
         for line, hits in zip(batch, index.search_many(batch, options))
     )
     if fmt in (Format.tsv, Format.csv):
         _print_records(fmt, ((line, hit) for line, hits in answered for hit in hits))
-        return
-    for line, hits in answered:
-        if fmt is Format.table:
-            _print_table_for(line, hits, explain, query_column=True, asked=True)
-        else:
-            _print_batch(line, options.mode, hits, fmt or Format.jsonl)
+    else:
+        for line, hits in answered:
+            if fmt is Format.table:
+                _print_table_for(line, hits, explain, query_column=True, asked=True)
+            else:
+                _print_batch(line, options.mode, hits, fmt or Format.jsonl)
+    too_long.exit_if_any()
 
 
 def _output_format(

@@ -31,3 +31,33 @@ def stdin_lines(
             f"give a {metavar}, or '-' / a pipe to read {plural} from stdin", param_hint=metavar
         )
     return (line.strip() for line in sys.stdin if line.strip())
+
+
+class OverLong:
+    """Lines of stdin too long to search, each said on stderr and left out, so that one bad line
+    does not cost the lines around it their answers; the command exits 2 once the rest are
+    answered (`exit_if_any`)."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.count = 0
+
+    def allowed(self, line: str) -> bool:
+        """Whether `line` is short enough; if not, it is reported (one line on stderr)."""
+        from ragcli.cli.render import stderr_console
+        from ragcli.errors import UsageError
+        from ragcli.retrieval.search import check_query_length
+
+        try:
+            check_query_length(line, self.what)
+        except UsageError as error:
+            self.count += 1
+            said = f"rag: error: {error} (that line is skipped)"
+            stderr_console().print(said, markup=False, highlight=False)
+            return False
+        return True
+
+    def exit_if_any(self) -> None:
+        """Exit 2 (a usage error) when a line was left out."""
+        if self.count:
+            raise typer.Exit(2)
