@@ -162,6 +162,21 @@ def test_embed_in_the_background_is_reported_by_status(tmp_path, isolated_home):
     assert "chunks given a vector" in (isolated_home / "embed.log").read_text()
 
 
+def test_a_killed_background_job_is_not_reported_once_the_embedding_is_done(tmp_path, isolated_home):
+    """A job killed with -9 left embed.pid behind; after a plain `rag embed` finished the work,
+    status still listed it as an unfinished background job."""
+    docs = write_docs(tmp_path / "docs", 4)
+    assert rag("ingest", str(docs), "--defer-embedding").returncode == 0
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid that no longer runs, as a killed job's
+    (isolated_home / "embed.pid").write_text(f"{dead.pid}\n", encoding="utf-8")
+    stopped = status(isolated_home)["embedding"]
+    assert stopped["background"]["running"] is False and stopped["share"] < 1.0
+    assert rag("embed").returncode == 0
+    done = status(isolated_home)["embedding"]
+    assert done["share"] == 1.0 and done["background"] is None
+
+
 def test_an_index_without_any_vector_answers_dense_queries_by_bm25(tmp_path, isolated_home):
     docs = write_docs(tmp_path / "docs", 4)
     (docs / "zebra.txt").write_text("The quagga was a subspecies of plains zebra, extinct since 1883.")

@@ -54,7 +54,7 @@ def _status(backend: Backend, index: Path) -> dict[str, Any]:
             "embedded_chunks": embedded,
             "chunks": chunks,
             "share": round(embedded / chunks, 4) if chunks else 1.0,
-            "background": embedding_job(index),
+            "background": _unfinished_job(index, embedded, chunks),
         },
         "model": backend.get_meta("embedding_model"),
         "dimension": int(backend.get_meta("embedding_dimension") or 0) or None,
@@ -67,6 +67,15 @@ def _status(backend: Backend, index: Path) -> dict[str, Any]:
         "root_options": json.loads(backend.get_meta("root_options", "{}") or "{}"),
         "last_ingest": json.loads(backend.get_meta("last_ingest", "null") or "null"),
     }
+
+
+def _unfinished_job(index: Path, embedded: int, chunks: int) -> dict[str, Any] | None:
+    """`embedding_job`, except a stopped job (killed) whose work another `rag embed` or ingest
+    has since finished: nothing it left is still to do, so there is no job to speak of."""
+    job = embedding_job(index)
+    if job is not None and not job["running"] and embedded >= chunks:
+        return None
+    return job
 
 
 def embedding_job(index: Path) -> dict[str, Any] | None:
