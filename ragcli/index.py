@@ -313,13 +313,12 @@ class Index(IndexWrites, Closable):
     # -- maintenance ----------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
         """Counts, groups, model, sizes and the last ingest (`ragcli.store.status.index_status`)."""
-        from ragcli.ingest.remembered import parse_root_options, stored_form
+        from ragcli.ingest.remembered import parse_root_options, stored_entries
         from ragcli.store.status import index_status
 
         info = index_status(self.path)
         # an index written before groups were remembered side by side gains its `groups` here
-        remembered = parse_root_options(info["root_options"])
-        info["root_options"] = {root: stored_form(groups) for root, groups in remembered.items()}
+        info["root_options"] = stored_entries(parse_root_options(info["root_options"]))
         return info
 
     def documents(self) -> list[dict[str, Any]]:

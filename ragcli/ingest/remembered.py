@@ -80,9 +80,13 @@ def parse_root_options(stored: Mapping[str, Any]) -> dict[str, RootGroups]:
     return parsed
 
 
-def stored_form(groups: RootGroups) -> dict[str, Any]:
-    """One root's stored entry: its last group's options at the top (as older versions read
-    them), every group under `groups`."""
+def stored_entries(roots: Mapping[str, RootGroups]) -> dict[str, dict[str, Any]]:
+    """The stored mapping (what `parse_root_options` reads): per root, its last group's options
+    at the top (as older versions read them), every group under `groups`."""
+    return {root: _stored_entry(groups) for root, groups in roots.items()}
+
+
+def _stored_entry(groups: RootGroups) -> dict[str, Any]:
     listed = list(groups.values())
     return {**listed[-1].to_dict(), "groups": [options.to_dict() for options in listed]}
 
@@ -95,7 +99,7 @@ def merged_root_options(raw: str | None, roots: Sequence[Path], options: RootOpt
         groups = stored.setdefault(str(root), {})
         groups.pop(options.group, None)  # re-added last: the most recently ingested
         groups[options.group] = options
-    return json.dumps({root: stored_form(groups) for root, groups in stored.items()}, sort_keys=True)
+    return json.dumps(stored_entries(stored), sort_keys=True)
 
 
 def changes(before: RootOptions, after: RootOptions) -> list[str]:
