@@ -310,3 +310,23 @@ def test_selecting_on_the_id_range_ranks_exactly_like_the_posting_path():
             assert _best_in_range(totals, low, k) == _best(
                 ids, partial, k, None, repeats=None, bounds=(low, 10**9)
             )
+
+
+def test_the_first_commit_is_a_small_batch_and_later_ones_grow(isolated_home, monkeypatch):
+    """A kill early in a run keeps its progress: the first batch holds FIRST_BATCH chunks, not
+    the default 256, and text-only batches double from there."""
+    from ragcli.ingest import batching
+
+    committed: list[int] = []
+    real_flush = batching._Batcher.flush
+
+    def recording_flush(self):
+        if self.pending:
+            committed.append(self.count)
+        real_flush(self)
+
+    monkeypatch.setattr(batching._Batcher, "flush", recording_flush)
+    monkeypatch.setattr(batching, "COMMIT_SECONDS", 3600.0)  # sizes alone decide, not the clock
+    ingest(isolated_home, {f"note-{i}": f"lighthouse keeper journal entry {i}." for i in range(100)})
+    assert committed[0] == batching.FIRST_BATCH
+    assert committed[:3] == [16, 32, 52] and sum(committed) == 100
