@@ -123,10 +123,15 @@ def test_every_group_a_root_was_read_into_is_refreshed(tmp_path):
     with (root / "bread_baking.md").open("a") as bread:
         bread.write("Extra line about gannets.\n")
 
-    bare = rag("ingest")
+    bare = rag("ingest", "--json")
 
     assert bare.returncode == 0, bare.stderr
     assert f"  {root} (group medium)\n  {root} (group fine, include '*.md')" in bare.stderr
+    report, groups = json.loads(bare.stdout), json.loads(rag("status", "--json").stdout)["groups"]
+    assert report["group"] == "medium, fine"  # vectors were the last group's alone
+    assert report["vectors"] == groups["medium"]["vectors"] + groups["fine"]["vectors"]
+    again = rag("ingest")  # nothing changed: the human summary
+    assert f"{report['vectors']} vectors in groups 'medium', 'fine';" in again.stderr
     assert bm25_hits("quokka", "medium") == ["new.txt"] and bm25_hits("quokka", "fine") == []
     assert bm25_hits("gannets", "medium") == bm25_hits("gannets", "fine") == ["bread_baking.md"]
 

@@ -230,7 +230,7 @@ def _say_outcome(err, report, *, started: float, json_output: bool, deferred: bo
         f"{report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
         f"{report.removed} removed, {report.skipped} skipped, {len(report.failed)} failed; "
         f"{report.chunks} chunks written, "
-        f"{report.embedded} embedded, {report.vectors} vectors in group '{report.group}'; "
+        f"{report.embedded} embedded, {report.vectors} vectors in {_groups_named(report.group)}; "
         f"{time.perf_counter() - started:.1f} s"
     )
     emit_outcome("ingest", report.to_dict(), summary, json_output=json_output)
@@ -240,6 +240,12 @@ def _say_outcome(err, report, *, started: float, json_output: bool, deferred: bo
             highlight=False,
             markup=False,
         )
+
+
+def _groups_named(merged: str) -> str:
+    """``group 'medium'``, or ``groups 'medium', 'fine'`` for a report merged over several."""
+    names = merged.split(", ")
+    return f"group{'s' if len(names) > 1 else ''} " + ", ".join(f"'{name}'" for name in names)
 
 
 def _say_plan(err, plan) -> None:

@@ -40,14 +40,21 @@ class IngestReport:
 
 
 def merge_reports(reports: Sequence[IngestReport]) -> IngestReport:
-    """One report for the runs of one ingest (a bare ingest runs once per set of root options)."""
+    """One report for the runs of one ingest (a bare ingest runs once per set of root options).
+
+    Counts are summed over the runs, so a file read into two groups counts in each. A run's
+    `vectors` is its group's total after it, so the merged figure adds the last run of each
+    group (two runs can fill one group: roots with different patterns).
+    """
     if len(reports) == 1:
         return reports[0]
     merged = IngestReport(index=reports[0].index, group=", ".join(dict.fromkeys(r.group for r in reports)))
+    group_vectors: dict[str, int] = {}
     for report in reports:
         for name in ("added", "updated", "unchanged", "removed", "skipped", "chunks", "embedded", "reused"):
             setattr(merged, name, getattr(merged, name) + getattr(report, name))
         merged.failed.extend(report.failed)
-        merged.vectors = report.vectors
+        group_vectors[report.group] = report.vectors
         merged.seconds = round(merged.seconds + report.seconds, 3)
+    merged.vectors = sum(group_vectors.values())
     return merged
