@@ -177,6 +177,32 @@ def test_a_killed_background_job_is_not_reported_once_the_embedding_is_done(tmp_
     assert done["share"] == 1.0 and done["background"] is None
 
 
+def test_a_later_process_given_a_killed_jobs_pid_is_not_taken_for_the_job(tmp_path, isolated_home):
+    """A job killed with -9 leaves embed.pid behind; when the system gives its pid to another
+    process, status called that process the running job and `rag embed --background` would
+    not start."""
+    docs = write_docs(tmp_path / "docs", 4)
+    assert rag("ingest", str(docs), "--defer-embedding").returncode == 0
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        # the killed job's pid, now another process's: its recorded start time is not this one's
+        (isolated_home / "embed.pid").write_text(f"{stranger.pid} 1\n", encoding="utf-8")
+        assert status(isolated_home)["embedding"]["background"]["running"] is False
+        started = rag("embed", "--background", "--json")
+        assert started.returncode == 0, started.stderr
+        job = json.loads(started.stdout)["background"]
+        assert job["pid"] != stranger.pid
+        recorded = (isolated_home / "embed.pid").read_text(encoding="utf-8").split()
+        assert recorded[0] == str(job["pid"]) and len(recorded) == 2  # its own start time
+        deadline = time.time() + 300
+        while status(isolated_home)["embedding"]["background"] and time.time() < deadline:
+            time.sleep(0.2)
+        assert status(isolated_home)["embedding"]["share"] == 1.0
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
 def test_an_index_without_any_vector_answers_dense_queries_by_bm25(tmp_path, isolated_home):
     docs = write_docs(tmp_path / "docs", 4)
     (docs / "zebra.txt").write_text("The quagga was a subspecies of plains zebra, extinct since 1883.")

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ragcli.store.status import EMBED_LOG, EMBED_PID, embedding_job
+from ragcli.store.status import EMBED_LOG, EMBED_PID, embedding_job, process_start, read_job_file
 
 
 def start_background_embedding(index: Path, options: list[str]) -> dict:
@@ -35,7 +35,8 @@ def start_background_embedding(index: Path, options: list[str]) -> dict:
             start_new_session=True,
             close_fds=True,
         )
-    (index / EMBED_PID).write_text(f"{child.pid}\n", encoding="utf-8")
+    started = process_start(child.pid)  # tells the job from a later process given its pid
+    (index / EMBED_PID).write_text(f"{child.pid} {started or ''}".rstrip() + "\n", encoding="utf-8")
     return {"pid": child.pid, "running": True, "log": str(log)}
 
 
@@ -43,7 +44,7 @@ def forget_own_job(index: Path) -> None:
     """Remove `embed.pid` when it names this process (a background job that finished)."""
     path = index / EMBED_PID
     try:
-        if int(path.read_text(encoding="utf-8").strip() or 0) == os.getpid():
+        if read_job_file(path)[0] == os.getpid():
             path.unlink()
     except (OSError, ValueError):
         pass

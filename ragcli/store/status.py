@@ -80,21 +80,47 @@ def _unfinished_job(index: Path, embedded: int, chunks: int) -> dict[str, Any] |
 
 def embedding_job(index: Path) -> dict[str, Any] | None:
     """The `rag embed --background` job of the index: pid, whether it still runs, its log;
-    None when none was started (or the last one finished)."""
+    None when none was started (or the last one finished).
+
+    `embed.pid` holds the pid and, where Linux's /proc tells it, the process's start time: a
+    job killed with -9 leaves the file behind, and a later process given the same pid is not
+    taken for the job.
+    """
     import os
 
     try:
-        pid = int((index / EMBED_PID).read_text(encoding="utf-8").strip())
+        pid, started = read_job_file(index / EMBED_PID)
     except (OSError, ValueError):
         return None
     try:
         os.kill(pid, 0)
-        running = not _zombie(pid)
+        running = not _zombie(pid) and (started is None or process_start(pid) in (None, started))
     except ProcessLookupError:
         running = False
     except PermissionError:  # alive, another user's
-        running = True
+        running = started is None or process_start(pid) in (None, started)
     return {"pid": pid, "running": running, "log": str(index / EMBED_LOG)}
+
+
+def read_job_file(path: Path) -> tuple[int, str | None]:
+    """(pid, start time or None) from an `embed.pid` file ("PID" or "PID START").
+
+    Raises:
+        OSError, ValueError: no file, or not a pid.
+    """
+    fields = path.read_text(encoding="utf-8").split()
+    if not fields:
+        raise ValueError(f"{path} is empty")
+    return int(fields[0]), fields[1] if len(fields) > 1 else None
+
+
+def process_start(pid: int) -> str | None:
+    """A process's start time in clock ticks since boot (Linux /proc); None where unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            return handle.read().rsplit(")", 1)[-1].split()[19]
+    except (OSError, IndexError):
+        return None
 
 
 def _zombie(pid: int) -> bool:
