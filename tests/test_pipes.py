@@ -285,6 +285,28 @@ def test_control_characters_in_names_are_escaped_in_human_output(tmp_path, index
     assert evil in paths  # JSON carries the real name, escaped by JSON's rules
 
 
+def test_a_name_as_a_pipe_shows_it_is_accepted_back_by_get_open_and_rm(tmp_path, indexed, isolated_home):
+    """`rag ls` in a pipe shows a newline in a name as `\\n` and an undecodable byte as `\\xff`;
+    `rag get`, `rag open` and `rag rm` said such a shown name was not indexed."""
+    (indexed / "two\nlines.txt").write_text("a note about quokkas")
+    with open(os.path.join(os.fsencode(indexed), b"caf\xe9.txt"), "w") as handle:
+        handle.write("a note about coffee")
+    ingest(isolated_home, [indexed], embedder=HashEmbedder())
+    listed = [line.split("\t")[0] for line in run("ls", tmp=tmp_path).stdout.splitlines()]
+    newline = next(path for path in listed if path.endswith("two\\nlines.txt"))
+    byte = next(path for path in listed if path.endswith("caf\\xe9.txt"))
+    assert run("get", newline, tmp=tmp_path).stdout == "a note about quokkas\n"
+    assert run("get", byte, tmp=tmp_path).stdout == "a note about coffee\n"
+    opened = run("open", newline, tmp=tmp_path, env={**os.environ, "DISPLAY": "", "WAYLAND_DISPLAY": ""})
+    assert opened.returncode == 0 and opened.stdout == str(indexed / "two\nlines.txt") + "\n"
+    assert run("get", str(indexed / "no\\nsuch.txt"), tmp=tmp_path).returncode == 1
+    removed = run("rm", newline, byte, "--json", tmp=tmp_path)
+    assert removed.returncode == 0, removed.stderr
+    assert json.loads(removed.stdout)["removed"] == 2
+    left = run("ls", tmp=tmp_path).stdout
+    assert "quokka" not in left and newline not in left and byte not in left
+
+
 def test_control_characters_escaped_on_a_terminal(tmp_path, indexed):
     for args in (["--color", "never", "ls"], ["--color", "never", "query", "evil name", "--mode", "bm25"]):
         child = pexpect.spawn(

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ragcli.cli.options import GroupOption, IndexOption
-from ragcli.cli.render import document_text, emit_json, message, stderr_console
+from ragcli.cli.render import document_text, emit_json, message, stderr_console, unprintable
 
 TargetArgument = Annotated[
     Optional[str],
@@ -102,8 +102,22 @@ def open_(
 
 
 def _lookup(target: Optional[str], chunk: Optional[int], group: Optional[str], index):
+    """The stored text `target` or `chunk` names; a path as a table or TSV line shows it
+    (control characters escaped, e.g. ``\\n``) is found too, when no path is literally so."""
     from ragcli.index import open_index
+    from ragcli.retrieval.documents import NotFound
 
     if (target is None) == (chunk is None):
         raise typer.BadParameter("give PATH[:PAGE] or --chunk ID (one of them)", param_hint="PATH[:PAGE]")
-    return open_index(index, group=group).get(None if target is None else str(target), chunk=chunk)
+    opened = open_index(index, group=group)
+    if target is None:
+        return opened.get(None, chunk=chunk)
+    try:
+        return opened.get(target)
+    except NotFound:
+        for candidate in unprintable(target):
+            try:
+                return opened.get(candidate)
+            except NotFound:
+                continue
+        raise

@@ -443,6 +443,7 @@ def rm(
     from ragcli.index import open_index
 
     index_ = open_index(index)
+    paths = [_as_indexed(index_, path) for path in paths]
     plan = index_.plan_removal(paths)
     if not plan.matched:
         raise RagError(f"nothing indexed under {', '.join(map(str, paths))}: see `rag ls`")
@@ -455,6 +456,17 @@ def rm(
     )
     payload = {"removed": removed, "excluded": [str(t) for t in plan.targets]}
     emit_outcome("rm", payload, summary, json_output=json_output)
+
+
+def _as_indexed(index_, path: str) -> str:
+    """`path`, or the indexed name a table or TSV line shows as `path` (control characters
+    escaped, e.g. ``\\n``) when nothing is indexed under `path` itself."""
+    from ragcli.cli.render import unprintable
+
+    candidates = unprintable(path)
+    if not candidates or index_.plan_removal([path]).matched:
+        return path
+    return next((name for name in candidates if index_.plan_removal([name]).matched), path)
 
 
 def _confirm_remove_all(total: int, index_dir: Path) -> None:

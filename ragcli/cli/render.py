@@ -84,6 +84,35 @@ def printable(text: object) -> str:
     return _UNPRINTABLE.sub(_escape_char, str(text))
 
 
+_SHOWN_ESCAPE = re.compile(r"\\(?:([ntr])|x([0-9a-f]{2})|u([0-9a-f]{4}))")
+
+
+def unprintable(shown: str) -> list[str]:
+    """The names `printable` shows as `shown` (other than `shown` itself), so a path copied
+    from a table or a TSV line is found: ``\\n`` a newline, ``\\xff`` an undecodable byte or the
+    character U+00FF... Each candidate prints back as `shown`; a name holding a real backslash
+    prints the same, so callers try `shown` first."""
+    if "\\" not in shown:
+        return []
+    named = {"n": "\n", "t": "\t", "r": "\r"}
+    found = []
+    for as_bytes in (True, False):  # \x80-\xff: an undecodable byte, else that character
+
+        def one(match: re.Match, as_bytes=as_bytes) -> str:
+            letter, byte, code = match.groups()
+            if letter:
+                return named[letter]
+            if byte:
+                value = int(byte, 16)
+                return chr(0xDC00 + value) if as_bytes and value >= 0x80 else chr(value)
+            return chr(int(code, 16))
+
+        candidate = _SHOWN_ESCAPE.sub(one, shown)
+        if candidate != shown and candidate not in found and printable(candidate) == shown:
+            found.append(candidate)
+    return found
+
+
 # Sequences a terminal acts on (clear the screen, retitle the window, OSC 8 links): CSI, the
 # OSC/DCS/SOS/PM/APC strings up to their terminator (BEL or ST), in their 7- and 8-bit forms, and
 # the short ESC sequences. Document text loses them whole on a terminal (`terminal_text`).
