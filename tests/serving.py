@@ -60,19 +60,35 @@ def free_port() -> int:
 
 @contextmanager
 def running_server(env: dict[str, str], *args: str, token: str | None = None) -> Iterator[str]:
-    """Start `rag serve ARGS` and yield its base URL once /health answers; stop it after."""
-    port = free_port()
-    log = open(Path(env["XDG_DATA_HOME"]).parent / f"serve-{port}.log", "w")
-    child = subprocess.Popen(
-        [sys.executable, "-m", "ragcli", "serve", "--port", str(port), *args],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
+    """Start `rag serve ARGS` and yield its base URL once /health answers; stop it after.
+
+    The port is free when chosen, but another process (another test worker's server, or any
+    outgoing connection's local port) may take it before the child binds it: then the child
+    says so and exits 1, and another port is tried."""
     headers = {"authorization": f"Bearer {token}"} if token else {}
+    for attempt in range(5):
+        port = free_port()
+        log_path = Path(env["XDG_DATA_HOME"]).parent / f"serve-{port}.log"
+        log = open(log_path, "w")
+        child = subprocess.Popen(
+            [sys.executable, "-m", "ragcli", "serve", "--port", str(port), *args],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        base = f"http://127.0.0.1:{port}"
+        try:
+            wait_until_up(base, child, headers)
+        except AssertionError:
+            if child.poll() is None:
+                child.kill()
+            child.wait()
+            log.close()
+            if attempt < 4 and f"port {port} on 127.0.0.1 is already in use" in log_path.read_text():
+                continue
+            raise
+        break
     try:
-        wait_until_up(base, child, headers)
         yield base
     finally:
         child.terminate()

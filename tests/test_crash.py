@@ -9,10 +9,10 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from runner import rag
+from writes_held import query_int, writes_held
 
 TOPICS = [
     "lighthouse keepers",
@@ -41,11 +41,12 @@ def write_docs(folder: Path, count: int, start: int = 0) -> None:
 
 
 def committed_documents(index: Path) -> int:
-    try:
-        with sqlite3.connect(f"file:{index / 'index.db'}?mode=ro", uri=True, timeout=5) as conn:
-            return conn.execute("SELECT count(*) FROM documents").fetchone()[0]
-    except sqlite3.Error:
-        return 0
+    with sqlite3.connect(f"file:{index / 'index.db'}?mode=ro", uri=True, timeout=5) as conn:
+        return documents_in(conn)
+
+
+def documents_in(conn: sqlite3.Connection) -> int:
+    return query_int(conn, "SELECT count(*) FROM documents")
 
 
 def test_kill_9_mid_ingest_keeps_the_index_usable_and_resumable(tmp_path, isolated_home):
@@ -61,12 +62,16 @@ def test_kill_9_mid_ingest_keeps_the_index_usable_and_resumable(tmp_path, isolat
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.time() + 300
-    while committed_documents(isolated_home) <= 5 and process.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
-    assert process.poll() is None, "ingest finished before it could be killed; make the corpus larger"
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
+    # Held at a commit past the first 5 documents: the run cannot finish while the test sees
+    # it still going and kills it (a poll alone could find it done on a fast machine).
+    try:
+        with writes_held(isolated_home, process, lambda conn: documents_in(conn) > 5, "6 documents"):
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
     killed_at = committed_documents(isolated_home)
     assert 5 < killed_at <= 200  # all text may be committed already: then it was embedding
 

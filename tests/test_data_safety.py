@@ -378,7 +378,7 @@ def test_watch_goes_on_after_a_name_that_is_not_utf8(tmp_path):
         env={**os.environ},
     )
     try:
-        deadline = time.monotonic() + 120  # a safety net for a watcher that died, not a timing check
+        deadline = time.monotonic() + 300  # a safety net for a watcher that died, not a timing check
         while "good.txt" not in (_listed(index) if (index / "index.db").exists() else set()):
             assert time.monotonic() < deadline and watcher.poll() is None
             time.sleep(0.5)

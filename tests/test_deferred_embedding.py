@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from runner import rag
+from writes_held import writes_held
 
 COVERAGE = "dense covers"
 TOPICS = ["lighthouse keepers", "sourdough starters", "alpine glaciers", "river deltas", "honey bees"]
@@ -101,21 +102,27 @@ def test_kill_9_while_embedding_then_rag_embed_embeds_every_chunk_exactly_once(t
     docs = write_docs(tmp_path / "docs", 5)
     assert rag("ingest", str(docs)).returncode == 0
     write_docs(docs, 400, start=5, lines=2)
+    # Batches of 32 chunks: the run spends most of its embedding between a first and a last
+    # batch; held at a commit in between, it cannot embed the rest before the kill.
     process = subprocess.Popen(
-        [sys.executable, "-m", "ragcli", "ingest", str(docs)],
+        [sys.executable, "-m", "ragcli", "ingest", str(docs), "--batch-size", "32"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     start_embedded, _ = embedded_chunks(isolated_home)
-    deadline = time.time() + 300
-    while process.poll() is None and time.time() < deadline:
-        embedded, total = embedded_chunks(isolated_home)
-        if start_embedded < embedded < total:
-            break
-        time.sleep(0.05)
-    assert process.poll() is None, "ingest finished before it could be killed; make the corpus larger"
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
+
+    def embedding(conn) -> bool:
+        embedded, total = conn.execute("SELECT count(embedding_id), count(*) FROM chunks").fetchone()
+        return start_embedded < embedded < total
+
+    try:
+        with writes_held(isolated_home, process, embedding, "a commit of some vectors but not all"):
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
 
     # All text is committed: BM25 finds the last note; the vectors are not all there, and
     # status says so rather than `vectors_current true`; dense still answers, saying its share.

@@ -14,12 +14,12 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from conftest import child_environ
+from writes_held import query_int, writes_held
 
 RAG = shutil.which("rag")
 
@@ -314,25 +314,19 @@ def test_an_ingest_commits_within_its_first_batch(tmp_path):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    committed = 0
-    deadline = time.time() + 300
-    while process.poll() is None and time.time() < deadline:
-        try:
-            with sqlite3.connect(f"file:{index / 'index.db'}?mode=ro", uri=True, timeout=5) as conn:
-                committed = conn.execute("SELECT count(*) FROM doc_groups").fetchone()[0]
-        except sqlite3.Error:
-            committed = 0
-        if committed:
-            break
-        time.sleep(0.02)
-    running = process.poll() is None
-    if running:
-        os.kill(process.pid, signal.SIGKILL)
-    process.wait()
-    # On a fast machine all 100 texts may be committed before the first look; what matters is
-    # that they were committed while the run was still going (the batch sizes are checked in
-    # test_scale.py, where nothing races).
-    assert running and 0 < committed <= 100
+    try:
+        # Held at its first commit: the run cannot finish while the test looks and kills it.
+        # All 100 may be committed by then on a fast machine (the batch sizes are checked in
+        # test_scale.py, where nothing races); what matters is that the run was still going.
+        with writes_held(index, process, lambda conn: committed_notes(conn) > 0, "a commit") as conn:
+            committed = committed_notes(conn)
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == -signal.SIGKILL and 0 < committed <= 100
     resumed = rag("ingest", "--index", str(index), str(docs), "--json")
     assert json.loads(resumed.stdout)["unchanged"] >= committed and len(documents(index)) == 100
 
@@ -385,39 +379,42 @@ def test_doctor_says_a_stale_vector_file_in_words(small_index):
 
 def test_a_file_swapped_for_a_named_pipe_after_the_walk_never_blocks(tmp_path):
     """The walk lists zz-last.txt as a regular file; once the first batch is committed (the
-    walk is long over) it becomes a FIFO with no writer. The old code blocked forever in open()."""
+    walk is over) it becomes a FIFO with no writer. The old code blocked forever in open().
+
+    One chunk per commit (--batch-size 1), and the swap made while the test holds the index's
+    write lock: the ingest, waiting to commit, cannot read zz-last.txt (file 401, read after
+    400 commits) before it is a pipe (a poll alone raced a fast machine's text-only batches)."""
     docs, index = tmp_path / "docs", tmp_path / "idx"
-    write_notes(docs, 400, words=10)  # long enough after the first commit to swap the last file
+    write_notes(docs, 400, words=10)
     last = docs / "zz-last.txt"
     last.write_text("soon a pipe", encoding="utf-8")
-    args = ["ingest", "--index", str(index), str(docs), "--json"]
+    args = ["ingest", "--index", str(index), str(docs), "--json", "--batch-size", "1"]
     process = subprocess.Popen(
         [RAG, *args] if RAG else [sys.executable, "-m", "ragcli", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    deadline = time.time() + 300
-    while process.poll() is None and time.time() < deadline:
-        try:
-            with sqlite3.connect(f"file:{index / 'index.db'}?mode=ro", uri=True, timeout=5) as conn:
-                if conn.execute("SELECT count(*) FROM doc_groups").fetchone()[0]:
-                    break
-        except sqlite3.Error:
-            pass
-        time.sleep(0.02)
-    assert process.poll() is None, "the ingest ended before the swap; make the corpus larger"
-    last.unlink()
-    os.mkfifo(last)
     try:
+        with writes_held(index, process, lambda conn: committed_notes(conn) > 0, "the first commit") as conn:
+            assert committed_notes(conn) < 400, "the ingest reached zz-last.txt before the swap"
+            last.unlink()
+            os.mkfifo(last)
         out, error = process.communicate(timeout=300)
     except subprocess.TimeoutExpired:
-        process.kill()
-        process.communicate()
         pytest.fail("rag ingest blocked on a named pipe")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
     assert process.returncode == 0, error.decode()
     report = json.loads(out)
     assert report["added"] == 400 and len(report["failed"]) == 1
     assert "not a regular file" in report["failed"][0]["reason"]
+
+
+def committed_notes(conn: sqlite3.Connection) -> int:
+    """Documents committed (one chunk each here, so one per commit at --batch-size 1)."""
+    return query_int(conn, "SELECT count(*) FROM doc_groups")
 
 
 def test_an_index_from_an_earlier_version_is_recognised_and_rebuilt(small_index):

@@ -218,6 +218,10 @@ def test_rerank_keyword_only_renumbers_ranks():
 
 @pytest.mark.parametrize("model", [None, "", "/no/such/folder", "./missing", "no-such-org/no-such-model"])
 def test_cross_encoder_without_a_usable_model_fails_fast(model):
+    # The hub-cache lookup's first import of huggingface_hub (0.1 s idle, seconds on a loaded
+    # machine) is not what "fast" is about (no hub access, no model load): import it first.
+    import huggingface_hub  # noqa: F401
+
     started = time.monotonic()
     with pytest.raises(ModelNotFound, match="--rerank-model PATH") as error:
         rerank("q", make_hits(), QueryOptions(rerank="cross-encoder", rerank_model=model))

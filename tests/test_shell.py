@@ -8,10 +8,8 @@ import json
 import os
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pexpect
@@ -19,6 +17,7 @@ import pytest
 
 from fakes import HashEmbedder
 from runner import rag
+from writes_held import query_int, writes_held
 from ragcli.ingest.pipeline import ingest
 
 RAG = [sys.executable, "-m", "ragcli"]
@@ -120,13 +119,15 @@ def test_sigint_during_ingest_exits_130_and_leaves_a_usable_index(tmp_path, isol
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.time() + 300
-    while time.time() < deadline and process.poll() is None:
-        with sqlite3.connect(f"file:{isolated_home / 'index.db'}?mode=ro", uri=True, timeout=5) as conn:
-            if conn.execute("SELECT count(*) FROM documents").fetchone()[0] > 5:
-                break
-        time.sleep(0.05)
-    process.send_signal(signal.SIGINT)
+
+    def past_the_first_five(conn) -> bool:
+        return query_int(conn, "SELECT count(*) FROM documents") > 5
+
+    # Ctrl-C sent while the test holds the index's write lock: the run cannot have finished
+    # (a poll alone could find it done on a fast machine); it sees the interrupt once it may
+    # commit again, mid-run.
+    with writes_held(isolated_home, process, past_the_first_five, "6 documents"):
+        process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr
