@@ -176,7 +176,8 @@ def test_a_killed_background_job_is_not_reported_once_the_embedding_is_done(tmp_
     assert rag("ingest", str(docs), "--defer-embedding").returncode == 0
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()  # a pid that no longer runs, as a killed job's
-    (isolated_home / "embed.pid").write_text(f"{dead.pid}\n", encoding="utf-8")
+    # a start time no process given this pid later can have: the dead job stays dead
+    (isolated_home / "embed.pid").write_text(f"{dead.pid} 1\n", encoding="utf-8")
     stopped = status(isolated_home)["embedding"]
     assert stopped["background"]["running"] is False and stopped["share"] < 1.0
     assert rag("embed").returncode == 0
