@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import FIXTURES
+from runner import rag
 from serving import DOCS, build_index, clean_env, rag_child, running_server
 
 TOKEN = "s3cret-token"
@@ -146,6 +147,9 @@ def parse_events(lines):
         (b'{"query": "x", "top_k": 1000}', "application/json", 422, "top_k"),
         (b'{"query": "x", "topk": 3}', "application/json", 422, "topk"),
         (b'{"query": ""}', "application/json", 422, "query"),
+        (b'{"query": " \\n\\t "}', "application/json", 422, "query: give some words to search for"),
+        (b'{"query": "x", "top_k": true}', "application/json", 422, "top_k"),
+        (b'{"query": "x", "top_k": "3"}', "application/json", 422, "top_k"),
         (b'{"query": "x", "filters": ["nokey"]}', "application/json", 400, "key=value"),
         (b'{"query": "x", "group": "nosuchgroup"}', "application/json", 404, "nosuchgroup"),
         (b'{"query": "x"}', "text/plain", 415, "application/json"),
@@ -156,6 +160,27 @@ def test_a_bad_body_gets_one_json_error_line(server, content, content_type, stat
     response = httpx.post(f"{server}/query", content=content, headers={"content-type": content_type})
     assert response.status_code == status
     assert words in response.json()["error"] and "Traceback" not in response.text
+
+
+def test_a_blank_question_or_a_wrong_type_is_refused_as_by_the_cli(server, setup):
+    blank = post(server, "/ask", {"question": "   "})
+    assert blank.status_code == 422 and blank.json() == {"error": "question: ask something"}
+    assert rag_child_fails(setup, "ask", "   ") == 2 and rag_child_fails(setup, "query", "   ") == 2
+    stream = post(server, "/ask", {"question": "x", "stream": "yes"})
+    assert stream.status_code == 422 and "stream" in stream.json()["error"]
+
+
+def rag_child_fails(setup, *args: str) -> int:
+    return rag(*args, "--index", str(setup["index"]), env=setup["env"]).returncode
+
+
+def test_the_media_type_is_read_without_regard_to_case(server):
+    response = httpx.post(
+        f"{server}/query",
+        content=b'{"query": "sourdough", "top_k": 1}',
+        headers={"content-type": "Application/JSON; charset=UTF-8"},
+    )
+    assert response.status_code == 200 and response.json()["hits"][0]["path"].endswith("bread_baking.md")
 
 
 def test_bodies_over_one_megabyte_are_refused(server):
