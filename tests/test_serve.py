@@ -359,6 +359,25 @@ def test_cors_only_for_the_named_origin(guarded, server):
     assert "access-control-allow-origin" not in plain.headers
 
 
+def test_a_browser_preflight_passes_without_the_token(guarded):
+    """A browser asks before a cross-origin POST, without the Authorization header it is
+    about to send: the preflight must be answered, or --cors with --token never works."""
+    asking = {
+        "origin": "https://app.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "authorization, content-type",
+    }
+    preflight = httpx.options(f"{guarded['url']}/query", headers=asking)
+    assert preflight.status_code == 200, preflight.text
+    assert preflight.headers["access-control-allow-origin"] == "https://app.example"
+    assert "authorization" in preflight.headers["access-control-allow-headers"].lower()
+    foreign = httpx.options(f"{guarded['url']}/query", headers={**asking, "origin": "https://evil.example"})
+    assert foreign.status_code == 400 and "access-control-allow-origin" not in foreign.headers
+    unauthorised = post(guarded["url"], "/query", {"query": "x"}, headers={"origin": "https://app.example"})
+    assert unauthorised.status_code == 401  # the page can read why
+    assert unauthorised.headers["access-control-allow-origin"] == "https://app.example"
+
+
 def test_ingest_reads_only_under_the_recorded_roots(guarded, server):
     url, bearer = guarded["url"], {"authorization": f"Bearer {TOKEN}"}
     (guarded["docs"] / "kites.md").write_text("# Kites\n\nA box kite was flown by Lawrence Hargrave.\n")
