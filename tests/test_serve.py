@@ -150,6 +150,7 @@ def parse_events(lines):
         (b'{"query": " \\n\\t "}', "application/json", 422, "query: give some words to search for"),
         (b'{"query": "x", "top_k": true}', "application/json", 422, "top_k"),
         (b'{"query": "x", "top_k": "3"}', "application/json", 422, "top_k"),
+        (b'{"query": "x", "min_score": NaN}', "application/json", 422, "min_score"),
         (b'{"query": "x", "filters": ["nokey"]}', "application/json", 400, "key=value"),
         (b'{"query": "x", "group": "nosuchgroup"}', "application/json", 404, "nosuchgroup"),
         (b'{"query": "x"}', "text/plain", 415, "application/json"),
@@ -211,6 +212,7 @@ def test_a_foreign_host_header_is_refused_on_loopback(server):
         ("GET", "/query", {}, 405, "GET /query is not allowed: use POST"),
         ("POST", "/documents", {}, 405, "POST /documents is not allowed: use GET, HEAD"),
         ("POST", "/mcp", {"content-type": "text/plain"}, 400, "Invalid Content-Type header"),
+        ("GET", "/chunks/%D9%A3", {}, 400, "chunk id '\u0663': give a whole number"),
     ],
 )
 def test_every_error_of_the_framework_is_one_json_line(server, method, path, headers, status, error):

@@ -30,8 +30,9 @@ FILTERS_HELP = (
 
 
 class _Body(BaseModel):
-    # strict: a JSON API takes JSON types as they are (`true` is not a top_k, nor "3").
-    model_config = ConfigDict(extra="forbid", strict=True)
+    # strict: a JSON API takes JSON types as they are (`true` is not a top_k, nor "3"); NaN and
+    # Infinity are not JSON, though Python's parser reads them (a NaN min_score drops every hit).
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 def _words(text: str, hint: str) -> str:

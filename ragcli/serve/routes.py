@@ -142,7 +142,7 @@ def _page(request: Request) -> int | None:
 
 
 def _integer(value: str, name: str) -> int:
-    if not value.isdigit() or len(value) > 18:
+    if not (value.isascii() and value.isdigit()) or len(value) > 18:  # not "٣": int() reads it
         raise HTTPProblem(400, f"{name} {value!r}: give a whole number")
     return int(value)
 
