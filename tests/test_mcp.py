@@ -130,6 +130,34 @@ def test_bad_arguments_and_errors_come_back_as_one_line_tool_errors(index, env):
     assert not after.is_error and after.structured_content["hits"]  # the server carried on
 
 
+def test_ask_takes_a_group_and_no_argument_is_silently_dropped(index, env):
+    """The ask tool reads the chunk group asked for, as `rag ask --group` and POST /ask do; an
+    argument a tool does not take is refused (it was dropped unread: a misspelt top_k, or a
+    group passed to ask, gave an answer built from other settings)."""
+
+    async def body(session):
+        schema = {tool.name: tool.input_schema for tool in (await session.list_tools()).tools}
+        return schema, [
+            await session.call_tool("ask", {"question": "tea?", "group": "nosuchgroup"}),
+            await session.call_tool("search", {"query": "tea", "topk": 3}),
+            await session.call_tool("status", {"verbose": True}),
+        ]
+
+    schema, (ask, search, status) = session_run(index, env, body)
+    assert "group" in schema["ask"]["properties"]
+    texts = [result.content[0].text for result in (ask, search, status)]
+    assert all(result.is_error for result in (ask, search, status)), texts
+    assert "unknown group 'nosuchgroup'" in texts[0]
+    assert (
+        texts[1].startswith("rag: error: search: bad arguments: topk: not an argument")
+        and "top_k" in texts[1]
+    )
+    assert (
+        texts[2]
+        == "rag: error: status: bad arguments: verbose: not an argument of this tool (it takes: no arguments)"
+    )
+
+
 def test_missing_index_is_a_tool_error_not_a_crash(tmp_path, env):
     missing = tmp_path / "no-index-here"
 

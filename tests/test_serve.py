@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import FIXTURES
+from runner import rag
 from serving import DOCS, build_index, clean_env, rag_child, running_server
 
 TOKEN = "s3cret-token"
@@ -146,6 +147,10 @@ def parse_events(lines):
         (b'{"query": "x", "top_k": 1000}', "application/json", 422, "top_k"),
         (b'{"query": "x", "topk": 3}', "application/json", 422, "topk"),
         (b'{"query": ""}', "application/json", 422, "query"),
+        (b'{"query": " \\n\\t "}', "application/json", 422, "query: give some words to search for"),
+        (b'{"query": "x", "top_k": true}', "application/json", 422, "top_k"),
+        (b'{"query": "x", "top_k": "3"}', "application/json", 422, "top_k"),
+        (b'{"query": "x", "min_score": NaN}', "application/json", 422, "min_score"),
         (b'{"query": "x", "filters": ["nokey"]}', "application/json", 400, "key=value"),
         (b'{"query": "x", "group": "nosuchgroup"}', "application/json", 404, "nosuchgroup"),
         (b'{"query": "x"}', "text/plain", 415, "application/json"),
@@ -156,6 +161,27 @@ def test_a_bad_body_gets_one_json_error_line(server, content, content_type, stat
     response = httpx.post(f"{server}/query", content=content, headers={"content-type": content_type})
     assert response.status_code == status
     assert words in response.json()["error"] and "Traceback" not in response.text
+
+
+def test_a_blank_question_or_a_wrong_type_is_refused_as_by_the_cli(server, setup):
+    blank = post(server, "/ask", {"question": "   "})
+    assert blank.status_code == 422 and blank.json() == {"error": "question: ask something"}
+    assert rag_child_fails(setup, "ask", "   ") == 2 and rag_child_fails(setup, "query", "   ") == 2
+    stream = post(server, "/ask", {"question": "x", "stream": "yes"})
+    assert stream.status_code == 422 and "stream" in stream.json()["error"]
+
+
+def rag_child_fails(setup, *args: str) -> int:
+    return rag(*args, "--index", str(setup["index"]), env=setup["env"]).returncode
+
+
+def test_the_media_type_is_read_without_regard_to_case(server):
+    response = httpx.post(
+        f"{server}/query",
+        content=b'{"query": "sourdough", "top_k": 1}',
+        headers={"content-type": "Application/JSON; charset=UTF-8"},
+    )
+    assert response.status_code == 200 and response.json()["hits"][0]["path"].endswith("bread_baking.md")
 
 
 def test_bodies_over_one_megabyte_are_refused(server):
@@ -186,6 +212,7 @@ def test_a_foreign_host_header_is_refused_on_loopback(server):
         ("GET", "/query", {}, 405, "GET /query is not allowed: use POST"),
         ("POST", "/documents", {}, 405, "POST /documents is not allowed: use GET, HEAD"),
         ("POST", "/mcp", {"content-type": "text/plain"}, 400, "Invalid Content-Type header"),
+        ("GET", "/chunks/%D9%A3", {}, 400, "chunk id '\u0663': give a whole number"),
     ],
 )
 def test_every_error_of_the_framework_is_one_json_line(server, method, path, headers, status, error):
@@ -332,6 +359,25 @@ def test_cors_only_for_the_named_origin(guarded, server):
     assert "access-control-allow-origin" not in other.headers
     plain = httpx.get(f"{server}/health", headers={"origin": "https://app.example"})
     assert "access-control-allow-origin" not in plain.headers
+
+
+def test_a_browser_preflight_passes_without_the_token(guarded):
+    """A browser asks before a cross-origin POST, without the Authorization header it is
+    about to send: the preflight must be answered, or --cors with --token never works."""
+    asking = {
+        "origin": "https://app.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "authorization, content-type",
+    }
+    preflight = httpx.options(f"{guarded['url']}/query", headers=asking)
+    assert preflight.status_code == 200, preflight.text
+    assert preflight.headers["access-control-allow-origin"] == "https://app.example"
+    assert "authorization" in preflight.headers["access-control-allow-headers"].lower()
+    foreign = httpx.options(f"{guarded['url']}/query", headers={**asking, "origin": "https://evil.example"})
+    assert foreign.status_code == 400 and "access-control-allow-origin" not in foreign.headers
+    unauthorised = post(guarded["url"], "/query", {"query": "x"}, headers={"origin": "https://app.example"})
+    assert unauthorised.status_code == 401  # the page can read why
+    assert unauthorised.headers["access-control-allow-origin"] == "https://app.example"
 
 
 def test_ingest_reads_only_under_the_recorded_roots(guarded, server):

@@ -30,7 +30,7 @@ from ragcli import __version__
 from ragcli.call_options import argument_problems
 from ragcli.mcp.tools import IndexTools
 from ragcli.mcp.worker import WorkerTools
-from ragcli.choices import ANSWER_STYLES, MAX_EVIDENCE_CHARS, MODES
+from ragcli.choices import ANSWER_STYLES, EVIDENCE_CHARS, MAX_EVIDENCE_CHARS, MODES
 from ragcli.errors import RagError
 
 INSTRUCTIONS = (
@@ -70,11 +70,26 @@ def bad_arguments(tool: str, error: ValidationError) -> str:
     return f"{tool}: bad arguments: {argument_problems(error, 'arguments')}"
 
 
+def unknown_arguments(schema: dict[str, Any], arguments: Optional[dict[str, Any]]) -> Optional[str]:
+    """One line naming the arguments a tool does not take (the SDK would drop them unread, so a
+    misspelt or unsupported option would be silently ignored), or None when all are known."""
+    known = schema.get("properties", {})
+    unknown = sorted(set(arguments or {}) - set(known))
+    if not unknown:
+        return None
+    takes = ", ".join(known) or "no arguments"
+    return f"{', '.join(unknown)}: not an argument of this tool (it takes: {takes})"
+
+
 class RagServer(MCPServer):
     """`MCPServer` whose refused calls (unknown tool, arguments off the schema) answer with one
     `rag: error:` line, as every other tool error does, instead of a multi-line pydantic report."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        tool = self._tool_manager.get_tool(name)
+        unknown = unknown_arguments(tool.parameters, arguments) if tool is not None else None
+        if unknown:
+            return _error(f"{name}: bad arguments: {unknown}")
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as error:
@@ -160,6 +175,10 @@ class ToolHandlers:
             Optional[int],
             Field(ge=1, le=50, description="Passages read for the answer (default: as `rag ask`, 5)."),
         ] = None,
+        group: Annotated[
+            Optional[str],
+            Field(description="Chunk group to read, as for `search` (default: the settings, as `rag ask`)."),
+        ] = None,
         filters: Annotated[Filters, Field(description=FILTERS_HELP)] = None,
         answer_style: Annotated[
             Optional[AnswerStyle],
@@ -179,7 +198,7 @@ class ToolHandlers:
                 ge=1,
                 le=MAX_EVIDENCE_CHARS,
                 description="Most characters of quoted evidence in an evidence answer (default: as "
-                "`rag ask`, 1000); a longer list or procedure is cut and says so.",
+                f"`rag ask`, {EVIDENCE_CHARS}); a longer list or procedure is cut and says so.",
             ),
         ] = None,
     ) -> CallToolResult:
@@ -196,6 +215,7 @@ class ToolHandlers:
             question=question,
             mode=mode,
             top_k=top_k,
+            group=group,
             filters=filters,
             answer_style=answer_style,
             max_tokens=max_tokens,

@@ -1,7 +1,8 @@
 """The Starlette application of `rag serve`: routes, error answers, security layers and /mcp.
 
-Layers, outermost first: plain-text errors turned into JSON, the token (when one is set), the
-1 MB body cap, CORS (only with --cors), trusted hosts on a loopback bind (a web page that
+Layers, outermost first: plain-text errors turned into JSON, CORS (only with --cors; before
+the token, since a browser sends its preflight without one), the token (when one is set), the
+1 MB body cap, trusted hosts on a loopback bind (a web page that
 rebinds its DNS name to 127.0.0.1 gets 400, not the index), then the routes. Every failure is
 ``{"error": "one line"}`` with a 4xx/5xx status, never a traceback.
 """
@@ -103,10 +104,7 @@ def _middleware(options: ServeOptions) -> list[Middleware]:
     from starlette.middleware.trustedhost import TrustedHostMiddleware
 
     layers = [Middleware(JsonErrors)]
-    if options.token:
-        layers.append(Middleware(TokenGuard, token=options.token))
-    layers.append(Middleware(BodyCap, limit=BODY_LIMIT))
-    if options.cors:
+    if options.cors:  # outside the token: a browser's preflight never carries it
         layers.append(
             Middleware(
                 CORSMiddleware,
@@ -116,6 +114,9 @@ def _middleware(options: ServeOptions) -> list[Middleware]:
                 expose_headers=["mcp-session-id", "retry-after"],
             )
         )
+    if options.token:
+        layers.append(Middleware(TokenGuard, token=options.token))
+    layers.append(Middleware(BodyCap, limit=BODY_LIMIT))
     if options.host in LOOPBACK:
         layers.append(
             Middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost", "[::1]", "::1"])

@@ -10,7 +10,8 @@ OpenAPI document at /openapi.json is made of.
 # No `from __future__ import annotations`: pydantic reads the annotations at runtime.
 from typing import Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from ragcli import __version__
 from ragcli.choices import ANSWER_STYLES, FUSIONS, MAX_EVIDENCE_CHARS, MODES, RERANKERS
@@ -29,7 +30,16 @@ FILTERS_HELP = (
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: a JSON API takes JSON types as they are (`true` is not a top_k, nor "3"); NaN and
+    # Infinity are not JSON, though Python's parser reads them (a NaN min_score drops every hit).
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+def _words(text: str, hint: str) -> str:
+    """`text` unless it is only whitespace, refused as `rag query "  "` and the MCP tools do."""
+    if not text.strip():
+        raise PydanticCustomError("blank", hint)
+    return text
 
 
 class QueryBody(_Body):
@@ -45,6 +55,11 @@ class QueryBody(_Body):
     fusion: Optional[Literal[FUSIONS]] = Field(None, description="Hybrid fusion.")  # type: ignore[valid-type]
     require: Optional[list[str]] = Field(None, description="Words every hit must contain.")
     exclude: Optional[list[str]] = Field(None, description="Words no hit may contain.")
+
+    @field_validator("query")
+    @classmethod
+    def _some_words(cls, query: str) -> str:
+        return _words(query, "give some words to search for")
 
 
 class AskBody(_Body):
@@ -64,6 +79,11 @@ class AskBody(_Body):
         description="Most characters of quoted evidence (evidence answers).",
     )
     stream: bool = Field(False, description="Server-sent events: token pieces, then the answer.")
+
+    @field_validator("question")
+    @classmethod
+    def _some_words(cls, question: str) -> str:
+        return _words(question, "ask something")
 
 
 class IngestBody(_Body):

@@ -52,7 +52,7 @@ def status_for(error: RagError) -> int:
 
 async def parse(request: Request, model: Type[Body]) -> Body:
     """The request's JSON body as `model`; 415 / 400 / 422 with one line otherwise."""
-    if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+    if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
         raise HTTPProblem(415, "send the body as application/json")
     try:
         data = json.loads(await request.body())
@@ -142,7 +142,7 @@ def _page(request: Request) -> int | None:
 
 
 def _integer(value: str, name: str) -> int:
-    if not value.isdigit() or len(value) > 18:
+    if not (value.isascii() and value.isdigit()) or len(value) > 18:  # not "٣": int() reads it
         raise HTTPProblem(400, f"{name} {value!r}: give a whole number")
     return int(value)
 
