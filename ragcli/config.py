@@ -161,6 +161,7 @@ KEYS: dict[str, Key] = {
             "answer_style", _style, "how rag ask answers: auto, evidence or generative", DEFAULT_ANSWER_STYLE
         ),
         Key("reader", _text, "short-line reader: builtin, none, or a QA model folder"),
+        Key("rerank_model", _text, "CrossEncoder folder of the cross-encoder reranker"),
         Key(
             "reader_margin",
             _number,

@@ -126,7 +126,7 @@ class Index(IndexWrites, Closable):
 
     # -- options --------------------------------------------------------------------------
     def query_options(self, **given: Any) -> "QueryOptions":
-        """`QueryOptions` from the settings (mode, top_k, group), overridden by `given`.
+        """`QueryOptions` from the settings (mode, top_k, group, rerank_model), overridden by `given`.
 
         Args:
             **given: any `QueryOptions` field; None means "not given". `filters` may be
@@ -142,6 +142,7 @@ class Index(IndexWrites, Closable):
             "mode": self.settings.get("mode"),
             "top_k": self.settings.get("top_k"),
             "group": self.settings.get("group"),
+            "rerank_model": self.settings.get("rerank_model"),
         }
         values.update({name: plain_value(value) for name, value in given.items() if value is not None})
         if "filters" in values and not isinstance(values["filters"], Mapping):

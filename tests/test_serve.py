@@ -464,3 +464,17 @@ def test_the_documented_http_shapes_are_the_real_ones(server):
         for path, keys in paths.items():
             for value in values_at(real[name], path):
                 assert sorted(value) == sorted(keys), (name, path)
+
+
+def test_the_rerank_model_setting_reaches_the_server(setup, tmp_path):
+    """A cross-encoder could not be used over HTTP: the body has no rerank model and the only way
+    to name one was the CLI's --rerank-model. The `rerank_model` setting is read as the CLI
+    reads it (here a file, not a folder, so the error names it without loading torch)."""
+    model = tmp_path / "reranker.bin"
+    model.write_text("not a model")
+    env = {**setup["env"], "RAG_RERANK_MODEL": str(model)}
+    with running_server(env, "--index", str(setup["index"]), "--queue", "0") as base:
+        refused = post(base, "/query", {"query": "lighthouse", "rerank": "cross-encoder"})
+    cli = rag("query", "lighthouse", "--rerank", "cross-encoder", "--index", str(setup["index"]), env=env)
+    assert refused.status_code == 500 and "is a file, not a CrossEncoder folder" in refused.json()["error"]
+    assert str(model) in refused.json()["error"] and f"{model} is a file" in cli.stderr

@@ -91,7 +91,9 @@ def _reorder(hits: Sequence[Hit], scores: Sequence[float | None], source: str, t
 
 _HOW_TO_PROVIDE = (
     "pass --rerank-model PATH to a local sentence-transformers CrossEncoder folder, e.g. one "
-    "saved with CrossEncoder.save() (no cross-encoder ships with ragcli, and none is downloaded)"
+    "saved with CrossEncoder.save(), or set it for every command and server with "
+    "`rag config set rerank_model PATH` or RAG_RERANK_MODEL (no cross-encoder ships with ragcli, "
+    "and none is downloaded)"
 )
 
 
