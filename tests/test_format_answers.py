@@ -48,3 +48,47 @@ def test_each_spreadsheet_row_is_quoted_as_its_own_record(docs):
     assert any("row 3: Region: South; Manager: Luis Ortega; Phone: +34 91 555 0101" in q for q in quotes)
     # one record a quote: never the sheet's heading and its rows run together as one "sentence"
     assert all(q.count("row ") <= 1 and "Sheet:" not in q for q in quotes), quotes
+
+
+def _epub(target: Path, book: str, chapters: list[tuple[str, str]]) -> None:
+    """An EPUB whose every chapter file has the book's title as its <title>, as many have."""
+    import zipfile
+
+    items = "".join(
+        f'<item id="c{i}" href="c{i}.xhtml" media-type="application/xhtml+xml"/>'
+        for i in range(len(chapters))
+    )
+    spine = "".join(f'<itemref idref="c{i}"/>' for i in range(len(chapters)))
+    with zipfile.ZipFile(target, "w") as archive:
+        archive.writestr("mimetype", "application/epub+zip")
+        archive.writestr(
+            "META-INF/container.xml",
+            '<?xml version="1.0"?><container xmlns="urn:oasis:names:tc:opendocument:xmlns:container" '
+            'version="1.0"><rootfiles><rootfile full-path="book.opf"/></rootfiles></container>',
+        )
+        archive.writestr(
+            "book.opf",
+            '<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0">'
+            f'<metadata xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>{book}</dc:title></metadata>'
+            f"<manifest>{items}</manifest><spine>{spine}</spine></package>",
+        )
+        for i, (heading, body) in enumerate(chapters):
+            archive.writestr(
+                f"c{i}.xhtml",
+                f'<html xmlns="http://www.w3.org/1999/xhtml"><head><title>{book}</title></head>'
+                f"<body><h2>{heading}</h2>{body}</body></html>",
+            )
+
+
+def test_a_chapter_is_named_by_its_heading_not_the_book_title_every_file_repeats(docs):
+    steps = "<p>Step the mast before you attach the boom.</p><p>Hoist the mainsail to the top.</p>"
+    _epub(
+        docs / "sailing.epub",
+        "Small Boat Sailing",
+        [("Rigging the dinghy", steps), ("Capsize recovery", "<p>Stand on the centreboard.</p>")],
+    )
+    assert rag("ingest", str(docs)).returncode == 0
+    page = rag("get", str(docs / "sailing.epub:1")).stdout
+    assert page.startswith("Chapter 1: Rigging the dinghy\n\nStep the mast"), page  # named once
+    answer = rag("ask", "How do I rig the dinghy?", "--json").stdout
+    assert "Step the mast before you attach the boom." in json.loads(answer)["answer"]
