@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from format_files import make_text_pdf
 from runner import rag
 
 
@@ -92,3 +93,25 @@ def test_a_chapter_is_named_by_its_heading_not_the_book_title_every_file_repeats
     assert page.startswith("Chapter 1: Rigging the dinghy\n\nStep the mast"), page  # named once
     answer = rag("ask", "How do I rig the dinghy?", "--json").stdout
     assert "Step the mast before you attach the boom." in json.loads(answer)["answer"]
+
+
+def test_a_quote_stays_on_the_page_its_citation_names(docs):
+    """The sentences after a reason on a PDF's last lines were quoted from the next page, cited
+    with this page's number."""
+    make_text_pdf(
+        docs / "pump manual.pdf",
+        [
+            ["Hydra-7 Pump Operator Manual", "This manual covers the Hydra-7 pump."],
+            [
+                "Installing the pump",
+                "1. Close the inlet valve.",
+                "2. Open the inlet valve slowly and prime the pump.",
+                "The pump must be primed because a dry impeller overheats within seconds.",
+            ],
+            ["Maintenance schedule", "Task Interval Duration", "Replace seals 6 months 40 minutes"],
+        ],
+    )
+    answer = _ask(docs, "Why must the pump be primed?")
+    assert "a dry impeller overheats" in answer["answer"]
+    assert [citation["page"] for citation in answer["citations"]] == [2]
+    assert "Replace seals" not in answer["answer"] and "Maintenance" not in answer["answer"], answer["answer"]
