@@ -115,3 +115,18 @@ def test_a_quote_stays_on_the_page_its_citation_names(docs):
     assert "a dry impeller overheats" in answer["answer"]
     assert [citation["page"] for citation in answer["citations"]] == [2]
     assert "Replace seals" not in answer["answer"] and "Maintenance" not in answer["answer"], answer["answer"]
+
+
+def test_a_date_cell_reads_as_its_date(docs):
+    """openpyxl reads an Excel date as midnight of that day: "2024-03-01T00:00:00" was stored."""
+    import datetime
+
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    book.active.append(["Customer", "Order date", "Delivered"])
+    book.active.append(["Initech", datetime.date(2024, 3, 1), datetime.datetime(2024, 3, 14, 9, 30)])
+    book.save(docs / "orders.xlsx")
+    assert rag("ingest", str(docs)).returncode == 0
+    page = rag("get", str(docs / "orders.xlsx")).stdout
+    assert "row 2: Customer: Initech; Order date: 2024-03-01; Delivered: 2024-03-14T09:30:00" in page, page
