@@ -15,6 +15,9 @@ import re
 
 PAGE_BREAK = "\f"
 PART_SEPARATOR = "#"
+# Spreadsheet readers write one ``row N: Header: value; ...`` line per record
+# (`ragcli.ingest.readers.records`); each such line is a sentence of its own.
+RECORD_LINE = re.compile(r"row \d+: ")
 
 
 def valid_unicode(text: str) -> str:
@@ -32,10 +35,11 @@ def valid_unicode(text: str) -> str:
 # A sentence ends at ".", "!" or "?" followed by whitespace and an upper-case letter, a digit, a
 # quote or a letter outside ASCII ("É", "中"; a lower-case ASCII letter after it marks an
 # abbreviation: "e.g. this"), at a full-width terminator, or at a line break before a blank line,
-# a list item, a heading or a table row: a single break inside a paragraph is line wrapping.
+# a list item, a heading, a table row or a sheet's record: a single break inside a paragraph is
+# line wrapping.
 _SENTENCE_END = re.compile(
     r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?(?:[A-Z0-9]|[^\x00-\x7f]))|(?<=[。！？])|"
-    r"\n\s*\n\s*|\n(?=\s*(?:[-*+#>|]|\d+[.)])\s)|\n(?=[\"'(\[]?[A-Z0-9])"
+    r"\n\s*\n\s*|\n(?=\s*(?:[-*+#>|]|\d+[.)])\s)|\n(?=[\"'(\[]?[A-Z0-9])|\n(?=row \d+: )"
 )
 # A line this short without a full stop, followed by a capitalised line, is a title.
 TITLE_CHARS = 60
@@ -85,6 +89,8 @@ def _list_number(text: str, match: re.Match) -> bool:
 def _wrapped(text: str, match: re.Match) -> bool:
     """A single line break inside a paragraph (the line before is long, not a title)."""
     if match.group() != "\n" or text[match.start() - 1 : match.start()] in (".", "!", "?"):
+        return False
+    if RECORD_LINE.match(text, match.end()):  # records are long lines, never wrapped prose
         return False
     line_start = text.rfind("\n", 0, match.start()) + 1
     return match.start() - line_start >= TITLE_CHARS

@@ -32,6 +32,32 @@ def make_pptx(target: Path) -> None:
     deck.save(target)
 
 
+def make_text_pdf(target: Path, pages: list[list[str]]) -> None:
+    """A PDF with a text layer, written by hand: one line of Helvetica per string, top down."""
+    objects = [b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>", b""]
+    kids = []
+    for lines in pages:
+        escaped = (line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") for line in lines)
+        ops = "\n".join(f"BT /F1 11 Tf 60 {780 - 20 * n} Td ({line}) Tj ET" for n, line in enumerate(escaped))
+        stream = ops.encode("cp1252")
+        objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream))
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents %d 0 R "
+            b"/Resources << /Font << /F1 1 0 R >> >> >>" % (len(objects))
+        )
+        kids.append(b"%d 0 R" % len(objects))
+    objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(kids), len(kids))
+    objects.append(b"<< /Type /Catalog /Pages 2 0 R >>")
+    body, offsets = b"%PDF-1.4\n", []
+    for number, content in enumerate(objects, 1):
+        offsets.append(len(body))
+        body += b"%d 0 obj\n%s\nendobj\n" % (number, content)
+    xref = b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    body += b"xref\n0 %d\n0000000000 65535 f \n%s" % (len(objects) + 1, xref)
+    trailer = b"trailer\n<< /Size %d /Root %d 0 R >>\nstartxref\n%d\n%%%%EOF\n"
+    target.write_bytes(body + trailer % (len(objects) + 1, len(objects), body.index(b"xref")))
+
+
 def make_xlsx(target: Path) -> None:
     import openpyxl
 

@@ -68,9 +68,11 @@ def test_a_page_break_ends_a_sentence_and_a_paragraph():
 
     text = "Sheet: Revenue\nrow 2: North 1.2M\fSheet: Staff\nrow 2: Alice Quokka wrangles platypuses."
     sheets = [s.text for s in sentences_of([text])]
-    assert sheets == [
-        "Sheet: Revenue\nrow 2: North 1.2M",
-        "Sheet: Staff\nrow 2: Alice Quokka wrangles platypuses.",
+    assert sheets == [  # a sheet's heading and each of its records are sentences of their own
+        "Sheet: Revenue",
+        "row 2: North 1.2M",
+        "Sheet: Staff",
+        "row 2: Alice Quokka wrangles platypuses.",
     ]
     pdf = "Intro text here.\nThe Old Tower\nIt was lit in 1698.\fThe lens bends light into a beam."
     every = sentences_of([pdf])

@@ -196,7 +196,7 @@ def complete(
         chosen.add(in_order[at])
         _list_block(_list_run(in_order, at), chosen, best.passage)
         return
-    section = _section(best, every)
+    section = _section(best, every, text)
     following = [s for s in section if s.start > best.start]
     before = [s for s in section if s.start < best.start]
     for sentence in following[:FOLLOWING]:
@@ -229,12 +229,15 @@ def refers_back(text: str) -> bool:
     return bool(_REFERS_BACK.match(text.strip()))
 
 
-def _section(best: Sentence, every: Sequence[Sentence]) -> list[Sentence]:
+def _section(best: Sentence, every: Sequence[Sentence], text: str) -> list[Sentence]:
     """The sentences between the headings around the best sentence (a heading, or a term of a
-    definition list, starts a section)."""
-    start = max((i for i, s in enumerate(every) if s.start <= best.start and is_title(s.text)), default=-1)
-    end = next((i for i, s in enumerate(every) if s.start > best.start and is_title(s.text)), len(every))
-    return [s for s in every[start + 1 : end] if not is_title(s.text)]
+    definition list, starts a section), on its page: a source is cited with one page, so a
+    sentence from the next page (a PDF page, a slide, a sheet) would be cited to the wrong one."""
+    first, last = text.rfind("\f", 0, best.start), text.find("\f", best.start)
+    page = [s for s in every if first < s.start and (last < 0 or s.start < last)]
+    start = max((i for i, s in enumerate(page) if s.start <= best.start and is_title(s.text)), default=-1)
+    end = next((i for i, s in enumerate(page) if s.start > best.start and is_title(s.text)), len(page))
+    return [s for s in page[start + 1 : end] if not is_title(s.text)]
 
 
 def ranked_copy(sentence: Sentence, in_order: Sequence[Sentence]) -> Sentence:

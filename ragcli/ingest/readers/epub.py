@@ -53,9 +53,13 @@ def _spine(path: Path, package: Any, base: str) -> tuple[list[str], str | None]:
 
 
 def chapter_page(number: int, html: str) -> str:
-    """A chapter as a page: ``Chapter N: title`` then its text."""
-    text, title = extract_html(html)
+    """A chapter as a page: ``Chapter N: title`` (its first heading) then its text, where that
+    heading is not repeated: twice in a row, a heading heads nothing the first time."""
+    text, title = extract_html(html, chapter=True)
     heading = f"Chapter {number}: {title}" if title else f"Chapter {number}"
+    first, _, rest = text.partition("\n")
+    if title and first.strip() == title:
+        text = rest.strip()
     return f"{heading}\n\n{text}"
 
 
@@ -64,7 +68,7 @@ class EpubReader:
 
     suffixes: tuple[str, ...] = (".epub",)
     file_type = "epub"
-    version = "1"
+    version = "2"  # 2: a chapter's title is its first heading, not its <title>
 
     def read(self, path: Path) -> Document:
         """Raises: ReaderError: not an EPUB, DRM-encrypted, corrupt or over the container limits."""

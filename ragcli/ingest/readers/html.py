@@ -124,20 +124,28 @@ def _tidy(raw: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 
 
-def _title(tree: Any) -> str | None:
-    """Return the <title>, else the first <h1>."""
-    for selector in ("title", "h1"):
+_PAGE_TITLE = ("title", "h1")
+# A chapter of a book: its own first heading names it; its <title> is often the book's title,
+# repeated in every chapter file, or a bare "Chapter 3".
+_CHAPTER_TITLE = ("h1, h2, h3", "title")
+
+
+def _title(tree: Any, selectors: tuple[str, ...]) -> str | None:
+    """Return the text of the first of `selectors` that matches with text."""
+    for selector in selectors:
         node = tree.css_first(selector)
         if node is not None and node.text(strip=True):
             return node.text(strip=True)
     return None
 
 
-def extract_html(html: str) -> tuple[str, str | None]:
+def extract_html(html: str, *, chapter: bool = False) -> tuple[str, str | None]:
     """Return the visible text of an HTML page and its title.
 
     Args:
         html: The page source.
+        chapter: the page is a book's chapter: its title is its first heading (h1-h3), else
+            its <title>; a web page's title is its <title>, else its first h1.
 
     Returns:
         ``(text, title)``; paragraphs in ``text`` are separated by blank lines.
@@ -145,7 +153,7 @@ def extract_html(html: str) -> tuple[str, str | None]:
     from selectolax.lexbor import LexborHTMLParser
 
     tree = LexborHTMLParser(bounded_markup(html))
-    title = _title(tree)
+    title = _title(tree, _CHAPTER_TITLE if chapter else _PAGE_TITLE)
     tree.strip_tags(_NOISE_TAGS)
     for node in tree.css(_HIDDEN):
         node.decompose()

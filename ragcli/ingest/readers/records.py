@@ -14,6 +14,7 @@ an iterator, so a reader can stream a million-row file without holding its cells
 
 from __future__ import annotations
 
+import datetime
 from typing import Any, Iterable, Iterator
 
 FIELD_SEPARATOR = "; "
@@ -21,11 +22,15 @@ _BLOCK_LINES = 10_000
 
 
 def cell_text(value: Any) -> str:
-    """A cell as one line of text: whole floats without ".0", whitespace collapsed."""
+    """A cell as one line of text: whole floats without ".0", a date without a midnight time
+    (Excel stores a date as a date-time; openpyxl reads a date cell as midnight of that day),
+    whitespace collapsed."""
     if value is None:
         return ""
     if isinstance(value, float) and value.is_integer():
         value = int(value)
+    elif isinstance(value, datetime.datetime) and value.time() == datetime.time() and value.tzinfo is None:
+        value = value.date().isoformat()
     elif hasattr(value, "isoformat"):
         value = value.isoformat()
     return " ".join(str(value).split())

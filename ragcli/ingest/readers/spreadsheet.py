@@ -33,7 +33,7 @@ class SpreadsheetReader:
 
     suffixes: tuple[str, ...] = (".xlsx", ".xlsm")
     file_type = "xlsx"
-    version = "1"
+    version = "2"  # 2: a date cell reads 2024-03-01, not 2024-03-01T00:00:00
 
     def read(self, path: Path) -> Document:
         """Read a workbook into a Document with ``sheets`` (their names) in its metadata.

@@ -1,0 +1,132 @@
+"""Asking about documents of each format, through the real `rag`: the quoted evidence is the
+passage that answers, whole, and cites the page (slide, sheet, chapter) it is on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from format_files import make_text_pdf
+from runner import rag
+
+
+@pytest.fixture
+def docs(tmp_path) -> Path:
+    """A folder to ingest, beside (not around) the test's index."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    return folder
+
+
+def _ask(folder: Path, question: str, *flags: str) -> dict:
+    """`rag ingest FOLDER`, then `rag ask QUESTION --json`."""
+    ingest = rag("ingest", str(folder))
+    assert ingest.returncode == 0, ingest.stderr
+    result = rag("ask", question, "--json", *flags)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def _quotes(answer: dict) -> list[str]:
+    return [line for line in answer["answer"].splitlines() if line.startswith('"')]
+
+
+def test_each_spreadsheet_row_is_quoted_as_its_own_record(docs):
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Contacts"
+    sheet.append(["Region", "Manager", "Phone"])
+    sheet.append(["North", "Anna Berg", "+46 8 123 456"])
+    sheet.append(["South", "Luis Ortega", "+34 91 555 0101"])
+    sheet.append(["East", "Mei Chen", "+86 10 5555 0199"])
+    book.save(docs / "contacts.xlsx")
+    answer = _ask(docs, "What is the phone number of Luis Ortega?")
+    quotes = _quotes(answer)
+    assert any("row 3: Region: South; Manager: Luis Ortega; Phone: +34 91 555 0101" in q for q in quotes)
+    # one record a quote: never the sheet's heading and its rows run together as one "sentence"
+    assert all(q.count("row ") <= 1 and "Sheet:" not in q for q in quotes), quotes
+
+
+def _epub(target: Path, book: str, chapters: list[tuple[str, str]]) -> None:
+    """An EPUB whose every chapter file has the book's title as its <title>, as many have."""
+    import zipfile
+
+    items = "".join(
+        f'<item id="c{i}" href="c{i}.xhtml" media-type="application/xhtml+xml"/>'
+        for i in range(len(chapters))
+    )
+    spine = "".join(f'<itemref idref="c{i}"/>' for i in range(len(chapters)))
+    with zipfile.ZipFile(target, "w") as archive:
+        archive.writestr("mimetype", "application/epub+zip")
+        archive.writestr(
+            "META-INF/container.xml",
+            '<?xml version="1.0"?><container xmlns="urn:oasis:names:tc:opendocument:xmlns:container" '
+            'version="1.0"><rootfiles><rootfile full-path="book.opf"/></rootfiles></container>',
+        )
+        archive.writestr(
+            "book.opf",
+            '<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0">'
+            f'<metadata xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>{book}</dc:title></metadata>'
+            f"<manifest>{items}</manifest><spine>{spine}</spine></package>",
+        )
+        for i, (heading, body) in enumerate(chapters):
+            archive.writestr(
+                f"c{i}.xhtml",
+                f'<html xmlns="http://www.w3.org/1999/xhtml"><head><title>{book}</title></head>'
+                f"<body><h2>{heading}</h2>{body}</body></html>",
+            )
+
+
+def test_a_chapter_is_named_by_its_heading_not_the_book_title_every_file_repeats(docs):
+    steps = "<p>Step the mast before you attach the boom.</p><p>Hoist the mainsail to the top.</p>"
+    _epub(
+        docs / "sailing.epub",
+        "Small Boat Sailing",
+        [("Rigging the dinghy", steps), ("Capsize recovery", "<p>Stand on the centreboard.</p>")],
+    )
+    assert rag("ingest", str(docs)).returncode == 0
+    page = rag("get", str(docs / "sailing.epub:1")).stdout
+    assert page.startswith("Chapter 1: Rigging the dinghy\n\nStep the mast"), page  # named once
+    answer = rag("ask", "How do I rig the dinghy?", "--json").stdout
+    assert "Step the mast before you attach the boom." in json.loads(answer)["answer"]
+
+
+def test_a_quote_stays_on_the_page_its_citation_names(docs):
+    """The sentences after a reason on a PDF's last lines were quoted from the next page, cited
+    with this page's number."""
+    make_text_pdf(
+        docs / "pump manual.pdf",
+        [
+            ["Hydra-7 Pump Operator Manual", "This manual covers the Hydra-7 pump."],
+            [
+                "Installing the pump",
+                "1. Close the inlet valve.",
+                "2. Open the inlet valve slowly and prime the pump.",
+                "The pump must be primed because a dry impeller overheats within seconds.",
+            ],
+            ["Maintenance schedule", "Task Interval Duration", "Replace seals 6 months 40 minutes"],
+        ],
+    )
+    answer = _ask(docs, "Why must the pump be primed?")
+    assert "a dry impeller overheats" in answer["answer"]
+    assert [citation["page"] for citation in answer["citations"]] == [2]
+    assert "Replace seals" not in answer["answer"] and "Maintenance" not in answer["answer"], answer["answer"]
+
+
+def test_a_date_cell_reads_as_its_date(docs):
+    """openpyxl reads an Excel date as midnight of that day: "2024-03-01T00:00:00" was stored."""
+    import datetime
+
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    book.active.append(["Customer", "Order date", "Delivered"])
+    book.active.append(["Initech", datetime.date(2024, 3, 1), datetime.datetime(2024, 3, 14, 9, 30)])
+    book.save(docs / "orders.xlsx")
+    assert rag("ingest", str(docs)).returncode == 0
+    page = rag("get", str(docs / "orders.xlsx")).stdout
+    assert "row 2: Customer: Initech; Order date: 2024-03-01; Delivered: 2024-03-14T09:30:00" in page, page
