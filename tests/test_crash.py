@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 from runner import rag
-from writes_held import query_int, writes_held
+from writes_held import killed_when, query_int
 
 TOPICS = [
     "lighthouse keepers",
@@ -64,14 +63,7 @@ def test_kill_9_mid_ingest_keeps_the_index_usable_and_resumable(tmp_path, isolat
     )
     # Held at a commit past the first 5 documents: the run cannot finish while the test sees
     # it still going and kills it (a poll alone could find it done on a fast machine).
-    try:
-        with writes_held(isolated_home, process, lambda conn: documents_in(conn) > 5, "6 documents"):
-            os.kill(process.pid, signal.SIGKILL)
-            process.wait()
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+    killed_when(isolated_home, process, lambda conn: documents_in(conn) > 5, "6 documents")
     killed_at = committed_documents(isolated_home)
     assert 5 < killed_at <= 200  # all text may be committed already: then it was embedding
 

@@ -9,8 +9,6 @@ queries meanwhile rank the chunks without a vector by BM25 and say how much is c
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -20,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from runner import rag
-from writes_held import writes_held
+from writes_held import killed_when
 
 COVERAGE = "dense covers"
 TOPICS = ["lighthouse keepers", "sourdough starters", "alpine glaciers", "river deltas", "honey bees"]
@@ -115,14 +113,7 @@ def test_kill_9_while_embedding_then_rag_embed_embeds_every_chunk_exactly_once(t
         embedded, total = conn.execute("SELECT count(embedding_id), count(*) FROM chunks").fetchone()
         return start_embedded < embedded < total
 
-    try:
-        with writes_held(isolated_home, process, embedding, "a commit of some vectors but not all"):
-            os.kill(process.pid, signal.SIGKILL)
-            process.wait()
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+    killed_when(isolated_home, process, embedding, "a commit of some vectors but not all")
 
     # All text is committed: BM25 finds the last note; the vectors are not all there, and
     # status says so rather than `vectors_current true`; dense still answers, saying its share.

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import child_environ
-from writes_held import query_int, writes_held
+from writes_held import killed_when, query_int, writes_held
 
 RAG = shutil.which("rag")
 
@@ -314,18 +314,12 @@ def test_an_ingest_commits_within_its_first_batch(tmp_path):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    try:
-        # Held at its first commit: the run cannot finish while the test looks and kills it.
-        # All 100 may be committed by then on a fast machine (the batch sizes are checked in
-        # test_scale.py, where nothing races); what matters is that the run was still going.
-        with writes_held(index, process, lambda conn: committed_notes(conn) > 0, "a commit") as conn:
-            committed = committed_notes(conn)
-            os.kill(process.pid, signal.SIGKILL)
-            process.wait()
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+    # Held at its first commit: the run cannot finish while the test looks and kills it.
+    # All 100 may be committed by then on a fast machine (the batch sizes are checked in
+    # test_scale.py, where nothing races); what matters is that the run was still going.
+    committed = killed_when(
+        index, process, lambda conn: committed_notes(conn) > 0, "a commit", committed_notes
+    )
     assert process.returncode == -signal.SIGKILL and 0 < committed <= 100
     resumed = rag("ingest", "--index", str(index), str(docs), "--json")
     assert json.loads(resumed.stdout)["unchanged"] >= committed and len(documents(index)) == 100

@@ -10,12 +10,14 @@ so it cannot finish, and what the test reads inside the block is the state it ac
 
 from __future__ import annotations
 
+import os
+import signal
 import sqlite3
 import subprocess
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 BUSY_TIMEOUT = 30.0  # the child's PRAGMA busy_timeout (ragcli.store.local.connection): hold less
 
@@ -59,6 +61,28 @@ def writes_held(
             conn.execute("ROLLBACK")
     finally:
         conn.close()
+
+
+def killed_when(
+    index: Path,
+    process: subprocess.Popen,
+    ready: Callable[[sqlite3.Connection], bool],
+    what: str,
+    seen: Callable[[sqlite3.Connection], Any] | None = None,
+) -> Any:
+    """Kill -9 the running `process` once `ready` holds, while the test holds the write lock
+    (`writes_held`); returns `seen(connection)` read there, the state the kill leaves (None
+    when not asked). The child never outlives the call."""
+    try:
+        with writes_held(index, process, ready, what) as conn:
+            state = seen(conn) if seen is not None else None
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait()
+        return state
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
 
 
 def _ready(database: Path, ready: Callable[[sqlite3.Connection], bool]) -> bool:
