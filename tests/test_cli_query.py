@@ -227,6 +227,20 @@ def test_entry_point_table_reads_a_page_break_as_a_space(isolated_home, loads):
     assert "Visitors climb it. The Fresnel lens\\x07 shines." in done.stdout, done.stdout
 
 
+def test_entry_point_compares_numeric_metadata_as_numbers(isolated_home, loads):
+    """`--filter 'pages>=10'` kept a 4-page PDF: "4" >= "10" as text."""
+    docs = [
+        Document("/papers/short.pdf", "lighthouse lamp", "pdf", {"pages": 4}),
+        Document("/papers/long.pdf", "lighthouse keeper", "pdf", {"pages": 12}),
+    ]
+    ingest_documents(isolated_home, docs, embedder=HashEmbedder(), group="medium", chunking=WHOLE)
+    for wanted, expected in (("pages>=10", ["/papers/long.pdf"]), ("pages<10", ["/papers/short.pdf"])):
+        args = ("query", "lighthouse", "--mode", "bm25", "--filter", wanted, "--format", "paths")
+        done = run_rag(*args, stdin="", env=wide_env())
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines() == expected, wanted
+
+
 def test_entry_point_exit_codes(isolated_home):
     done = run_rag("query", "router", stdin="", env=wide_env())
     assert done.returncode == 1 and done.stderr.startswith("rag: error: no index")
