@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
 
 import pytest
@@ -249,3 +250,52 @@ def test_documented_qa_examples_are_answered_over_their_corpus():
         document = json.loads(done.stdout)
         assert document["warnings"] == [], line
         assert all(c["metrics"]["context_recall"] > 0 for c in document["configurations"]), line
+
+
+def test_judgments_naming_documents_outside_the_corpus_are_warned_about(tmp_path):
+    """Through the real rag: a qrels line naming a document the corpus lacks counted against
+    recall without a word; a hand-made set of four documents is scored as computed by hand."""
+    from runner import rag
+
+    (tmp_path / "set" / "qrels").mkdir(parents=True)
+    corpus = {"a": "Apples are red fruit.", "b": "Bananas are yellow fruit.", "c": "Cars have engines."}
+    (tmp_path / "set" / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": key, "text": text}) + "\n" for key, text in corpus.items())
+    )
+    (tmp_path / "set" / "queries.jsonl").write_text(
+        json.dumps({"_id": "q1", "text": "yellow bananas"})
+        + "\n"
+        + json.dumps({"_id": "q2", "text": "engines"})
+    )
+    (tmp_path / "set" / "qrels" / "test.tsv").write_text("q1\tb\t1\nq2\tc\t1\nq2\tzzz\t1\n")
+    done = rag(
+        "eval",
+        "retrieval",
+        str(tmp_path / "set"),
+        "--modes",
+        "bm25",
+        "--json",
+        "--index",
+        str(tmp_path / "i"),
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["warnings"] == [
+        "1 of the 3 documents judged relevant are not in the corpus (e.g. 'zzz'): "
+        "they count against recall but can never be retrieved"
+    ]
+    assert "rag: warning: 1 of the 3 documents" in done.stderr
+    # q1: b first (recall 1); q2: c first of two relevant (recall 1/2, nDCG 1/(1+1/log2 3)).
+    metrics = report["configurations"][0]["metrics"]
+    assert metrics["recall@10"] == 0.75 and metrics["mrr@10"] == 1.0
+    assert metrics["ndcg@10"] == pytest.approx((1 + 1 / (1 + 1 / math.log2(3))) / 2, abs=1e-4)
+
+
+def test_an_empty_question_file_is_a_usage_error(tmp_path):
+    """Through the real rag: an empty QA file printed a row of dashes and exited 0."""
+    from runner import rag
+
+    (tmp_path / "qa.jsonl").write_text("\n")
+    done = rag("eval", "answers", str(tmp_path / "qa.jsonl"), "--modes", "bm25")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().startswith(f"rag: error: {tmp_path / 'qa.jsonl'}: no questions; ")

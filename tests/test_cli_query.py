@@ -227,6 +227,35 @@ def test_entry_point_table_reads_a_page_break_as_a_space(isolated_home, loads):
     assert "Visitors climb it. The Fresnel lens\\x07 shines." in done.stdout, done.stdout
 
 
+def test_entry_point_compares_numeric_metadata_as_numbers(isolated_home, loads):
+    """`--filter 'pages>=10'` kept a 4-page PDF: "4" >= "10" as text."""
+    docs = [
+        Document("/papers/short.pdf", "lighthouse lamp", "pdf", {"pages": 4}),
+        Document("/papers/long.pdf", "lighthouse keeper", "pdf", {"pages": 12}),
+    ]
+    ingest_documents(isolated_home, docs, embedder=HashEmbedder(), group="medium", chunking=WHOLE)
+    for wanted, expected in (("pages>=10", ["/papers/long.pdf"]), ("pages<10", ["/papers/short.pdf"])):
+        args = ("query", "lighthouse", "--mode", "bm25", "--filter", wanted, "--format", "paths")
+        done = run_rag(*args, stdin="", env=wide_env())
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines() == expected, wanted
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--min-score", "nan"), "Invalid value for '--min-score': nan is not a finite number"),
+        (("--weights", "nan,1"), "Invalid value for '--weights': weights must be non-negative numbers"),
+        (("--weights", "1"), "Invalid value for '--weights': give two numbers"),
+    ],
+)
+def test_entry_point_refuses_numbers_that_are_not_numbers(index, args, message):
+    """`--min-score nan` printed no hits and exited 0; a bad --weights did not name the option."""
+    done = run_rag("query", "router", "--mode", "bm25", *args, stdin="", env=wide_env())
+    assert done.returncode == 2 and done.stdout == ""
+    assert message in done.stderr, done.stderr
+
+
 def test_entry_point_exit_codes(isolated_home):
     done = run_rag("query", "router", stdin="", env=wide_env())
     assert done.returncode == 1 and done.stderr.startswith("rag: error: no index")

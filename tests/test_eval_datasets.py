@@ -119,3 +119,47 @@ def test_dedicated_index_path_depends_on_dataset_group_and_model(tmp_path, fixtu
     assert dataset_index_path(fixtures_dir / "beir-mini", settings=settings, group="fine") != path
     other_model = load_settings(embed_model="/models/other")
     assert dataset_index_path(fixtures_dir / "beir-mini", settings=other_model) != path
+
+
+@pytest.mark.parametrize(
+    "line, field",
+    [
+        ('{"question": "x?", "answers": 5}', "answers"),
+        ('{"question": "x?", "answers": ["a", null]}', "answers"),
+        ('{"question": "x?", "answers": {"a": 1}}', "answers"),
+        ('{"question": "x?", "relevant": 5}', "relevant"),
+        ('{"question": "x?", "must_contain": true}', "must_contain"),
+        ('{"question": ["a", "b"]}', "question"),
+    ],
+)
+def test_qa_fields_of_the_wrong_type_name_file_line_and_field(tmp_path, line, field):
+    """A number or an object where strings belong was a TypeError traceback, or a null read as
+    the answer "None"."""
+    path = tmp_path / "qa.jsonl"
+    path.write_text('{"question": "fine?"}\n' + line + "\n")
+    with pytest.raises(UsageError, match=rf'qa.jsonl:2: "{field}" must be a string'):
+        read_qa(path)
+
+
+def test_files_saved_with_a_byte_order_mark_and_crlf_are_read(tmp_path):
+    """Windows editors start UTF-8 files with a BOM; it was a JSON error, or part of a query id."""
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "corpus.jsonl").write_bytes(b'\xef\xbb\xbf{"_id": "d1", "text": "caf\xc3\xa9"}\r\n')
+    (tmp_path / "queries.jsonl").write_bytes(b'\xef\xbb\xbf{"_id": "q1", "text": "coffee"}\r\n')
+    (tmp_path / "qrels" / "test.tsv").write_bytes(b"\xef\xbb\xbfq1\td1\t1\r\n")
+    dataset = load_retrieval_set(tmp_path)
+    assert dataset.queries == {"q1": "coffee"} and dataset.qrels == {"q1": {"d1": 1}}
+    assert [doc.text for doc in read_corpus(tmp_path / "corpus.jsonl")] == ["café"]
+    (tmp_path / "qa.jsonl").write_bytes(b'\xef\xbb\xbf{"question": "Why?", "answers": ["because"]}\r\n')
+    assert read_qa(tmp_path / "qa.jsonl")[0].answers == ("because",)
+
+
+def test_empty_sets_are_usage_errors(tmp_path, fixtures_dir):
+    """An empty qrels file or QA file scored every metric 0.000 (or –) and exited 0."""
+    shutil.copytree(fixtures_dir / "beir-mini", tmp_path / "beir")
+    (tmp_path / "beir" / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n")
+    with pytest.raises(UsageError, match=r"qrels/test.tsv: no judgments"):
+        load_retrieval_set(tmp_path / "beir")
+    (tmp_path / "qa.jsonl").write_text("\n\n")
+    with pytest.raises(UsageError, match=r"qa.jsonl: no questions"):
+        load_qa_set(tmp_path / "qa.jsonl")

@@ -162,6 +162,9 @@ FILTER_CASES = [
     ({"author": ("!=ann",)}, {"wifi.txt", "fresnel.pdf", "tea.md", "tea-copy.md"}),
     ({"title": ("Lighthouses",)}, {"lighthouse.pdf"}),
     ({"year": (">=2000",)}, {"fresnel.pdf"}),
+    # Stored numbers compare as numbers: as text "1999" < "900" and "2001" > "10000".
+    ({"year": (">=900",)}, {"lighthouse.pdf", "fresnel.pdf"}),
+    ({"year": ("<10000", ">1999.5")}, {"fresnel.pdf"}),
     ({"reviewed": ("1",)}, {"lighthouse.pdf"}),
     ({"file_name": ("tea.md", "wifi.txt")}, {"tea.md", "wifi.txt"}),
 ]

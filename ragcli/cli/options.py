@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, List, Optional
@@ -101,10 +102,19 @@ def parse_weights(value: Optional[str]) -> Optional[tuple[float, float]]:
     try:
         bm25, dense = (float(part) for part in value.split(","))
     except ValueError:
-        raise typer.BadParameter("give two numbers, bm25 then dense, e.g. --weights 1,0.5") from None
-    if bm25 < 0 or dense < 0 or bm25 + dense == 0:
-        raise typer.BadParameter("weights must be non-negative and not both 0")
+        raise typer.BadParameter(
+            "give two numbers, bm25 then dense, e.g. --weights 1,0.5", param_hint="'--weights'"
+        ) from None
+    if not (math.isfinite(bm25) and math.isfinite(dense)) or bm25 < 0 or dense < 0 or bm25 + dense == 0:
+        raise typer.BadParameter("weights must be non-negative numbers, not both 0", param_hint="'--weights'")
     return bm25, dense
+
+
+def finite(value: Optional[float]) -> Optional[float]:
+    """Refuse `nan` and `inf`, which float options accept and which would drop every hit."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is not a finite number")
+    return value
 
 
 # Retrieval options shared by `rag query` and `rag ask`.
@@ -126,6 +136,7 @@ MinScoreOption = Annotated[
         "(hybrid: 0-1 for adaptive; RRF scores are small, about 1/(k+rank) per retriever). Applied before "
         "reranking.",
         show_default=False,
+        callback=finite,
     ),
 ]
 RerankOption = Annotated[Optional[Rerank], typer.Option(help="Rerank the candidates.", show_default=False)]

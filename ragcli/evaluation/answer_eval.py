@@ -440,7 +440,7 @@ def evaluate_answers(
     # A QA file run on an existing index: does that index hold the documents it names?
     # (A dataset with a corpus gets its own index, built from that corpus.)
     cases = dataset.cases[:limit] if limit else dataset.cases
-    coverage = check_relevant_indexed(cases, target) if dataset.corpus is None else (0, 0, [])
+    coverage = check_relevant_indexed(cases, target, own_corpus=dataset.corpus is not None)
     with Asker(target, settings=settings, generator=generator) as asker, stage(progress, "answering") as bar:
         report = run_answers(
             asker, dataset.cases, configs, dataset=dataset.name, index=str(target), limit=limit, progress=bar
@@ -449,8 +449,17 @@ def evaluate_answers(
     return report
 
 
-def check_relevant_indexed(cases: Sequence[QACase], index: Path) -> tuple[int, int, list[str]]:
-    """(indexed, listed, warnings): whether the index holds the documents the questions name."""
-    from ragcli.evaluation.retrieval_eval import check_entries_indexed
+def check_relevant_indexed(
+    cases: Sequence[QACase], index: Path, *, own_corpus: bool = False
+) -> tuple[int, int, list[str]]:
+    """(indexed, listed, warnings): whether the index holds the documents the questions name.
 
-    return check_entries_indexed([entry for case in cases for entry in case.relevant], index)
+    For a set with its own corpus the counts stay 0 and a warning names relevant entries the
+    corpus lacks.
+    """
+    from ragcli.evaluation.retrieval_eval import check_entries_in_corpus, check_entries_indexed
+
+    entries = [entry for case in cases for entry in case.relevant]
+    if own_corpus:
+        return 0, 0, check_entries_in_corpus(entries, index)
+    return check_entries_indexed(entries, index)

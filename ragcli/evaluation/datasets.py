@@ -78,7 +78,8 @@ class QASet:
 
 def _json_lines(path: Path) -> Iterator[tuple[int, dict]]:
     try:
-        handle = path.open(encoding="utf-8")
+        # utf-8-sig: files saved by Windows editors start with a byte order mark.
+        handle = path.open(encoding="utf-8-sig")
     except OSError as error:
         raise UsageError(f"cannot read {path}: {error.strerror or error}") from error
     with handle:
@@ -143,7 +144,7 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
     """
     qrels: dict[str, dict[str, int]] = {}
     try:
-        with path.open(encoding="utf-8", newline="") as handle:
+        with path.open(encoding="utf-8-sig", newline="") as handle:
             for number, row in enumerate(csv.reader(handle, delimiter="\t"), 1):
                 if not row or (number == 1 and _is_qrels_header(row)):
                     continue
@@ -169,30 +170,48 @@ def read_qa(path: Path) -> list[QACase]:
     ``answers`` may also be a single string (``answer``); ``relevant`` may be one string.
 
     Raises:
-        UsageError: a line is not a JSON object or has no ``question``.
+        UsageError: a line is not a JSON object, has no ``question``, or a field has the wrong
+            type (a number or a list where a string or a list of strings belongs); the message
+            names the file, line and field.
     """
     cases = []
     for number, record in _json_lines(path):
-        if not str(record.get("question") or "").strip():
-            raise UsageError(f'{path}:{number}: QA record without a "question"')
+        where = f"{path}:{number}"
+        question = record.get("question")
+        if question is not None and not isinstance(question, str):
+            raise UsageError(f'{where}: "question" must be a string')
+        if not (question or "").strip():
+            raise UsageError(f'{where}: QA record without a "question"')
         answers = record.get("answers", record.get("answer", []))
         cases.append(
             QACase(
                 id=str(record.get("_id") or f"q{number}"),
-                question=str(record["question"]).strip(),
-                answers=_strings(answers),
-                relevant=_strings(record.get("relevant", [])),
+                question=question.strip(),
+                answers=_strings(answers, where, "answers"),
+                relevant=_strings(record.get("relevant", []), where, "relevant"),
                 kind=str(record.get("kind") or ""),
-                must_contain=_strings(record.get("must_contain", [])),
+                must_contain=_strings(record.get("must_contain", []), where, "must_contain"),
             )
         )
     return cases
 
 
-def _strings(value: object) -> tuple[str, ...]:
-    """A string or a list of them as a tuple of the non-empty ones."""
-    items = [value] if isinstance(value, str) else list(value or [])  # type: ignore[call-overload]
+def _strings(value: object, where: str, field: str) -> tuple[str, ...]:
+    """A string or a list of strings (numbers allowed) as a tuple of the non-empty ones.
+
+    Raises:
+        UsageError: the value is anything else (a number, an object, a list holding null...).
+    """
+    if value is None:
+        return ()
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(_is_scalar(item) for item in items):
+        raise UsageError(f'{where}: "{field}" must be a string or a list of strings')
     return tuple(str(item) for item in items if str(item).strip())
+
+
+def _is_scalar(item: object) -> bool:
+    return isinstance(item, (str, int, float)) and not isinstance(item, bool)
 
 
 def corpus_beside(folder: Path) -> Path | None:
@@ -247,6 +266,8 @@ def _beir_set(path: Path) -> RetrievalSet:
             f"{QUERIES_FILE} ({len(missing)} such queries)"
         )
     queries = {qid: text for qid, text in texts.items() if qid in qrels}
+    if not queries:
+        raise UsageError(f"{path / QRELS_FILE}: no judgments, so there is nothing to score")
     return RetrievalSet(name=path.name, source=path, queries=queries, qrels=qrels, corpus=path / CORPUS_FILE)
 
 
@@ -282,10 +303,17 @@ def load_qa_set(path: Path) -> QASet:
                 f"{path} is not a QA dataset folder: expected {CORPUS_FILE} (or a {DOCUMENTS_FOLDER}/ "
                 f"folder of documents) and {QA_FILE}, or give a QA JSON Lines file"
             )
-        return QASet(name=path.name, source=path, cases=tuple(read_qa(path / QA_FILE)), corpus=corpus)
+        return QASet(name=path.name, source=path, cases=_questions(path / QA_FILE), corpus=corpus)
     if path.is_file():
         # A half of a dataset (qa-tune.jsonl beside the corpus) shares the dataset's own index.
         corpus = corpus_beside(path.parent)
         source = path.parent if corpus is not None else path
-        return QASet(name=path.stem, source=source, cases=tuple(read_qa(path)), corpus=corpus)
+        return QASet(name=path.stem, source=source, cases=_questions(path), corpus=corpus)
     raise UsageError(f"{path} does not exist: give a QA JSON Lines file or a dataset folder")
+
+
+def _questions(path: Path) -> tuple[QACase, ...]:
+    cases = tuple(read_qa(path))
+    if not cases:
+        raise UsageError(f'{path}: no questions; write one JSON object per line with a "question"')
+    return cases

@@ -237,7 +237,13 @@ def check_entries_indexed(entries: Sequence[str], index: Path) -> tuple[int, int
 
 
 def relevant_in_index(entries: Iterable[str], paths: Iterable[str]) -> tuple[int, int]:
-    """How many distinct `relevant` entries name an indexed document, of how many listed.
+    """How many distinct `relevant` entries name an indexed document, of how many listed."""
+    listed = set(entries)
+    return len(listed) - len(missing_entries(listed, paths)), len(listed)
+
+
+def missing_entries(entries: Iterable[str], paths: Iterable[str]) -> list[str]:
+    """The distinct `relevant` entries that name no indexed document, sorted.
 
     Same matching as `relevant_path_key`; candidates are narrowed by file name, so this stays
     cheap on a large index.
@@ -245,11 +251,31 @@ def relevant_in_index(entries: Iterable[str], paths: Iterable[str]) -> tuple[int
     by_name: dict[str, list[str]] = {}
     for path in paths:
         by_name.setdefault(PurePath(path).name, []).append(path)
-    listed = set(entries)
-    found = sum(
-        any(_same_document(entry, path) for path in by_name.get(PurePath(entry).name, ())) for entry in listed
+    return sorted(
+        entry
+        for entry in set(entries)
+        if not any(_same_document(entry, path) for path in by_name.get(PurePath(entry).name, ()))
     )
-    return found, len(listed)
+
+
+def check_entries_in_corpus(entries: Iterable[str], index: Path) -> list[str]:
+    """A warning when judgments name relevant documents a dataset's own corpus lacks.
+
+    Such a document counts against recall but can never be retrieved, which is almost always a
+    mistake in the set (a typo in an id, a qrels file from another corpus).
+    """
+    from ragcli.store.status import list_documents
+
+    listed = set(entries)
+    if not listed:
+        return []
+    missing = missing_entries(listed, (doc["path"] for doc in list_documents(index)))
+    if not missing:
+        return []
+    return [
+        f"{len(missing)} of the {len(listed)} documents judged relevant are not in the corpus "
+        f"(e.g. '{missing[0]}'): they count against recall but can never be retrieved"
+    ]
 
 
 def document_scores(query_id: str, hits: Sequence[Hit], key: DocumentKey = path_key) -> dict[str, float]:
@@ -414,9 +440,11 @@ def evaluate_retrieval(
             searcher, dataset, configs, index=str(target), key=key, limit=limit, progress=bar
         )
     report.ingest = ingested
+    entries = [entry for judged in dataset.qrels.values() for entry, grade in judged.items() if grade > 0]
     if dataset.corpus is None:
-        entries = [entry for judged in dataset.qrels.values() for entry in judged]
         report.relevant_indexed, report.relevant_listed, report.warnings = check_entries_indexed(
             entries, target
         )
+    else:
+        report.warnings = check_entries_in_corpus(entries, target)
     return report

@@ -26,8 +26,10 @@ from ragcli.errors import UnknownFilter, UsageError
 from ragcli.store.filters import (
     COLUMNS,
     DATE_KEYS,
+    ORDERING,
     Condition,
     Filters,
+    as_number,
     filters_sql,
     normalise,
     parse_condition,
@@ -112,7 +114,7 @@ def check_keys(filters: Filters, known: Iterable[str]) -> None:
             raise UnknownFilter(f"unknown filter key '{key}': known keys are {', '.join(sorted(known_set))}")
 
 
-def _compare(op: str, stored: str, wanted: str, glob: bool) -> bool:
+def _compare(op: str, stored: Any, wanted: Any, glob: bool) -> bool:
     if op in ("=", "!="):
         equal = fnmatch.fnmatchcase(stored, wanted) if glob else stored == wanted
         return equal == (op == "=")
@@ -122,6 +124,13 @@ def _compare(op: str, stored: str, wanted: str, glob: bool) -> bool:
 def _value_matches(key: str, stored: Any, condition: Condition) -> bool:
     items = [] if stored is None else stored if isinstance(stored, list) else [stored]
     wanted = normalise(key, condition.value)
+    number = as_number(wanted) if key not in COLUMNS and condition.op in ORDERING else None
+    if number is not None:
+        # Stored numbers (pages, size) compare as numbers, as the SQL twin does.
+        numbers = [item for item in items if isinstance(item, (int, float)) and not isinstance(item, bool)]
+        if any(_compare(condition.op, item, number, False) for item in numbers):
+            return True
+        items = [item for item in items if item not in numbers]
     texts = [_as_text(item)[: len(wanted)] if key in DATE_KEYS else _as_text(item) for item in items]
     if condition.op == "!=":
         # "not equal" is the negation of "equal", so a missing key passes it.

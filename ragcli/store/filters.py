@@ -19,6 +19,7 @@ DATE_KEYS = frozenset({"modified", "created", "date"})
 # A mail's addresses (`to` holds Cc too), which the mail reader stores in lower case.
 ADDRESS_KEYS = frozenset({"from", "to"})
 _OPERATORS = (">=", "<=", "!=", ">", "<")  # two-character ones first
+ORDERING = frozenset({">=", "<=", ">", "<"})
 
 Filters = Mapping[str, tuple[str, ...]]
 
@@ -47,6 +48,15 @@ def normalise(key: str, value: str) -> str:
     return value.lower() if key in ADDRESS_KEYS else value
 
 
+def as_number(value: str) -> float | None:
+    """A filter operand as a number when it is one (`pages>=10`), else None."""
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if number == number else None  # NaN orders nothing
+
+
 # json_each's value as text the way `_as_text` renders it in Python.
 _JSON_TEXT = (
     "CASE WHEN type = 'true' THEN '1' WHEN type = 'false' THEN '0' "
@@ -64,6 +74,11 @@ def _condition_sql(key: str, condition: Condition, params: list[Any]) -> str:
         params.append("$." + json.dumps(key))
     positive = "=" if condition.op == "!=" else condition.op
     test = f"{stored} {'GLOB' if key == 'path' and positive == '=' else positive} ?"
+    number = as_number(wanted) if key not in COLUMNS and condition.op in ORDERING else None
+    if number is not None:
+        # Stored numbers (pages, size) compare as numbers: "4" >= "10" as text.
+        test = f"(CASE WHEN type IN ('integer', 'real') THEN value {positive} ? ELSE {test} END)"
+        params.append(number)
     params.append(wanted)
     if key not in COLUMNS:
         test = f"EXISTS (SELECT 1 FROM json_each(d.metadata, ?) WHERE {test})"
