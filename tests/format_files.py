@@ -1,6 +1,7 @@
 """Small files of every format ragcli reads, built with the writing libraries or by hand.
 
-Used by tests/test_formats.py, tests/test_hostile_containers.py and benchmarks/bench_formats.py.
+Used by tests/test_formats.py, tests/test_readers.py, tests/test_format_answers.py,
+tests/test_hostile_containers.py and benchmarks/bench_formats.py.
 """
 
 from __future__ import annotations
@@ -56,6 +57,78 @@ def make_text_pdf(target: Path, pages: list[list[str]]) -> None:
     body += b"xref\n0 %d\n0000000000 65535 f \n%s" % (len(objects) + 1, xref)
     trailer = b"trailer\n<< /Size %d /Root %d 0 R >>\nstartxref\n%d\n%%%%EOF\n"
     target.write_bytes(body + trailer % (len(objects) + 1, len(objects), body.index(b"xref")))
+
+
+W_NAMESPACE = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+EXPENSE_STEPS = (
+    "Open the claim form in the finance portal.",
+    "Attach a scanned receipt for every item.",
+    "Ask your manager to approve the claim.",
+    "Submit the form before the last day of the month.",
+)
+
+
+def add_word_list(document, levels: list[tuple[str, str]], restart: bool = False) -> str:
+    """A numbering definition added to a python-docx document, one ``(numFmt, lvlText)`` per
+    level ("decimal", "%1."); returns the numId that numbers a paragraph with it. With
+    `restart`, a second instance of the last definition, restarting at 1, as Word's
+    "Restart at 1" writes it."""
+    from docx.oxml import parse_xml
+
+    numbering = document.part.numbering_part.element
+    ids = [int(n) for n in numbering.xpath("./w:abstractNum/@w:abstractNumId")]
+    if restart:
+        abstract_id = max(ids)
+    else:
+        abstract_id = max(ids, default=-1) + 1
+        lvls = "".join(
+            f'<w:lvl w:ilvl="{level}"><w:start w:val="1"/><w:numFmt w:val="{number_format}"/>'
+            f'<w:lvlText w:val="{text}"/></w:lvl>'
+            for level, (number_format, text) in enumerate(levels)
+        )
+        abstract = parse_xml(
+            f'<w:abstractNum {W_NAMESPACE} w:abstractNumId="{abstract_id}">{lvls}</w:abstractNum>'
+        )
+        # every w:abstractNum comes before the first w:num, as the schema orders them
+        numbering.xpath("./w:num")[0].addprevious(abstract)
+    num_id = max(int(n) for n in numbering.xpath("./w:num/@w:numId")) + 1
+    override = '<w:lvlOverride w:ilvl="0"><w:startOverride w:val="1"/></w:lvlOverride>' if restart else ""
+    instance = f'w:numId="{num_id}"><w:abstractNumId w:val="{abstract_id}"/>{override}'
+    numbering.append(parse_xml(f"<w:num {W_NAMESPACE} {instance}</w:num>"))
+    return str(num_id)
+
+
+def number_paragraph(paragraph, num_id: str, level: int = 0) -> None:
+    """Give a python-docx paragraph its own numbering properties, as Word writes a list item."""
+    from docx.oxml import parse_xml
+
+    paragraph._p.get_or_add_pPr().append(
+        parse_xml(f'<w:numPr {W_NAMESPACE}><w:ilvl w:val="{level}"/><w:numId w:val="{num_id}"/></w:numPr>')
+    )
+
+
+def make_expenses_docx(target: Path, numbering: str = "style") -> None:
+    """A Word guide: a heading, an introduction, a procedure of four numbered steps, a bulleted
+    list and another section. `numbering` "style": the steps in the template's "List Number"
+    style, numbered by the style; "paragraph": plain paragraphs with their own numbering."""
+    import docx
+
+    document = docx.Document()
+    document.add_heading("Expense claims", level=1)
+    document.add_paragraph("Staff are paid back for the costs of work travel within two weeks.")
+    document.add_paragraph("To file an expense claim:")
+    num_id = add_word_list(document, [("decimal", "%1.")]) if numbering == "paragraph" else ""
+    for step in EXPENSE_STEPS:
+        if numbering == "paragraph":
+            number_paragraph(document.add_paragraph(step), num_id)
+        else:
+            document.add_paragraph(step, style="List Number")
+    document.add_paragraph("A receipt must show:")
+    for detail in ("the date of purchase", "the amount paid"):
+        document.add_paragraph(detail, style="List Bullet")
+    document.add_heading("Company cars", level=1)
+    document.add_paragraph("Pool cars are booked at the front desk, and the fuel card stays in the glovebox.")
+    document.save(str(target))
 
 
 def make_xlsx(target: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from format_files import EXPENSE_STEPS, add_word_list, make_expenses_docx, number_paragraph
 from ragcli.errors import RagError, ReaderError
 from ragcli.ingest.readers import (
     READERS,
@@ -303,6 +304,51 @@ def test_docx_title_falls_back_to_heading(tmp_path):
     read = read_document(path)
     assert read.metadata["title"] == "Über die Alpen"
     assert read.text == "Über die Alpen\n\nDer Mont Blanc ist 4.805 m hoch."
+
+
+@pytest.mark.parametrize("numbering", ["style", "paragraph"])
+def test_docx_list_items_keep_their_numbers_and_bullets(tmp_path, numbering):
+    """Word's numbering is not in the paragraph's text: the steps read as plain paragraphs and
+    nothing said where the procedure ended."""
+    path = tmp_path / "expenses.docx"
+    make_expenses_docx(path, numbering)
+    text = read_document(path).text
+    steps = "\n\n".join(f"{n}. {step}" for n, step in enumerate(EXPENSE_STEPS, 1))
+    assert f"To file an expense claim:\n\n{steps}\n\nA receipt must show:" in text, text
+    assert "\n\n- the date of purchase\n\n- the amount paid\n\nCompany cars\n\n" in text, text
+    assert text.startswith("Expense claims\n\nStaff are paid back")  # headings and prose unmarked
+
+
+def test_docx_nested_and_restarted_lists_are_counted_as_word_counts_them(tmp_path):
+    import docx
+
+    document = docx.Document()
+    levels = [("decimal", "%1."), ("lowerLetter", "%2)"), ("lowerRoman", "%3."), ("upperRoman", "%1.%4")]
+    outline = add_word_list(document, levels)
+    for text, level in [("Pack", 0), ("Tent", 1), ("Stove", 1), ("Gas", 2), ("Drive", 0), ("Park", 1)]:
+        number_paragraph(document.add_paragraph(text), outline, level)
+    number_paragraph(document.add_paragraph("Deep"), outline, 3)
+    document.add_paragraph("Then, at the campsite:")
+    number_paragraph(document.add_paragraph("Pitch"), add_word_list(document, levels, restart=True))
+    # numbering switched off on a paragraph whose style numbers it
+    number_paragraph(document.add_paragraph("Unnumbered, in a list style", style="List Number"), "0")
+    plain = document.add_paragraph("Bulleted by its style alone", style="List Bullet 2")
+    plain.style.element.pPr.remove(plain.style.element.pPr.numPr)
+    path = tmp_path / "trip.docx"
+    document.save(str(path))
+    assert read_document(path).text.split("\n\n") == [
+        "1. Pack",
+        "  a) Tent",
+        "  b) Stove",
+        "    i. Gas",
+        "2. Drive",
+        "  a) Park",
+        "      2.I Deep",
+        "Then, at the campsite:",
+        "1. Pitch",
+        "Unnumbered, in a list style",
+        "  - Bulleted by its style alone",
+    ]
 
 
 def test_text_renamed_as_docx_raises():

@@ -2,23 +2,29 @@
 
 Paragraphs and tables are read in body order, because a table usually belongs to the
 paragraph that introduces it. Each table row becomes one line, its cells joined by
-" | ". python-docx is imported when a file is read, not at start-up.
+" | ". A list item starts with its marker as Word shows it ("1. ", "a) ", "- "), indented two
+spaces a level (`ragcli.ingest.readers.numbering`), so an answer can tell where a list ends.
+python-docx is imported when a file is read, not at start-up.
 """
 
 from __future__ import annotations
 
 import io
-
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
 
 from ragcli.ingest.readers.base import read_bytes, build_document, reader_error
 from ragcli.ingest.readers.containers import check_container
+from ragcli.ingest.readers.numbering import ListMarkers
 from ragcli.types import Document
 
 CELL_SEPARATOR = " | "
 _TITLE_STYLES = ("Title", "Heading 1")
+# Headings keep their text alone: a numbered heading ("1. Scope") read as a list item would
+# no longer start a section.
+_HEADING_STYLE = re.compile(r"Title|Subtitle|Heading \d")
 
 
 def _row_text(row: Any) -> str:
@@ -43,12 +49,21 @@ def _blocks(document: Any) -> list[str]:
     """Return the non-empty paragraphs and tables of the body, in order."""
     from docx.table import Table
 
+    markers = ListMarkers(document)
     blocks = []
     for item in document.iter_inner_content():
-        text = _table_text(item) if isinstance(item, Table) else item.text.strip()
+        text = _table_text(item) if isinstance(item, Table) else _paragraph_text(item, markers)
         if text:
             blocks.append(text)
     return blocks
+
+
+def _paragraph_text(paragraph: Any, markers: ListMarkers) -> str:
+    """A paragraph's text, a list item's after its marker; "" for an empty paragraph."""
+    style = paragraph.style.name if paragraph.style is not None else ""
+    marker = "" if _HEADING_STYLE.fullmatch(style or "") else markers.marker(paragraph)
+    text = paragraph.text.strip()
+    return marker + text if text else ""
 
 
 def _title(document: Any) -> str | None:
@@ -67,7 +82,7 @@ class DocxReader:
 
     suffixes: tuple[str, ...] = (".docx",)
     file_type = "docx"
-    version = "1"
+    version = "2"  # 2: list items start with their number or bullet
 
     def read(self, path: Path) -> Document:
         """Read a .docx file into a Document; blocks are separated by blank lines.
