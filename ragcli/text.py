@@ -39,7 +39,8 @@ def valid_unicode(text: str) -> str:
 # line wrapping.
 _SENTENCE_END = re.compile(
     r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?(?:[A-Z0-9]|[^\x00-\x7f]))|(?<=[。！？])|"
-    r"\n\s*\n\s*|\n(?=\s*(?:[-*+#>|]|\d+[.)])\s)|\n(?=[\"'(\[]?[A-Z0-9])|\n(?=row \d+: )"
+    r"\n\s*\n\s*|\n(?=\s*(?:[-*+#>|]|(?:\d+(?:\.\d+)*|[IVXLC]{1,6}|[ivxlc]{1,6}|[A-Za-z])[.)])\s)|"
+    r"\n(?=[\"'(\[]?[A-Z0-9])|\n(?=row \d+: )"
 )
 # A line this short without a full stop, followed by a capitalised line, is a title.
 TITLE_CHARS = 60
@@ -47,7 +48,8 @@ TITLE_CHARS = 60
 _ABBREVIATION = re.compile(
     r"(?:\b(?:[A-Z]\.){1,3}|\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Mt|No|vs|v|Gen|Col|Lt|Rev)\.)[\"')\]]*$"
 )
-_ITEM_NUMBER = re.compile(r"\s*\d{1,3}[.)]")
+# A list item's number at a line's start: "2.", "2.1.", "IV.", "iv)", "b)".
+_ITEM_NUMBER = re.compile(r"\s*(?:\d{1,3}(?:\.\d{1,3})*|[IVXLC]{1,6}|[ivxlc]{1,6}|[A-Za-z])[.)]")
 # How far back from a sentence end an abbreviation or a list item's number can start: the
 # checks look no further, so splitting a long text stays linear.
 _LOOK_BACK = 16
@@ -78,7 +80,7 @@ def _abbreviated(text: str, match: re.Match) -> bool:
 
 
 def _list_number(text: str, match: re.Match) -> bool:
-    """The period of a numbered list item's number ("2. Add the salt") ends no sentence."""
+    """The period of a list item's number ("2. Add the salt", "IV. Submit") ends no sentence."""
     end = match.start()
     line_start = text.rfind("\n", max(0, end - _LOOK_BACK), end) + 1
     if line_start == 0 and end > _LOOK_BACK:  # the line started further back: no item number

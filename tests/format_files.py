@@ -107,19 +107,30 @@ def number_paragraph(paragraph, num_id: str, level: int = 0) -> None:
     )
 
 
+# The numbering formats `make_expenses_docx` can number its steps with, as (numFmt, lvlText),
+# and the markers Word shows for the four steps.
+STEP_NUMBERING = {
+    "paragraph": (("decimal", "%1."), ("1.", "2.", "3.", "4.")),
+    "roman": (("upperRoman", "%1."), ("I.", "II.", "III.", "IV.")),
+    "letter": (("lowerLetter", "%1)"), ("a)", "b)", "c)", "d)")),
+}
+
+
 def make_expenses_docx(target: Path, numbering: str = "style") -> None:
     """A Word guide: a heading, an introduction, a procedure of four numbered steps, a bulleted
     list and another section. `numbering` "style": the steps in the template's "List Number"
-    style, numbered by the style; "paragraph": plain paragraphs with their own numbering."""
+    style, numbered by the style; else plain paragraphs with their own numbering in one of
+    `STEP_NUMBERING`'s formats."""
     import docx
 
     document = docx.Document()
     document.add_heading("Expense claims", level=1)
     document.add_paragraph("Staff are paid back for the costs of work travel within two weeks.")
     document.add_paragraph("To file an expense claim:")
-    num_id = add_word_list(document, [("decimal", "%1.")]) if numbering == "paragraph" else ""
+    own = numbering in STEP_NUMBERING
+    num_id = add_word_list(document, [STEP_NUMBERING[numbering][0]]) if own else ""
     for step in EXPENSE_STEPS:
-        if numbering == "paragraph":
+        if own:
             number_paragraph(document.add_paragraph(step), num_id)
         else:
             document.add_paragraph(step, style="List Number")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from format_files import EXPENSE_STEPS, make_expenses_docx, make_text_pdf
+from format_files import STEP_NUMBERING, EXPENSE_STEPS, make_expenses_docx, make_text_pdf
 from runner import rag
 
 
@@ -132,13 +132,15 @@ def test_a_date_cell_reads_as_its_date(docs):
     assert "row 2: Customer: Initech; Order date: 2024-03-01; Delivered: 2024-03-14T09:30:00" in page, page
 
 
-@pytest.mark.parametrize("numbering", ["style", "paragraph"])
+@pytest.mark.parametrize("numbering", ["style", "paragraph", "roman", "letter"])
 def test_a_word_procedure_is_quoted_to_its_last_step(docs, numbering):
     """A Word list's numbers are not in its text: the steps read as plain paragraphs, and the
-    answer quoted them and then the rest of the document, the next section included."""
+    answer quoted them and then the rest of the document, the next section included. Steps
+    numbered "I." or "a)" were not seen as list items by the answer step either."""
     make_expenses_docx(docs / "expenses.docx", numbering)
     answer = _ask(docs, "How do I file an expense claim?")["answer"]
-    steps = [f"{n}. {step}" for n, step in enumerate(EXPENSE_STEPS, 1)]
+    markers = STEP_NUMBERING.get(numbering, STEP_NUMBERING["paragraph"])[1]
+    steps = [f"{marker} {step}" for marker, step in zip(markers, EXPENSE_STEPS)]
     positions = [answer.find(f'"{step}"') for step in steps]
     assert -1 not in positions and positions == sorted(positions), answer
     assert "Company cars" not in answer and "Pool cars" not in answer, answer

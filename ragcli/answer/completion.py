@@ -21,8 +21,11 @@ FOLLOWING = 2
 PRECEDING = 1
 # At most this many lines after a sentence introducing a list are read as that list.
 LIST_LINES = 40
-_NUMBERED = re.compile(r"^\s*(?:\d{1,3}[.)]|\(\d{1,3}\))\s")
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)]|\(\d{1,3}\)|[a-z][.)])\s")
+# A step's number: "2.", "2)", "(2)", "2.1." (an outline's), or a roman numeral ("IV.", "iv)").
+_NUMBER = r"\d{1,3}(?:\.\d{1,3})*[.)]|\(\d{1,3}\)|(?:[IVXLC]{1,6}|[ivxlc]{1,6})[.)]"
+_NUMBERED = re.compile(rf"^\s*(?:{_NUMBER})\s")
+# A list item: a bullet, a number, or a letter ("a)", "B.", "(c)").
+_LIST_ITEM = re.compile(rf"^\s*(?:[-*+\u2022]|{_NUMBER}|[A-Za-z][.)]|\([A-Za-z]\))\s")
 
 
 def is_title(text: str) -> bool:
