@@ -144,3 +144,24 @@ def test_a_word_procedure_is_quoted_to_its_last_step(docs, numbering):
     positions = [answer.find(f'"{step}"') for step in steps]
     assert -1 not in positions and positions == sorted(positions), answer
     assert "Company cars" not in answer and "Pool cars" not in answer, answer
+
+
+def test_a_title_row_above_the_header_is_the_sheets_title(docs):
+    """A title typed over a table (merged across it) was taken for the header: every record
+    read "Regional contacts: North; column 2: Anna Berg", and the real header was a record."""
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Contacts"
+    sheet.append(["Regional contacts"])
+    sheet.merge_cells("A1:C1")
+    sheet.append(["Region", "Manager", "Phone"])
+    sheet.append(["North", "Anna Berg", "+46 8 123 456"])
+    sheet.append(["South", "Luis Ortega", "+34 91 555 0101"])
+    book.save(docs / "contacts.xlsx")
+    answer = _ask(docs, "What is the phone number of Luis Ortega?")
+    page = rag("get", str(docs / "contacts.xlsx")).stdout
+    assert page.startswith("Sheet: Contacts (Regional contacts; rows 3-4; columns: Region, Manager, Phone)")
+    assert "row 3: Region: North; Manager: Anna Berg; Phone: +46 8 123 456" in page, page
+    assert any("Manager: Luis Ortega; Phone: +34 91 555 0101" in quote for quote in _quotes(answer))

@@ -35,7 +35,7 @@ class DelimitedReader:
 
     suffixes: tuple[str, ...] = (".csv", ".tsv")
     file_type = "csv"
-    version = "1"
+    version = "2"  # 2: a title row above the header is the table's title, not its header
 
     def read(self, path: Path) -> Document:
         """Read a CSV/TSV file (UTF-8, with or without a BOM).

@@ -104,7 +104,7 @@ class OdsReader:
 
     suffixes: tuple[str, ...] = (".ods",)
     file_type = "ods"
-    version = "1"
+    version = "2"  # 2: a title row above the header is the sheet's title, not its header
 
     def read(self, path: Path) -> Document:
         """Raises: ReaderError: not an .ods, corrupt, encrypted or over the container limits."""

@@ -6,9 +6,9 @@ the sheet and its row range, then one line per non-empty row::
     Sheet: Revenue (rows 2-41)
     row 2: Region: North; Q3 revenue: 1.2M
 
-The header row (the first non-empty one) names the values, so a row can be found by the words
-of its column and quoted as evidence; the ``row N`` prefix is the spreadsheet's own row number,
-so any chunk of a long sheet says which rows it holds. Rows are rendered one at a time from
+The header row (the first non-empty one, or the one below a title row) names the values, so a
+row can be found by the words of its column and quoted as evidence; the ``row N`` prefix is
+the spreadsheet's own row number, so any chunk of a long sheet says which rows it holds. Rows are rendered one at a time from
 an iterator, so a reader can stream a million-row file without holding its cells.
 """
 
@@ -43,6 +43,10 @@ def _column_name(index: int) -> str:
 def sheet_lines(name: str, rows: Iterable[tuple[int, Iterable[Any]]]) -> Iterator[str]:
     """Render one sheet: its record lines, then (last) its heading line.
 
+    A first row with one filled cell above a row with several (a title typed over the table,
+    often merged across it) is the sheet's title, named in the heading; the row below it is
+    the header. A one-column sheet keeps its first row as its header.
+
     Args:
         name: the sheet name ("" for a CSV file, whose file name says it).
         rows: ``(row_number, cells)`` in order; empty rows are skipped.
@@ -52,28 +56,50 @@ def sheet_lines(name: str, rows: Iterable[tuple[int, Iterable[Any]]]) -> Iterato
         which the caller puts first (the range is known only at the end).
     """
     header: list[str] | None = None
+    title: list[str] | None = None  # a one-cell first row, until the next row says what it is
     first = last = None
     for number, cells in rows:
         texts = [cell_text(value) for value in cells]
-        if not any(texts):
+        filled = sum(1 for text in texts if text)
+        if not filled:
             continue
         if header is None:
-            header = [text or _column_name(i) for i, text in enumerate(texts)]
-            continue
-        fields = [
-            f"{header[i] if i < len(header) else _column_name(i)}: {text}"
-            for i, text in enumerate(texts)
-            if text
-        ]
+            if title is None and filled == 1:
+                title = texts
+                continue
+            if title is not None and filled == 1:  # one column: the first row was its header
+                header, title = _header(title), None
+            else:
+                header = _header(texts)
+                continue
         first = number if first is None else first
         last = number
-        yield f"row {number}: {FIELD_SEPARATOR.join(fields)}"
+        yield f"row {number}: {_record(header, texts)}"
+    if header is None and title is not None:  # the sheet is its one-cell first row alone
+        header, title = _header(title), None
+    yield _heading(name, header, title, first, last)
+
+
+def _header(texts: list[str]) -> list[str]:
+    return [text or _column_name(i) for i, text in enumerate(texts)]
+
+
+def _record(header: list[str], texts: list[str]) -> str:
+    fields = [
+        f"{header[i] if i < len(header) else _column_name(i)}: {text}" for i, text in enumerate(texts) if text
+    ]
+    return FIELD_SEPARATOR.join(fields)
+
+
+def _heading(
+    name: str, header: list[str] | None, title: list[str] | None, first: int | None, last: int | None
+) -> str:
+    """``Sheet: NAME (TITLE; rows A-B; columns: ...)``, or what an empty sheet holds."""
     label = f"Sheet: {name}" if name else "Table"
+    titled = f"{' '.join(text for text in title if text)}; " if title else ""
     if first is None:
-        heading = f"{label} (header only: {', '.join(header)})" if header else f"{label} (empty)"
-    else:
-        heading = f"{label} (rows {first}-{last}; columns: {', '.join(header or [])})"
-    yield heading
+        return f"{label} ({titled}header only: {', '.join(header)})" if header else f"{label} (empty)"
+    return f"{label} ({titled}rows {first}-{last}; columns: {', '.join(header or [])})"
 
 
 def sheet_page(name: str, rows: Iterable[tuple[int, Iterable[Any]]]) -> str:

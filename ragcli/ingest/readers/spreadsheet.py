@@ -33,7 +33,9 @@ class SpreadsheetReader:
 
     suffixes: tuple[str, ...] = (".xlsx", ".xlsm")
     file_type = "xlsx"
-    version = "2"  # 2: a date cell reads 2024-03-01, not 2024-03-01T00:00:00
+    # 2: a date cell reads 2024-03-01, not 2024-03-01T00:00:00
+    # 3: a title row above the header is the sheet's title, not its header
+    version = "3"
 
     def read(self, path: Path) -> Document:
         """Read a workbook into a Document with ``sheets`` (their names) in its metadata.
