@@ -8,8 +8,9 @@ the sheet and its row range, then one line per non-empty row::
 
 The header row (the first non-empty one, or the one below a title row) names the values, so a
 row can be found by the words of its column and quoted as evidence; the ``row N`` prefix is
-the spreadsheet's own row number, so any chunk of a long sheet says which rows it holds. Rows are rendered one at a time from
-an iterator, so a reader can stream a million-row file without holding its cells.
+the spreadsheet's own row number, so any chunk of a long sheet says which rows it holds. Rows
+are rendered one at a time from an iterator, so a reader can stream a million-row file without
+holding its cells.
 """
 
 from __future__ import annotations
