@@ -171,6 +171,23 @@ def test_a_blank_question_or_a_wrong_type_is_refused_as_by_the_cli(server, setup
     assert stream.status_code == 422 and "stream" in stream.json()["error"]
 
 
+def test_null_is_not_given_for_every_optional_field(server):
+    """The guide's promise: a field sent as null gets the server's setting ("stream": null was a 422)."""
+    from ragcli.serve.bodies import AskBody, QueryBody
+
+    for path, model, text in (
+        ("/query", QueryBody, {"query": "lighthouse Alexandria"}),
+        ("/ask", AskBody, {"question": "When was the Pharos of Alexandria built?"}),
+    ):
+        nulls = {name: None for name, field in model.model_fields.items() if not field.is_required()}
+        assert "stream" in nulls or path == "/query"
+        served = post(server, path, {**text, **nulls})
+        assert served.status_code == 200, served.text
+        plain = post(server, path, text).json()
+        assert served.json()["kind"] == plain["kind"] and served.json().get("hits") == plain.get("hits")
+        assert served.json().get("answer") == plain.get("answer")
+
+
 def rag_child_fails(setup, *args: str) -> int:
     return rag(*args, "--index", str(setup["index"]), env=setup["env"]).returncode
 

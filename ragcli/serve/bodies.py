@@ -78,7 +78,7 @@ class AskBody(_Body):
         le=MAX_EVIDENCE_CHARS,
         description="Most characters of quoted evidence (evidence answers).",
     )
-    stream: bool = Field(False, description="Server-sent events: token pieces, then the answer.")
+    stream: Optional[bool] = Field(None, description="Server-sent events: token pieces, then the answer.")
 
     @field_validator("question")
     @classmethod
