@@ -412,6 +412,19 @@ def test_ingest_reads_only_under_the_recorded_roots(guarded, server):
     assert post(server, "/ingest", {}).status_code in (404, 405)  # off without --allow-ingest
 
 
+def test_ingest_refuses_an_empty_list_of_paths(guarded):
+    """An empty selection is a client's mistake: it re-read every root, as no paths at all does."""
+    url, bearer = guarded["url"], {"authorization": f"Bearer {TOKEN}"}
+    refused = post(url, "/ingest", {"paths": []}, headers=bearer)
+    assert refused.status_code == 422
+    assert refused.json() == {
+        "error": "paths: give at least one path, or leave paths out to re-read every root"
+    }
+    for body in ({}, {"paths": None}):
+        report = post(url, "/ingest", body, headers=bearer)
+        assert report.status_code == 200 and report.json()["kind"] == "ingest", body
+
+
 def test_listening_beyond_loopback_needs_a_token(monkeypatch):
     from ragcli.cli import app
 

@@ -90,8 +90,20 @@ class IngestBody(_Body):
     """POST /ingest (only with --allow-ingest): folders or files under the index's roots."""
 
     paths: Optional[list[str]] = Field(
-        None, max_length=100, description="Folders/files under the recorded roots; none: all roots."
+        None,
+        max_length=100,
+        description="Folders/files under the recorded roots; left out or null: all roots.",
     )
+
+    @field_validator("paths")
+    @classmethod
+    def _some_paths(cls, paths: Optional[list[str]]) -> Optional[list[str]]:
+        # An empty list is most likely an empty selection, not a wish to re-read every root.
+        if paths == []:
+            raise PydanticCustomError(
+                "empty", "give at least one path, or leave paths out to re-read every root"
+            )
+        return paths
 
 
 # -- OpenAPI --------------------------------------------------------------------------------
