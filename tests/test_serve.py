@@ -329,6 +329,28 @@ def test_mcp_client_lists_and_calls_the_tools(server, setup):
     assert status.structured_content["documents"] == 4
 
 
+def test_an_empty_list_of_filter_values_is_refused_over_http_and_mcp(server):
+    """`{"file_type": []}` filtered nothing out: every document came back, as if no filter."""
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    error = "filters: file_type: give at least one value, or leave file_type out"
+    for path, text in (("/query", {"query": "lighthouse"}), ("/ask", {"question": "Who built the Pharos?"})):
+        refused = post(server, path, {**text, "filters": {"file_type": []}})
+        assert refused.status_code == 422 and refused.json() == {"error": error}, path
+
+    async def main():
+        async with streamable_http_client(f"{server}/mcp") as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
+                await session.initialize()
+                return await session.call_tool(
+                    "search", {"query": "lighthouse", "filters": {"file_type": []}}
+                )
+
+    found = anyio.run(main)
+    assert found.is_error and found.content[0].text == f"rag: error: {error}"
+
+
 # -- another process changes the index ------------------------------------------------------
 def test_an_ingest_by_another_process_is_seen_on_the_next_request(server, setup):
     (setup["docs"] / "kites.md").write_text(
