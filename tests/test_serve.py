@@ -188,6 +188,14 @@ def test_null_is_not_given_for_every_optional_field(server):
         assert served.json().get("answer") == plain.get("answer")
 
 
+def test_keyword_rerank_without_words_names_the_body_fields(server, setup):
+    refused = post(server, "/query", {"query": "lighthouse", "rerank": "keyword"})
+    assert refused.status_code == 400
+    assert "give require and/or exclude words" in refused.json()["error"]
+    cli = rag("query", "lighthouse", "--rerank", "keyword", "--index", str(setup["index"]), env=setup["env"])
+    assert cli.returncode == 2 and "--require WORD / --exclude WORD" in cli.stderr
+
+
 def rag_child_fails(setup, *args: str) -> int:
     return rag(*args, "--index", str(setup["index"]), env=setup["env"]).returncode
 
