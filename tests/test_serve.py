@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import time
 from pathlib import Path
 from urllib.parse import quote
@@ -396,6 +397,23 @@ def test_every_request_needs_the_token(guarded):
     page = httpx.get(f"{url}/", params={"token": TOKEN})  # the page keeps it in a cookie
     assert page.status_code == 200 and "rag_token" in page.headers["set-cookie"]
     assert httpx.get(f"{url}/status", cookies={"rag_token": TOKEN}).status_code == 200
+
+
+def test_the_token_may_come_from_the_config_file(setup, tmp_path):
+    """serve_token is a setting like any other (RAG_SERVE_TOKEN, or the config file); the file
+    holding it is readable by its owner only, and `rag config` never prints it."""
+    env = {**setup["env"], "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    written = rag_child(env, "config", "set", "serve_token", TOKEN)
+    assert TOKEN not in written.stderr and "serve_token = (hidden)" in written.stderr
+    config = Path(rag_child(env, "config", "path").stdout.strip())
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+    shown = json.loads(rag_child(env, "config", "show", "--json").stdout)["settings"]
+    row = next(row for row in shown if row["key"] == "serve_token")
+    assert row["value"] == "(hidden)" and row["source"].startswith("config:") and TOKEN not in str(shown)
+    with running_server(env, "--index", str(setup["index"]), "--queue", "0", token=TOKEN) as base:
+        assert httpx.get(f"{base}/documents").status_code == 401
+        bearer = {"authorization": f"Bearer {TOKEN}"}
+        assert httpx.get(f"{base}/documents", headers=bearer).status_code == 200
 
 
 def test_cors_only_for_the_named_origin(guarded, server):
