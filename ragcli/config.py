@@ -125,6 +125,7 @@ class Key:
         default: the value when nothing sets it (None: decided where it is used, e.g. the
             index's own embedding model).
         default_factory: for a default read from the machine when settings load (a folder).
+        secret: never shown (`rag config show` says it is set, not what it is).
     """
 
     name: str
@@ -132,6 +133,7 @@ class Key:
     help: str
     default: Any = None
     default_factory: Callable[[], Any] | None = None
+    secret: bool = False
 
     @property
     def env(self) -> str:
@@ -195,6 +197,12 @@ KEYS: dict[str, Key] = {
         Key("zip_max_members", _positive_int, "most members in an office/e-book zip file", 10_000),
         Key(
             "zip_max_ratio", _positive_int, "highest compression ratio of a zip member (zip-bomb guard)", 100
+        ),
+        Key(
+            "serve_token",
+            _text,
+            "secret every rag serve request must carry (keep a config file holding it private)",
+            secret=True,
         ),
     )
 }
@@ -313,10 +321,22 @@ def _write_config(path: Path, data: dict[str, Any]) -> None:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(
-        tomli_w.dumps({k: str(v) if isinstance(v, Path) else v for k, v in data.items()}), encoding="utf-8"
-    )
+    text = tomli_w.dumps({k: str(v) if isinstance(v, Path) else v for k, v in data.items()})
+    # A file holding a secret (serve_token) is created readable by its owner only, never wider.
+    mode = 0o600 if any(KEYS[name].secret for name in data) else 0o666
+    descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    if mode == 0o600 and hasattr(os, "fchmod"):
+        os.fchmod(descriptor, mode)  # a leftover .tmp file keeps its wider mode through O_TRUNC
+    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+        out.write(text)
     os.replace(tmp, path)
+
+
+def shown_value(name: str, value: Any) -> str | None:
+    """A setting's value as `rag config` prints it: a secret's only as "(hidden)"."""
+    if value is None:
+        return None
+    return "(hidden)" if name in KEYS and KEYS[name].secret else str(value)
 
 
 def set_config_value(path: Path, name: str, value: str) -> Any:

@@ -6,6 +6,7 @@ import pytest
 
 import ragcli
 from ragcli.call_options import ask_options, filter_pairs, query_options
+from ragcli.errors import UsageError
 
 
 @pytest.mark.parametrize(
@@ -22,6 +23,13 @@ from ragcli.call_options import ask_options, filter_pairs, query_options
 )
 def test_filters_become_the_clis_pairs(filters, pairs):
     assert filter_pairs(filters) == pairs
+
+
+def test_a_key_with_no_values_is_refused():
+    with pytest.raises(
+        UsageError, match=r"^filters: file_type: give at least one value, or leave file_type out$"
+    ):
+        filter_pairs({"file_type": [], "modified": ">=2024-01-01"})
 
 
 def test_a_calls_parameters_resolve_as_the_cli_does(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import time
 from pathlib import Path
 from urllib.parse import quote
@@ -171,6 +172,31 @@ def test_a_blank_question_or_a_wrong_type_is_refused_as_by_the_cli(server, setup
     assert stream.status_code == 422 and "stream" in stream.json()["error"]
 
 
+def test_null_is_not_given_for_every_optional_field(server):
+    """The guide's promise: a field sent as null gets the server's setting ("stream": null was a 422)."""
+    from ragcli.serve.bodies import AskBody, QueryBody
+
+    for path, model, text in (
+        ("/query", QueryBody, {"query": "lighthouse Alexandria"}),
+        ("/ask", AskBody, {"question": "When was the Pharos of Alexandria built?"}),
+    ):
+        nulls = {name: None for name, field in model.model_fields.items() if not field.is_required()}
+        assert "stream" in nulls or path == "/query"
+        served = post(server, path, {**text, **nulls})
+        assert served.status_code == 200, served.text
+        plain = post(server, path, text).json()
+        assert served.json()["kind"] == plain["kind"] and served.json().get("hits") == plain.get("hits")
+        assert served.json().get("answer") == plain.get("answer")
+
+
+def test_keyword_rerank_without_words_names_the_body_fields(server, setup):
+    refused = post(server, "/query", {"query": "lighthouse", "rerank": "keyword"})
+    assert refused.status_code == 400
+    assert "give require and/or exclude words" in refused.json()["error"]
+    cli = rag("query", "lighthouse", "--rerank", "keyword", "--index", str(setup["index"]), env=setup["env"])
+    assert cli.returncode == 2 and "--require WORD / --exclude WORD" in cli.stderr
+
+
 def rag_child_fails(setup, *args: str) -> int:
     return rag(*args, "--index", str(setup["index"]), env=setup["env"]).returncode
 
@@ -312,6 +338,28 @@ def test_mcp_client_lists_and_calls_the_tools(server, setup):
     assert status.structured_content["documents"] == 4
 
 
+def test_an_empty_list_of_filter_values_is_refused_over_http_and_mcp(server):
+    """`{"file_type": []}` filtered nothing out: every document came back, as if no filter."""
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    error = "filters: file_type: give at least one value, or leave file_type out"
+    for path, text in (("/query", {"query": "lighthouse"}), ("/ask", {"question": "Who built the Pharos?"})):
+        refused = post(server, path, {**text, "filters": {"file_type": []}})
+        assert refused.status_code == 422 and refused.json() == {"error": error}, path
+
+    async def main():
+        async with streamable_http_client(f"{server}/mcp") as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
+                await session.initialize()
+                return await session.call_tool(
+                    "search", {"query": "lighthouse", "filters": {"file_type": []}}
+                )
+
+    found = anyio.run(main)
+    assert found.is_error and found.content[0].text == f"rag: error: {error}"
+
+
 # -- another process changes the index ------------------------------------------------------
 def test_an_ingest_by_another_process_is_seen_on_the_next_request(server, setup):
     (setup["docs"] / "kites.md").write_text(
@@ -349,6 +397,23 @@ def test_every_request_needs_the_token(guarded):
     page = httpx.get(f"{url}/", params={"token": TOKEN})  # the page keeps it in a cookie
     assert page.status_code == 200 and "rag_token" in page.headers["set-cookie"]
     assert httpx.get(f"{url}/status", cookies={"rag_token": TOKEN}).status_code == 200
+
+
+def test_the_token_may_come_from_the_config_file(setup, tmp_path):
+    """serve_token is a setting like any other (RAG_SERVE_TOKEN, or the config file); the file
+    holding it is readable by its owner only, and `rag config` never prints it."""
+    env = {**setup["env"], "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    written = rag_child(env, "config", "set", "serve_token", TOKEN)
+    assert TOKEN not in written.stderr and "serve_token = (hidden)" in written.stderr
+    config = Path(rag_child(env, "config", "path").stdout.strip())
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+    shown = json.loads(rag_child(env, "config", "show", "--json").stdout)["settings"]
+    row = next(row for row in shown if row["key"] == "serve_token")
+    assert row["value"] == "(hidden)" and row["source"].startswith("config:") and TOKEN not in str(shown)
+    with running_server(env, "--index", str(setup["index"]), "--queue", "0", token=TOKEN) as base:
+        assert httpx.get(f"{base}/documents").status_code == 401
+        bearer = {"authorization": f"Bearer {TOKEN}"}
+        assert httpx.get(f"{base}/documents", headers=bearer).status_code == 200
 
 
 def test_cors_only_for_the_named_origin(guarded, server):
@@ -393,6 +458,19 @@ def test_ingest_reads_only_under_the_recorded_roots(guarded, server):
     hits = post(url, "/query", {"query": "box kite Hargrave", "top_k": 1}, headers=bearer).json()["hits"]
     assert hits[0]["path"].endswith("kites.md")
     assert post(server, "/ingest", {}).status_code in (404, 405)  # off without --allow-ingest
+
+
+def test_ingest_refuses_an_empty_list_of_paths(guarded):
+    """An empty selection is a client's mistake: it re-read every root, as no paths at all does."""
+    url, bearer = guarded["url"], {"authorization": f"Bearer {TOKEN}"}
+    refused = post(url, "/ingest", {"paths": []}, headers=bearer)
+    assert refused.status_code == 422
+    assert refused.json() == {
+        "error": "paths: give at least one path, or leave paths out to re-read every root"
+    }
+    for body in ({}, {"paths": None}):
+        report = post(url, "/ingest", body, headers=bearer)
+        assert report.status_code == 200 and report.json()["kind"] == "ingest", body
 
 
 def test_listening_beyond_loopback_needs_a_token(monkeypatch):

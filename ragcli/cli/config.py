@@ -17,7 +17,14 @@ from ragcli.cli.render import (
     stdout_console,
 )
 from ragcli.choices import ASK_TOP_K
-from ragcli.config import KEYS, default_config_path, load_settings, set_config_value, unset_config_value
+from ragcli.config import (
+    KEYS,
+    default_config_path,
+    load_settings,
+    set_config_value,
+    shown_value,
+    unset_config_value,
+)
 
 app = typer.Typer(
     help="Show and change settings (flag > environment > config file > index > default).",
@@ -51,7 +58,7 @@ def show(json_output: JsonFormatOption = False, output_format: FormatOption = No
     rows = [
         {
             "key": name,
-            "value": None if settings.get(name) is None else str(settings.get(name)),
+            "value": shown_value(name, settings.get(name)),
             "source": settings.sources[name],
             "env": key.env,
             "help": key.help,
@@ -95,7 +102,8 @@ def set_value(
     Example: rag config set top_k 5
     """
     parsed = set_config_value(default_config_path(), key, value)
-    stderr_console().print(f"{key} = {parsed} written to {default_config_path()}", highlight=False)
+    shown = shown_value(key, parsed)
+    stderr_console().print(f"{key} = {shown} written to {default_config_path()}", highlight=False)
 
 
 @app.command("unset")

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from typing import Annotated, Optional
 
 import typer
 
 from ragcli.cli.options import EmbedModelOption, GroupOption, IndexOption, Mode
+from ragcli.config import KEYS
 from ragcli.errors import UsageError
 
-TOKEN_ENV = "RAG_SERVE_TOKEN"
+TOKEN_ENV = KEYS["serve_token"].env
 
 
 def serve(
@@ -22,7 +22,8 @@ def serve(
     token: Annotated[
         Optional[str],
         typer.Option(
-            help=f"Every request must carry it (Authorization: Bearer TOKEN); default: ${TOKEN_ENV}.",
+            help=f"Every request must carry it (Authorization: Bearer TOKEN); default: ${TOKEN_ENV} "
+            "or the serve_token setting.",
             show_default=False,
         ),
     ] = None,
@@ -78,10 +79,10 @@ def serve(
     from ragcli.cli.render import message, warn_if_no_index
     from ragcli.index import open_index
 
-    token = token or os.environ.get(TOKEN_ENV) or None
-    check_exposure(host, token)
     settings = {"mode": mode, "group": group, "embed_model": embed_model, "gguf_model": model}
-    search_index = open_index(index, **settings)
+    search_index = open_index(index, **settings, serve_token=token or None)
+    token = search_index.settings.get("serve_token") or None
+    check_exposure(host, token)
     answer_index = open_index(index, **settings)
     from ragcli.serve.app import ServeOptions
     from ragcli.serve.run import bind, run
@@ -109,5 +110,6 @@ def check_exposure(host: str, token: str | None) -> None:
     """A server reachable from other machines must ask for a token."""
     if host not in LOOPBACK and not token:
         raise UsageError(
-            f"--host {host}: listening beyond this machine needs --token TOKEN (or ${TOKEN_ENV})"
+            f"--host {host}: listening beyond this machine needs --token TOKEN "
+            f"(or ${TOKEN_ENV}, or the serve_token setting)"
         )

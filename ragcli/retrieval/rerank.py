@@ -290,8 +290,10 @@ def _llm(options: RerankRequest, generator_factory: GeneratorFactory | None) -> 
 
 def _keyword(options: RerankRequest, generator_factory: GeneratorFactory | None) -> Reranker:
     if not (options.require or options.exclude):
+        # One message for every front end: the API's and HTTP body's fields, then the CLI's flags.
         raise UsageError(
-            "--rerank keyword needs words to filter by: add --require WORD and/or --exclude WORD."
+            "rerank keyword needs words to filter by: give require and/or exclude words "
+            "(--require WORD / --exclude WORD on the command line)"
         )
     return KeywordFilter(options.require, options.exclude)
 

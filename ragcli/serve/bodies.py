@@ -8,13 +8,15 @@ OpenAPI document at /openapi.json is made of.
 """
 
 # No `from __future__ import annotations`: pydantic reads the annotations at runtime.
-from typing import Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from ragcli import __version__
+from ragcli.call_options import filter_pairs
 from ragcli.choices import ANSWER_STYLES, FUSIONS, MAX_EVIDENCE_CHARS, MODES, RERANKERS
+from ragcli.errors import UsageError
 
 MAX_QUERY_TOP_K = 100
 MAX_ASK_TOP_K = 50
@@ -22,7 +24,18 @@ MAX_TEXT = 10_000
 MAX_TOKENS = 4096
 
 Mode = Literal[MODES]  # type: ignore[valid-type]
-Filters = Union[dict[str, Union[str, list[str]]], list[str]]
+
+
+def _some_values(filters: Any) -> Any:
+    """`filters` unless a key has an empty list of values, refused as the MCP tools refuse it."""
+    try:
+        filter_pairs(filters)
+    except UsageError as error:
+        raise PydanticCustomError("empty", str(error).removeprefix("filters: ")) from None
+    return filters
+
+
+Filters = Annotated[Union[dict[str, Union[str, list[str]]], list[str]], AfterValidator(_some_values)]
 FILTERS_HELP = (
     'Metadata filters: {"file_type": ["pdf", "md"], "modified": ">=2024-01-01"} (values of one key '
     'OR-ed, keys AND-ed) or the CLI\'s ["file_type=pdf", ...].'
@@ -78,7 +91,7 @@ class AskBody(_Body):
         le=MAX_EVIDENCE_CHARS,
         description="Most characters of quoted evidence (evidence answers).",
     )
-    stream: bool = Field(False, description="Server-sent events: token pieces, then the answer.")
+    stream: Optional[bool] = Field(None, description="Server-sent events: token pieces, then the answer.")
 
     @field_validator("question")
     @classmethod
@@ -90,8 +103,20 @@ class IngestBody(_Body):
     """POST /ingest (only with --allow-ingest): folders or files under the index's roots."""
 
     paths: Optional[list[str]] = Field(
-        None, max_length=100, description="Folders/files under the recorded roots; none: all roots."
+        None,
+        max_length=100,
+        description="Folders/files under the recorded roots; left out or null: all roots.",
     )
+
+    @field_validator("paths")
+    @classmethod
+    def _some_paths(cls, paths: Optional[list[str]]) -> Optional[list[str]]:
+        # An empty list is most likely an empty selection, not a wish to re-read every root.
+        if paths == []:
+            raise PydanticCustomError(
+                "empty", "give at least one path, or leave paths out to re-read every root"
+            )
+        return paths
 
 
 # -- OpenAPI --------------------------------------------------------------------------------
