@@ -115,3 +115,10 @@ def test_the_model_answers_where_the_evidence_answers(env, qwen):
     assert not ask(env, question)["abstained"]
     answer = ask(env, question, "--model", qwen)
     assert not answer["abstained"] and "150 euros" in answer["answer"]
+
+
+def test_verbose_says_when_the_answer_abstained(env):
+    for _ in range(2):  # answered, then from the cache
+        done = rag("ask", "-v", "What is the capital of Australia?", env=env)
+        assert done.returncode == 0 and "could not find" in done.stdout
+        assert "abstained" in done.stderr and "answered" not in done.stderr, done.stderr
