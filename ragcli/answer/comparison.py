@@ -1,9 +1,10 @@
 """Both sides of a comparison: each thing a question compares, described in the evidence.
 
 A question naming the things it compares ("X vs Y", "the difference between X and Y", "X, Y
-and Z: what's the difference?") gets, for each side that no chosen sentence describes yet,
-the description under that side's own label line (a man page's option entry, a glossary
-term), else the first sentence of the sources that starts with the side's name. The best
+and Z: what's the difference?", "compare X and Y", "how does X compare to Y") gets, for each
+side that no chosen sentence describes yet, the description under that side's own label line
+(a man page's option entry, a glossary term), else the first sentence of the sources that
+starts with the side's name. The best
 sentence alone is often about one side only, or a table row naming them all.
 """
 
@@ -22,6 +23,15 @@ _LISTED = re.compile(
     r"^(?P<sides>.+?)\s*[:,]\s*(?:what(?:'s|’s| is| are)? the differences?|how do they differ)\b",
     re.IGNORECASE,
 )
+# "compare X and Y", "compare X with Y", "how does X compare to Y", "X compared with Y": the same
+# question as "X vs Y" in other words.
+_COMPARE = re.compile(r"^(?:(?:can|could|would) you\s+|please\s+)?compare\s+(?P<sides>.+)$", re.IGNORECASE)
+_COMPARED = re.compile(
+    r"^(?:how (?:does|do|did|is|are|would)\s+)?(?P<first>.+?)"
+    r"\s+compare[sd]?\s+(?:to|with|against)\s+(?P<rest>.+)$",
+    re.IGNORECASE,
+)
+_WITH = re.compile(r"\s+(?:with|to|against|versus|vs\.?)\s+", re.IGNORECASE)
 _AND = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+", re.IGNORECASE)
 _OPTION = re.compile(r"(?<!\S)--?[A-Za-z][\w-]*")
 
@@ -36,17 +46,26 @@ def side_names(question: str) -> list[tuple[str, ...]]:
     """Each side's names: as written, then without the first word all sides share ("git
     fetch", "fetch"), since a document describes them either way."""
     text = question.strip().rstrip("?").strip()
-    between, listed = _BETWEEN.search(text), _LISTED.search(text)
-    if between:
-        parts = _AND.split(between.group("sides"))
-    elif listed:
-        parts = _AND.split(listed.group("sides"))
-    elif _VERSUS.search(text):
-        parts = _VERSUS.split(re.split(r"[,:;]", text, maxsplit=1)[0])
-    else:
+    parts = _compared_parts(text)
+    if not parts:
         return []
     sides = [side for side in map(_name, parts) if side]
     return _with_shorter_names(sides) if len(sides) >= 2 else []
+
+
+def _compared_parts(text: str) -> list[str]:
+    """The parts of a question that name the things it compares, before they are cleaned."""
+    between, listed, compare = _BETWEEN.search(text), _LISTED.search(text), _COMPARE.search(text)
+    if between or listed:
+        return _AND.split((between or listed).group("sides"))
+    if _VERSUS.search(text):
+        return _VERSUS.split(re.split(r"[,:;]", text, maxsplit=1)[0])
+    if compare:
+        return _AND.split(_WITH.sub(" and ", compare.group("sides"), count=1))
+    compared = _COMPARED.search(text)
+    if compared:
+        return [compared.group("first"), *_AND.split(compared.group("rest"))]
+    return []
 
 
 def _name(part: str) -> str:

@@ -322,7 +322,8 @@ def quoted_under(
     real-question set, answered 0.47 anchored on the model's words, 0.55 anchored as here."""
     read = [s for s in ranked if s.passage < passages] or list(ranked)
     chosen = select_evidence(question, sources, read, budget)
-    chosen.add(support)
+    if chosen.add(support):
+        whole_steps(chosen, [_sentences(source, number) for number, source in enumerate(chosen.sources)])
     return chosen
 
 

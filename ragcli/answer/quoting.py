@@ -14,9 +14,10 @@ import re
 from dataclasses import replace
 from typing import Mapping, Sequence
 
+from ragcli.answer.completion import is_numbered, list_of
 from ragcli.answer.context import Source
 from ragcli.answer.evidence import Evidence, page_of, quote
-from ragcli.answer.sentences import Sentence
+from ragcli.answer.sentences import Sentence, sentences_of
 
 _CITATION = re.compile(r"\[(\d+)\]")
 
@@ -56,9 +57,19 @@ def quoted_evidence(
     lines = [renumbered(line, numbers) for line in found.text.split("\n") if line]
     pages = {numbers.get(n, n): page for n, page in found.pages.items()}
     words = {" ".join(s.text.split()) for s in found.sentences}
-    if support is not None and " ".join(support.text.split()) not in words:
-        lines.append(quote(support))
-        page = page_of(sources[support.passage], support)
-        if page is not None:
-            pages.setdefault(support.passage + 1, page)
+    for sentence in support_quotes(support, sources) if support is not None else ():
+        if " ".join(sentence.text.split()) not in words:
+            lines.append(quote(sentence))
+            page = page_of(sources[sentence.passage], sentence)
+            if page is not None:
+                pages.setdefault(sentence.passage + 1, page)
     return lines, tuple(joined), pages
+
+
+def support_quotes(support: Sentence, sources: Sequence[Source]) -> list[Sentence]:
+    """The sentence holding the model's words, to quote; a numbered step brings its whole
+    procedure in order, since a step quoted alone is a procedure cut in the middle."""
+    if not is_numbered(support.text):
+        return [support]
+    every = [replace(s, passage=support.passage) for s in sentences_of([sources[support.passage].text])]
+    return list_of(support, every) or [support]

