@@ -106,17 +106,6 @@ def test_a_step_under_a_model_answer_brings_its_whole_procedure(env, qwen):
     assert quoted in ([], starts) and quoted == sorted(quoted)  # all five steps in order, or none
 
 
-@pytest.mark.model
-@QWEN
-def test_the_model_answers_where_the_evidence_answers(env, qwen):
-    """The question's words are spread over two sentences: the evidence style answers, and
-    the model tier abstained."""
-    question = "What is the deposit if the bike is stolen?"
-    assert not ask(env, question)["abstained"]
-    answer = ask(env, question, "--model", qwen)
-    assert not answer["abstained"] and "150 euros" in answer["answer"]
-
-
 def test_verbose_says_when_the_answer_abstained(env):
     for _ in range(2):  # answered, then from the cache
         done = rag("ask", "-v", "What is the capital of Australia?", env=env)

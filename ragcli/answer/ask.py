@@ -69,7 +69,7 @@ from ragcli.answer.comparison import side_names
 from ragcli.answer.context import Source, build_context, context_budget
 from ragcli.answer.edges import whole_sentences
 from ragcli.answer.evidence import excerpts, page_of, quoted_under, rank_source_sentences, render
-from ragcli.answer.evidence import SPREAD, covers_question, supporting_sentence
+from ragcli.answer.evidence import supporting_sentence
 from ragcli.answer.model_summary import final_prompt
 from ragcli.answer.model_summary import prompt_overhead as summary_overhead
 from ragcli.answer.options import AskOptions, first_stage, needs_model, resolve_style
@@ -310,9 +310,7 @@ class Asker(Closable):
         # A bm25 question stays lexical (no embedding model is loaded for it).
         embedder = self.searcher.embedder() if options.query.mode != "bm25" else None
         ranked = rank_source_sentences(run.question, sources, embedder=embedder)
-        # The evidence style's own test too: a question's terms spread over its best sentences.
-        gate = stages.evidence_gate
-        if not ranked or (gate and not (gate(ranked[0]) or covers_question(run.question, ranked[:SPREAD]))):
+        if not ranked or (stages.evidence_gate is not None and not stages.evidence_gate(ranked[0])):
             return run.abstain(sources, model="evidence gate")
         shown = excerpts(
             sources,
