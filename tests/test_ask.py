@@ -231,6 +231,8 @@ def test_the_names_of_a_question_are_its_capitalised_words_inside_a_sentence():
 
     names = question_names("How do I set up Acme Cloud? Does Bob's team at the V&A use it?")
     assert names == ["Acme Cloud", "Bob", "V&A"]  # a single letter ("A" of "V&A") is no name
+    # an environment variable is the user's own setting, not a name the documents must hold
+    assert question_names("Can I keep the index under $HOME or ${XDG_DATA_HOME} or %APPDATA%?") == []
 
 
 def test_an_acronym_whose_words_stand_in_the_passages_is_a_known_name():

@@ -4,9 +4,9 @@ A question naming a product, a tool or a person ("How do I set up Acme Cloud?") 
 indexed document mentions cannot be answered from them, however well its other words match:
 the retrieved passages are about something else, and quoting them misleads. A name is a word
 written with a capital letter that does not start the question or a sentence of it ("I"
-aside), with the capitalised words right after it. Names found in the retrieved passages are
-known; any other is looked up in the whole index with a keyword search (BM25), and a name no
-document holds makes the answer abstain.
+aside), with the capitalised words right after it; an environment variable ("$HOME") is none.
+Names found in the retrieved passages are known; any other is looked up in the whole index with
+a keyword search (BM25), and a name no document holds makes the answer abstain.
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ from ragcli.types import Hit
 # A word, kept whole across "&" ("V&A"); a single letter is no name.
 _WORD = re.compile(r"[^\W\d_][\w'’&-]*")
 _SENTENCE_END = (".", "?", "!", ":")
+# A word right after one of these is an environment variable ("$HOME", "${PATH}", "%APPDATA%"),
+# the user's own setting, not a thing the documents must name.
+_VARIABLE_SIGILS = ("$", "{", "%")
 
 
 def question_names(question: str) -> list[str]:
@@ -33,6 +36,8 @@ def question_names(question: str) -> list[str]:
         word = re.sub(r"['’]s$", "", match.group()).strip("'’-")
         before = question[: match.start()].rstrip()
         if not before or before.endswith(_SENTENCE_END) or not word[:1].isupper() or len(word) < 2:
+            continue
+        if question[match.start() - 1 : match.start()] in _VARIABLE_SIGILS:  # $HOME, %APPDATA%
             continue
         if names and question[last_end : match.start()] == " ":
             names[-1].append(word)
