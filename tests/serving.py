@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -10,7 +11,9 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
+
+import pytest
 
 from runner import rag
 
@@ -111,3 +114,40 @@ def wait_until_up(base: str, child: subprocess.Popen, headers: dict[str, str]) -
             pass
         time.sleep(0.2)
     raise AssertionError("rag serve did not come up in 120 s")
+
+
+def served_fixtures() -> tuple[Any, Any]:
+    """The module-scoped fixtures `setup` (the fixture documents plus a symlink to a file
+    outside their folder, ingested by the real `rag`) and `server` (the plain server on it:
+    loopback, no token, no waiting answers), for a test module to bind as
+    ``setup, server = served_fixtures()``."""
+
+    @pytest.fixture(scope="module")
+    def setup(tmp_path_factory, model_cache_dir):
+        base = tmp_path_factory.mktemp("serve")
+        outside = base / "outside"
+        outside.mkdir()
+        (outside / "secret.txt").write_text("the secret lighthouse keeper password is hunter2\n")
+        env = clean_env(base / "home", model_cache_dir, RAG_MODE="bm25")
+        docs, index = base / "docs", base / "index"
+        docs.mkdir()
+        (docs / "link.txt").symlink_to(outside / "secret.txt")  # ingested, but points out of the root
+        for name in DOCS:
+            shutil.copy(FIXTURES / "docs" / name, docs / name)
+        rag_child(env, "ingest", str(docs), "--index", str(index))
+        return {"env": env, "docs": docs, "index": index, "outside": outside}
+
+    @pytest.fixture(scope="module")
+    def server(setup):
+        with running_server(setup["env"], "--index", str(setup["index"]), "--queue", "0") as base:
+            yield base
+
+    return setup, server
+
+
+def post(base: str, path: str, body, **kwargs) -> httpx.Response:
+    return httpx.post(f"{base}{path}", json=body, timeout=120, **kwargs)
+
+
+def cli_json(setup: dict, *args: str) -> dict:
+    return json.loads(rag_child(setup["env"], *args, "--index", str(setup["index"]), "--json").stdout)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 import time
 from pathlib import Path
@@ -17,43 +16,13 @@ import httpx2 as httpx  # the HTTP client the MCP SDK brings
 import pytest
 from typer.testing import CliRunner
 
-from conftest import FIXTURES
 from runner import rag
-from serving import DOCS, build_index, clean_env, rag_child, running_server
+from serving import build_index, clean_env, cli_json, post, rag_child, running_server, served_fixtures
 
 TOKEN = "s3cret-token"
 
 
-@pytest.fixture(scope="module")
-def setup(tmp_path_factory, model_cache_dir):
-    """The fixture documents plus a symlink to a file outside their folder, ingested by `rag`."""
-    base = tmp_path_factory.mktemp("serve")
-    outside = base / "outside"
-    outside.mkdir()
-    (outside / "secret.txt").write_text("the secret lighthouse keeper password is hunter2\n")
-    env = clean_env(base / "home", model_cache_dir, RAG_MODE="bm25")
-    docs, index = base / "docs", base / "index"
-    docs.mkdir()
-    (docs / "link.txt").symlink_to(outside / "secret.txt")  # ingested, but points out of the root
-    for name in DOCS:
-        shutil.copy(FIXTURES / "docs" / name, docs / name)
-    rag_child(env, "ingest", str(docs), "--index", str(index))
-    return {"env": env, "docs": docs, "index": index, "outside": outside}
-
-
-@pytest.fixture(scope="module")
-def server(setup):
-    """The plain server: loopback, no token, no waiting answers (--queue 0)."""
-    with running_server(setup["env"], "--index", str(setup["index"]), "--queue", "0") as base:
-        yield base
-
-
-def post(base: str, path: str, body, **kwargs) -> httpx.Response:
-    return httpx.post(f"{base}{path}", json=body, timeout=120, **kwargs)
-
-
-def cli_json(setup, *args: str) -> dict:
-    return json.loads(rag_child(setup["env"], *args, "--index", str(setup["index"]), "--json").stdout)
+setup, server = served_fixtures()
 
 
 # -- the JSON API ---------------------------------------------------------------------------
@@ -137,117 +106,6 @@ def parse_events(lines):
             name = line[7:]
         elif line.startswith("data: "):
             yield name, json.loads(line[6:])
-
-
-# -- bad requests ---------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    ("content", "content_type", "status", "words"),
-    [
-        (b"{not json", "application/json", 400, "malformed JSON"),
-        (b"[1, 2]", "application/json", 400, "JSON object"),
-        (b'{"query": "x", "top_k": 1000}', "application/json", 422, "top_k"),
-        (b'{"query": "x", "topk": 3}', "application/json", 422, "topk"),
-        (b'{"query": ""}', "application/json", 422, "query"),
-        (b'{"query": " \\n\\t "}', "application/json", 422, "query: give some words to search for"),
-        (b'{"query": "x", "top_k": true}', "application/json", 422, "top_k"),
-        (b'{"query": "x", "top_k": "3"}', "application/json", 422, "top_k"),
-        (b'{"query": "x", "min_score": NaN}', "application/json", 422, "min_score"),
-        (b'{"query": "x", "filters": ["nokey"]}', "application/json", 400, "key=value"),
-        (b'{"query": "x", "group": "nosuchgroup"}', "application/json", 404, "nosuchgroup"),
-        (b'{"query": "x"}', "text/plain", 415, "application/json"),
-        (b"\xff\xfe", "application/json", 400, "malformed JSON"),
-    ],
-)
-def test_a_bad_body_gets_one_json_error_line(server, content, content_type, status, words):
-    response = httpx.post(f"{server}/query", content=content, headers={"content-type": content_type})
-    assert response.status_code == status
-    assert words in response.json()["error"] and "Traceback" not in response.text
-
-
-def test_a_blank_question_or_a_wrong_type_is_refused_as_by_the_cli(server, setup):
-    blank = post(server, "/ask", {"question": "   "})
-    assert blank.status_code == 422 and blank.json() == {"error": "question: ask something"}
-    assert rag_child_fails(setup, "ask", "   ") == 2 and rag_child_fails(setup, "query", "   ") == 2
-    stream = post(server, "/ask", {"question": "x", "stream": "yes"})
-    assert stream.status_code == 422 and "stream" in stream.json()["error"]
-
-
-def test_null_is_not_given_for_every_optional_field(server):
-    """The guide's promise: a field sent as null gets the server's setting ("stream": null was a 422)."""
-    from ragcli.serve.bodies import AskBody, QueryBody
-
-    for path, model, text in (
-        ("/query", QueryBody, {"query": "lighthouse Alexandria"}),
-        ("/ask", AskBody, {"question": "When was the Pharos of Alexandria built?"}),
-    ):
-        nulls = {name: None for name, field in model.model_fields.items() if not field.is_required()}
-        assert "stream" in nulls or path == "/query"
-        served = post(server, path, {**text, **nulls})
-        assert served.status_code == 200, served.text
-        plain = post(server, path, text).json()
-        assert served.json()["kind"] == plain["kind"] and served.json().get("hits") == plain.get("hits")
-        assert served.json().get("answer") == plain.get("answer")
-
-
-def test_keyword_rerank_without_words_names_the_body_fields(server, setup):
-    refused = post(server, "/query", {"query": "lighthouse", "rerank": "keyword"})
-    assert refused.status_code == 400
-    assert "give require and/or exclude words" in refused.json()["error"]
-    cli = rag("query", "lighthouse", "--rerank", "keyword", "--index", str(setup["index"]), env=setup["env"])
-    assert cli.returncode == 2 and "--require WORD / --exclude WORD" in cli.stderr
-
-
-def rag_child_fails(setup, *args: str) -> int:
-    return rag(*args, "--index", str(setup["index"]), env=setup["env"]).returncode
-
-
-def test_the_media_type_is_read_without_regard_to_case(server):
-    response = httpx.post(
-        f"{server}/query",
-        content=b'{"query": "sourdough", "top_k": 1}',
-        headers={"content-type": "Application/JSON; charset=UTF-8"},
-    )
-    assert response.status_code == 200 and response.json()["hits"][0]["path"].endswith("bread_baking.md")
-
-
-def test_bodies_over_one_megabyte_are_refused(server):
-    big = json.dumps({"query": "x" * (1024 * 1024)})
-    response = httpx.post(f"{server}/query", content=big, headers={"content-type": "application/json"})
-    assert response.status_code == 413 and "bytes" in response.json()["error"]
-
-    def chunks():  # no content-length: the cap counts what streams in
-        for _ in range(20):
-            yield b"x" * 100_000
-
-    streamed = httpx.post(f"{server}/ask", content=chunks(), headers={"content-type": "application/json"})
-    assert streamed.status_code == 413
-
-
-def test_a_foreign_host_header_is_refused_on_loopback(server):
-    """A page whose DNS name was rebound to 127.0.0.1 does not get the index."""
-    response = httpx.get(f"{server}/documents", headers={"host": "evil.example"})
-    assert response.status_code == 400 and "documents" not in response.text
-    assert response.json() == {"error": "Invalid host header"}
-
-
-@pytest.mark.parametrize(
-    ("method", "path", "headers", "status", "error"),
-    [
-        ("GET", "/nothing", {}, 404, "no such path: /nothing (the API is described at /openapi.json)"),
-        ("GET", "/static/nothing.js", {}, 404, "no such path: /static/nothing.js"),
-        ("GET", "/query", {}, 405, "GET /query is not allowed: use POST"),
-        ("POST", "/documents", {}, 405, "POST /documents is not allowed: use GET, HEAD"),
-        ("POST", "/mcp", {"content-type": "text/plain"}, 400, "Invalid Content-Type header"),
-        ("GET", "/chunks/%D9%A3", {}, 400, "chunk id '\u0663': give a whole number"),
-    ],
-)
-def test_every_error_of_the_framework_is_one_json_line(server, method, path, headers, status, error):
-    response = httpx.request(method, f"{server}{path}", headers=headers, content=b"x")
-    assert response.status_code == status
-    assert response.headers["content-type"] == "application/json"
-    assert response.json()["error"].startswith(error)
-    if status == 405:
-        assert sorted(response.headers["allow"].split(", ")) == error.rsplit(": use ")[1].split(", ")
 
 
 # -- files ----------------------------------------------------------------------------------
