@@ -165,3 +165,23 @@ def test_a_title_row_above_the_header_is_the_sheets_title(docs):
     assert page.startswith("Sheet: Contacts (Regional contacts; rows 3-4; columns: Region, Manager, Phone)")
     assert "row 3: Region: North; Manager: Anna Berg; Phone: +46 8 123 456" in page, page
     assert any("Manager: Luis Ortega; Phone: +34 91 555 0101" in quote for quote in _quotes(answer))
+
+
+def test_a_mails_sender_is_found_by_name(docs):
+    """The text kept the bare addresses only: a question naming the sender found nothing."""
+    from format_files import mail
+
+    message = mail(
+        "Jürgen Müller <J.Mueller@Firma.example>",
+        "Lieferung",
+        "Tue, 04 Mar 2025 10:00:00 +0100",
+        "The valve delivery moves to April because the supplier lacks castings.",
+    )
+    (docs / "delivery.eml").write_bytes(bytes(message))
+    assert rag("ingest", str(docs)).returncode == 0
+    text = rag("get", str(docs / "delivery.eml")).stdout
+    assert "From: Jürgen Müller <j.mueller@firma.example>" in text, text
+    found = json.loads(rag("query", "Müller", "--mode", "bm25", "--json").stdout)["hits"]
+    assert [hit["path"] for hit in found] == [str(docs / "delivery.eml")]
+    by_address = rag("query", "valve", "--filter", "from=j.mueller@firma.example", "--json")
+    assert json.loads(by_address.stdout)["hits"]  # the metadata keeps the bare address

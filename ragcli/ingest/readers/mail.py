@@ -61,6 +61,16 @@ def _body(message: EmailMessage) -> str:
     return extract_html(content)[0] if part.get_content_type() == "text/html" else content
 
 
+def _people(message: EmailMessage, header: str) -> list[str]:
+    """A header's people as the text shows them: "Jürgen Müller <j.mueller@firma.de>", so a
+    question naming the sender finds the message (the metadata keeps the bare addresses)."""
+    return [
+        f"{' '.join(name.split())} <{address.lower()}>" if name.strip() else address.lower()
+        for name, address in getaddresses(message.get_all(header, []))
+        if address
+    ]
+
+
 def _header_block(fields: dict[str, Any]) -> str:
     lines = [
         f"{name.capitalize()}: {', '.join(v) if isinstance(v, list) else v}"
@@ -78,7 +88,9 @@ def message_document(path: Path, part_path: str, message: EmailMessage, file_typ
         "date": _date(message),
         "subject": " ".join(str(message["subject"] or "").split()) or None,
     }
-    text = _header_block(fields) + "\n\n" + _body(message)
+    people = {"from": _people(message, "from"), "to": _people(message, "to") + _people(message, "cc")}
+    shown = {**fields, **people}
+    text = _header_block(shown) + "\n\n" + _body(message)
     document = build_document(path, text, file_type, title=fields["subject"], **fields)
     return Document(part_path, document.text, document.file_type, document.metadata)
 
@@ -143,7 +155,8 @@ class MailReader(_MailFileReader):
     suffixes: tuple[str, ...] = (".eml",)
     file_type = "eml"
     # 2: an attachment's `message` names the stored message (was FILE#1 for an .eml)
-    version = "2"
+    # 3: the text shows each person's name with the address ("Jürgen Müller <j.mueller@firma.de>")
+    version = "3"
 
     def read_all(self, path: Path) -> Iterator[Document]:
         """The message (under the file's path), then its attachments (``FILE#1/NAME``)."""
@@ -160,7 +173,8 @@ class MboxReader(_MailFileReader):
     suffixes: tuple[str, ...] = (".mbox",)
     file_type = "mbox"
     # 2: an attachment's `message` names the stored message (was FILE#1 for an .eml)
-    version = "2"
+    # 3: the text shows each person's name with the address ("Jürgen Müller <j.mueller@firma.de>")
+    version = "3"
 
     def read_all(self, path: Path) -> Iterator[Document]:
         """Message 1 under the file's path, message N under ``FILE#N``, attachments after each."""
