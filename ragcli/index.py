@@ -21,10 +21,11 @@ What an `Index` writes (ingest, embed, watch, remove) is in `ragcli.index_writes
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
+from ragcli.arguments import ask_fields, checked_queries, checked_text, checked_value, query_fields
 from ragcli.choices import ASK_TOP_K, plain_value
 from ragcli.config import KEYS, Settings, load_settings
 from ragcli.errors import UsageError
@@ -134,7 +135,7 @@ class Index(IndexWrites, Closable):
                 are taken by value.
 
         Raises:
-            UsageError: a malformed filter.
+            UsageError: an unknown field, a value of the wrong type, or a malformed filter.
         """
         from ragcli.retrieval.search import QueryOptions
 
@@ -144,14 +145,7 @@ class Index(IndexWrites, Closable):
             "group": self.settings.get("group"),
             "rerank_model": self.settings.get("rerank_model"),
         }
-        values.update({name: plain_value(value) for name, value in given.items() if value is not None})
-        if "filters" in values and not isinstance(values["filters"], Mapping):
-            from ragcli.retrieval.filters import parse_filters
-
-            values["filters"] = parse_filters(values["filters"])
-        for name in ("require", "exclude", "weights"):
-            if name in values:
-                values[name] = tuple(values[name])
+        values.update(query_fields(given))
         return QueryOptions(**values)
 
     def ask_options(self, query: "QueryOptions | None" = None, **given: Any) -> "AskOptions":
@@ -162,33 +156,30 @@ class Index(IndexWrites, Closable):
 
         Args:
             query: the retrieval options (default: `query_options` of the `QueryOptions`
-                fields in `given`).
-            **given: any `AskOptions` or `QueryOptions` field; None means "not given".
+                fields in `given`; given ones override theirs).
+            **given: any `AskOptions` or `QueryOptions` field, or ``doc``; None means "not given".
+
+        Raises:
+            UsageError: an unknown field or a value of the wrong type.
         """
         from ragcli.answer.options import AskOptions
-        from ragcli.retrieval.search import QueryOptions
 
-        query_fields = {f.name for f in fields(QueryOptions)}
         doc = given.pop("doc", None)
+        retrieval, asked = ask_fields(given)
         if query is None:
-            retrieval = {name: value for name, value in given.items() if name in query_fields}
             if retrieval.get("top_k") is None and self.settings.sources.get("top_k") == "default":
                 retrieval["top_k"] = ASK_TOP_K
             query = self.query_options(**retrieval)
+        elif retrieval:
+            query = replace(query, **query_fields(retrieval, "ask"))
         values = {
             name: self.settings.get(key)
             for name, key in _ASK_SETTINGS.items()
             if self.settings.get(key) is not None
         }
-        values.update(
-            {
-                name: plain_value(value)
-                for name, value in given.items()
-                if name not in query_fields and value is not None
-            }
-        )
+        values.update(asked)
         if doc is not None:
-            query = self.only_document(query, doc)
+            query = self.only_document(query, checked_text(doc, "doc"))
         return AskOptions(query=query, **values)
 
     def only_document(self, query: "QueryOptions", doc: str) -> "QueryOptions":
@@ -286,14 +277,18 @@ class Index(IndexWrites, Closable):
         Raises:
             NotIndexed, UnknownGroup, UnknownFilter, IndexMismatch, UsageError.
         """
-        return self.searcher().search(query, self._query(options, given))
+        return self.searcher().search(checked_text(query, "query"), self._query(options, given))
 
     def search_many(
         self, queries: Sequence[str], options: "QueryOptions | None" = None, **given: Any
     ) -> list[list["Hit"]]:
         """`search` for each query, in order; a plain bm25 search runs as one batch
-        (`Searcher.search_many`)."""
-        return self.searcher().search_many(queries, self._query(options, given))
+        (`Searcher.search_many`).
+
+        Raises:
+            UsageError: `queries` is one string, or holds something that is not a string.
+        """
+        return self.searcher().search_many(checked_queries(queries), self._query(options, given))
 
     def ask(self, question: str, options: "AskOptions | None" = None, **given: Any) -> "Answer":
         """Answer a question from the index, citing sources (`ragcli.answer.ask.Asker.ask`).
@@ -303,13 +298,13 @@ class Index(IndexWrites, Closable):
             options: ready options (default: `ask_options(**given)`).
             **given: `AskOptions` or `QueryOptions` fields, e.g. ``answer_style="generative"``.
         """
-        return self.asker().ask(question, self._ask(options, given))
+        return self.asker().ask(checked_text(question, "question"), self._ask(options, given))
 
     def stream(
         self, question: str, options: "AskOptions | None" = None, **given: Any
     ) -> Iterator["str | Answer"]:
         """`ask`, streamed: the answer's text pieces as they come, then the final `Answer`."""
-        return self.asker().stream(question, self._ask(options, given))
+        return self.asker().stream(checked_text(question, "question"), self._ask(options, given))
 
     # -- maintenance ----------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
@@ -328,17 +323,20 @@ class Index(IndexWrites, Closable):
 
         return list_documents(self.path)
 
-    def get(self, target: str | None = None, *, chunk: int | None = None) -> "StoredText":
+    def get(self, target: str | Path | None = None, *, chunk: int | None = None) -> "StoredText":
         """A stored document (``PATH`` or ``PATH:PAGE``, in the `group` setting) or one chunk by id.
 
         Raises:
-            NotIndexed, RagError: no index, or nothing stored under that path or id.
+            NotIndexed, NotFound: no index, or nothing stored under that path or id.
+            UsageError: neither a path nor a chunk id, or a chunk id that is not a whole number.
         """
         from ragcli.retrieval.documents import get_chunk, get_document
 
         if chunk is not None:
-            return get_chunk(self.path, chunk)
-        return get_document(self.path, str(target), group=self.settings.get("group"))
+            return get_chunk(self.path, checked_value("chunk", chunk, int))
+        if target is None:
+            raise UsageError("get: give a PATH (or PATH:PAGE) or chunk=ID")
+        return get_document(self.path, checked_value("target", target, str), group=self.settings.get("group"))
 
     def models(self) -> list["ModelEntry"]:
         """Every GGUF model on this machine that `--model NAME` can name (`ragcli.generation.catalog`)."""
@@ -425,9 +423,10 @@ class Index(IndexWrites, Closable):
     def _query(self, options: "QueryOptions | None", given: Mapping[str, Any]) -> "QueryOptions":
         if options is None:
             return self._options_for(given)
-        return replace(
-            options, **{name: plain_value(value) for name, value in given.items() if value is not None}
-        )
+        from ragcli.retrieval.search import QueryOptions
+
+        checked_value("options", options, QueryOptions)
+        return replace(options, **query_fields(given)) if given else options
 
     def _options_for(self, given: Mapping[str, Any]) -> "QueryOptions":
         """`query_options(**given)`, remembered while the settings stay the same when every
@@ -437,7 +436,7 @@ class Index(IndexWrites, Closable):
         for value in given.values():  # a loop: `all(...)` over a generator cost a microsecond
             if not isinstance(value, _PLAIN):
                 return self.query_options(**given)
-        key = tuple(given.items())
+        key = (*given.items(), *map(type, given.values()))  # top_k=True is not top_k=1
         made = self._options.get(key)
         if made is None or made[0] is not self.settings:
             if len(self._options) >= 64:
@@ -448,6 +447,15 @@ class Index(IndexWrites, Closable):
     def _ask(self, options: "AskOptions | None", given: Mapping[str, Any]) -> "AskOptions":
         if options is None:
             return self.ask_options(**given)
-        return replace(
-            options, **{name: plain_value(value) for name, value in given.items() if value is not None}
-        )
+        from ragcli.answer.options import AskOptions
+
+        checked_value("options", options, AskOptions)
+        if not given:
+            return options
+        given = dict(given)
+        doc = given.pop("doc", None)
+        retrieval, asked = ask_fields(given)
+        query = replace(options.query, **query_fields(retrieval, "ask")) if retrieval else options.query
+        if doc is not None:
+            query = self.only_document(query, checked_text(doc, "doc"))
+        return replace(options, query=query, **asked)
