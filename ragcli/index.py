@@ -22,6 +22,7 @@ What an `Index` writes (ingest, embed, watch, remove) is in `ragcli.index_writes
 from __future__ import annotations
 
 from dataclasses import replace
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
@@ -107,6 +108,9 @@ class Index(IndexWrites, Closable):
         # QueryOptions made from the same settings and the same plain keyword arguments, reused:
         # building them cost a tenth of a warm BM25 query.
         self._options: dict[tuple, tuple[Settings, QueryOptions]] = {}
+        # One call at a time: a searcher's connection, caches and scratch arrays serve one query
+        # at a time, and closing it under a running search crashed the process.
+        self._lock = threading.RLock()
 
     @property
     def path(self) -> Path:
@@ -117,13 +121,15 @@ class Index(IndexWrites, Closable):
         return f"<Index {self.path}>"
 
     def close(self) -> None:
-        """Close the open index connections (models stay loaded for reuse)."""
-        if self._asker is not None:
-            self._asker.close()  # its answer cache; the searcher is the one closed below
-            self._asker = None
-        if self._searcher is not None:
-            self._searcher.close()
-            self._searcher = None
+        """Close the open index connections (models stay loaded for reuse); a later call opens
+        them again. Waits for a call running on another thread."""
+        with self._lock:
+            if self._asker is not None:
+                self._asker.close()  # its answer cache; the searcher is the one closed below
+                self._asker = None
+            if self._searcher is not None:
+                self._searcher.close()
+                self._searcher = None
 
     # -- options --------------------------------------------------------------------------
     def query_options(self, **given: Any) -> "QueryOptions":
@@ -242,13 +248,15 @@ class Index(IndexWrites, Closable):
         Raises:
             NotIndexed: there is no index yet.
         """
-        if self._searcher is None:
-            from ragcli.retrieval.search import Searcher
+        with self._lock:
+            if self._searcher is None:
+                from ragcli.retrieval.search import Searcher
 
-            self._searcher = Searcher(
-                self.path, settings=self.settings, generator_factory=self.generator, embedder=self._embedder
-            )
-        return self._searcher
+                generators, embedder = self.generator, self._embedder
+                self._searcher = Searcher(
+                    self.path, settings=self.settings, generator_factory=generators, embedder=embedder
+                )
+            return self._searcher
 
     def asker(self) -> "Asker":
         """The open `Asker` (opened on first use; it loads the answer model the options name).
@@ -259,11 +267,12 @@ class Index(IndexWrites, Closable):
         Raises:
             NotIndexed: there is no index yet.
         """
-        if self._asker is None:
-            from ragcli.answer.ask import Asker
+        with self._lock:
+            if self._asker is None:
+                from ragcli.answer.ask import Asker
 
-            self._asker = Asker(settings=self.settings, searcher=self.searcher())
-        return self._asker
+                self._asker = Asker(settings=self.settings, searcher=self.searcher())
+            return self._asker
 
     # -- the pipeline (ingest, embed, watch, remove: `ragcli.index_writes.IndexWrites`) ----
     def search(self, query: str, options: "QueryOptions | None" = None, **given: Any) -> list["Hit"]:
@@ -277,7 +286,9 @@ class Index(IndexWrites, Closable):
         Raises:
             NotIndexed, UnknownGroup, UnknownFilter, IndexMismatch, UsageError.
         """
-        return self.searcher().search(checked_text(query, "query"), self._query(options, given))
+        options = self._query(options, given)
+        with self._lock:
+            return self.searcher().search(checked_text(query, "query"), options)
 
     def search_many(
         self, queries: Sequence[str], options: "QueryOptions | None" = None, **given: Any
@@ -288,7 +299,9 @@ class Index(IndexWrites, Closable):
         Raises:
             UsageError: `queries` is one string, or holds something that is not a string.
         """
-        return self.searcher().search_many(checked_queries(queries), self._query(options, given))
+        options = self._query(options, given)
+        with self._lock:
+            return self.searcher().search_many(checked_queries(queries), options)
 
     def ask(self, question: str, options: "AskOptions | None" = None, **given: Any) -> "Answer":
         """Answer a question from the index, citing sources (`ragcli.answer.ask.Asker.ask`).
@@ -298,13 +311,25 @@ class Index(IndexWrites, Closable):
             options: ready options (default: `ask_options(**given)`).
             **given: `AskOptions` or `QueryOptions` fields, e.g. ``answer_style="generative"``.
         """
-        return self.asker().ask(checked_text(question, "question"), self._ask(options, given))
+        options = self._ask(options, given)
+        with self._lock:
+            return self.asker().ask(checked_text(question, "question"), options)
 
     def stream(
         self, question: str, options: "AskOptions | None" = None, **given: Any
     ) -> Iterator["str | Answer"]:
-        """`ask`, streamed: the answer's text pieces as they come, then the final `Answer`."""
-        return self.asker().stream(checked_text(question, "question"), self._ask(options, given))
+        """`ask`, streamed: the answer's text pieces as they come, then the final `Answer`.
+
+        The index is held for this answer until the stream ends or is closed; other threads'
+        calls wait for it.
+        """
+        question, options = checked_text(question, "question"), self._ask(options, given)
+        self.asker()  # no index: NotIndexed now, not at the first piece
+        return self._streamed(question, options)
+
+    def _streamed(self, question: str, options: "AskOptions") -> Iterator["str | Answer"]:
+        with self._lock:
+            yield from self.asker().stream(question, options)
 
     # -- maintenance ----------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
