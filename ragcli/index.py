@@ -318,7 +318,8 @@ class Index(IndexWrites, Closable):
     def stream(
         self, question: str, options: "AskOptions | None" = None, **given: Any
     ) -> Iterator["str | Answer"]:
-        """`ask`, streamed: the answer's text pieces as they come, then the final `Answer`.
+        """`ask`, streamed: the answer's text pieces as they come (joined, the answer's text),
+        then the final `Answer`.
 
         The index is held for this answer until the stream ends or is closed; other threads'
         calls wait for it.
@@ -329,7 +330,12 @@ class Index(IndexWrites, Closable):
 
     def _streamed(self, question: str, options: "AskOptions") -> Iterator["str | Answer"]:
         with self._lock:
-            yield from self.asker().stream(question, options)
+            streamed = False
+            for piece in self.asker().stream(question, options):
+                if not streamed and not isinstance(piece, str) and piece.text:
+                    yield piece.text  # an abstention comes whole, with no pieces before it
+                streamed = streamed or isinstance(piece, str)
+                yield piece
 
     # -- maintenance ----------------------------------------------------------------------
     def status(self) -> dict[str, Any]:

@@ -85,3 +85,10 @@ def test_get_needs_a_path_or_a_whole_chunk_id(index):
         index.get()
     with pytest.raises(UsageError, match="chunk must be a whole number"):
         index.get(chunk="1")
+
+
+def test_streamed_pieces_join_to_the_answer_text_even_when_it_abstains(index):
+    for question in ("When was the lighthouse first lit?", "What is the capital of Mars?"):
+        pieces = list(index.stream(question, use_cache=False))
+        answer = pieces[-1]
+        assert "".join(pieces[:-1]) == answer.text == index.ask(question, use_cache=False).text
