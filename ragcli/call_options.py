@@ -8,36 +8,16 @@ given" (the `Index` resolves it from the settings, as for the CLI); `filters` ma
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Any, Mapping
 
-from ragcli.errors import UsageError
+from ragcli.arguments import JsonFilters, filter_pairs
 
 if TYPE_CHECKING:
     from ragcli.answer.options import AskOptions
     from ragcli.index import Index
     from ragcli.retrieval.search import QueryOptions
 
-JsonFilters = Union[Mapping[str, Union[str, Sequence[str]]], Sequence[str], None]
-
-
-def filter_pairs(filters: JsonFilters) -> list[str] | None:
-    """`{"file_type": ["pdf", "md"], "modified": ">=2024-01-01"}` -> the CLI's key=value pairs
-    (what `Index.query_options` parses); pairs stay as they are, None stays None.
-
-    Raises:
-        UsageError: a key with an empty list of values (it would filter nothing out).
-    """
-    if filters is None:
-        return None
-    if not isinstance(filters, Mapping):
-        return list(filters)
-    pairs: list[str] = []
-    for key, value in filters.items():
-        values = [value] if isinstance(value, str) else list(value)
-        if not values:
-            raise UsageError(f"filters: {key}: give at least one value, or leave {key} out")
-        pairs.extend(f"{key}={item}" for item in values)
-    return pairs
+__all__ = ["JsonFilters", "argument_problems", "ask_options", "filter_pairs", "query_options"]
 
 
 def query_options(index: Index, given: Mapping[str, Any]) -> QueryOptions:

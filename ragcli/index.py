@@ -21,10 +21,12 @@ What an `Index` writes (ingest, embed, watch, remove) is in `ragcli.index_writes
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import replace
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
+from ragcli.arguments import ask_fields, checked_queries, checked_text, checked_value, query_fields
 from ragcli.choices import ASK_TOP_K, plain_value
 from ragcli.config import KEYS, Settings, load_settings
 from ragcli.errors import UsageError
@@ -106,6 +108,9 @@ class Index(IndexWrites, Closable):
         # QueryOptions made from the same settings and the same plain keyword arguments, reused:
         # building them cost a tenth of a warm BM25 query.
         self._options: dict[tuple, tuple[Settings, QueryOptions]] = {}
+        # One call at a time: a searcher's connection, caches and scratch arrays serve one query
+        # at a time, and closing it under a running search crashed the process.
+        self._lock = threading.RLock()
 
     @property
     def path(self) -> Path:
@@ -116,13 +121,15 @@ class Index(IndexWrites, Closable):
         return f"<Index {self.path}>"
 
     def close(self) -> None:
-        """Close the open index connections (models stay loaded for reuse)."""
-        if self._asker is not None:
-            self._asker.close()  # its answer cache; the searcher is the one closed below
-            self._asker = None
-        if self._searcher is not None:
-            self._searcher.close()
-            self._searcher = None
+        """Close the open index connections (models stay loaded for reuse); a later call opens
+        them again. Waits for a call running on another thread."""
+        with self._lock:
+            if self._asker is not None:
+                self._asker.close()  # its answer cache; the searcher is the one closed below
+                self._asker = None
+            if self._searcher is not None:
+                self._searcher.close()
+                self._searcher = None
 
     # -- options --------------------------------------------------------------------------
     def query_options(self, **given: Any) -> "QueryOptions":
@@ -134,7 +141,7 @@ class Index(IndexWrites, Closable):
                 are taken by value.
 
         Raises:
-            UsageError: a malformed filter.
+            UsageError: an unknown field, a value of the wrong type, or a malformed filter.
         """
         from ragcli.retrieval.search import QueryOptions
 
@@ -144,14 +151,7 @@ class Index(IndexWrites, Closable):
             "group": self.settings.get("group"),
             "rerank_model": self.settings.get("rerank_model"),
         }
-        values.update({name: plain_value(value) for name, value in given.items() if value is not None})
-        if "filters" in values and not isinstance(values["filters"], Mapping):
-            from ragcli.retrieval.filters import parse_filters
-
-            values["filters"] = parse_filters(values["filters"])
-        for name in ("require", "exclude", "weights"):
-            if name in values:
-                values[name] = tuple(values[name])
+        values.update(query_fields(given))
         return QueryOptions(**values)
 
     def ask_options(self, query: "QueryOptions | None" = None, **given: Any) -> "AskOptions":
@@ -162,33 +162,30 @@ class Index(IndexWrites, Closable):
 
         Args:
             query: the retrieval options (default: `query_options` of the `QueryOptions`
-                fields in `given`).
-            **given: any `AskOptions` or `QueryOptions` field; None means "not given".
+                fields in `given`; given ones override theirs).
+            **given: any `AskOptions` or `QueryOptions` field, or ``doc``; None means "not given".
+
+        Raises:
+            UsageError: an unknown field or a value of the wrong type.
         """
         from ragcli.answer.options import AskOptions
-        from ragcli.retrieval.search import QueryOptions
 
-        query_fields = {f.name for f in fields(QueryOptions)}
         doc = given.pop("doc", None)
+        retrieval, asked = ask_fields(given)
         if query is None:
-            retrieval = {name: value for name, value in given.items() if name in query_fields}
             if retrieval.get("top_k") is None and self.settings.sources.get("top_k") == "default":
                 retrieval["top_k"] = ASK_TOP_K
             query = self.query_options(**retrieval)
+        elif retrieval:
+            query = replace(query, **query_fields(retrieval, "ask"))
         values = {
             name: self.settings.get(key)
             for name, key in _ASK_SETTINGS.items()
             if self.settings.get(key) is not None
         }
-        values.update(
-            {
-                name: plain_value(value)
-                for name, value in given.items()
-                if name not in query_fields and value is not None
-            }
-        )
+        values.update(asked)
         if doc is not None:
-            query = self.only_document(query, doc)
+            query = self.only_document(query, checked_text(doc, "doc"))
         return AskOptions(query=query, **values)
 
     def only_document(self, query: "QueryOptions", doc: str) -> "QueryOptions":
@@ -251,13 +248,15 @@ class Index(IndexWrites, Closable):
         Raises:
             NotIndexed: there is no index yet.
         """
-        if self._searcher is None:
-            from ragcli.retrieval.search import Searcher
+        with self._lock:
+            if self._searcher is None:
+                from ragcli.retrieval.search import Searcher
 
-            self._searcher = Searcher(
-                self.path, settings=self.settings, generator_factory=self.generator, embedder=self._embedder
-            )
-        return self._searcher
+                generators, embedder = self.generator, self._embedder
+                self._searcher = Searcher(
+                    self.path, settings=self.settings, generator_factory=generators, embedder=embedder
+                )
+            return self._searcher
 
     def asker(self) -> "Asker":
         """The open `Asker` (opened on first use; it loads the answer model the options name).
@@ -268,11 +267,12 @@ class Index(IndexWrites, Closable):
         Raises:
             NotIndexed: there is no index yet.
         """
-        if self._asker is None:
-            from ragcli.answer.ask import Asker
+        with self._lock:
+            if self._asker is None:
+                from ragcli.answer.ask import Asker
 
-            self._asker = Asker(settings=self.settings, searcher=self.searcher())
-        return self._asker
+                self._asker = Asker(settings=self.settings, searcher=self.searcher())
+            return self._asker
 
     # -- the pipeline (ingest, embed, watch, remove: `ragcli.index_writes.IndexWrites`) ----
     def search(self, query: str, options: "QueryOptions | None" = None, **given: Any) -> list["Hit"]:
@@ -286,14 +286,22 @@ class Index(IndexWrites, Closable):
         Raises:
             NotIndexed, UnknownGroup, UnknownFilter, IndexMismatch, UsageError.
         """
-        return self.searcher().search(query, self._query(options, given))
+        options = self._query(options, given)
+        with self._lock:
+            return self.searcher().search(checked_text(query, "query"), options)
 
     def search_many(
         self, queries: Sequence[str], options: "QueryOptions | None" = None, **given: Any
     ) -> list[list["Hit"]]:
         """`search` for each query, in order; a plain bm25 search runs as one batch
-        (`Searcher.search_many`)."""
-        return self.searcher().search_many(queries, self._query(options, given))
+        (`Searcher.search_many`).
+
+        Raises:
+            UsageError: `queries` is one string, or holds something that is not a string.
+        """
+        options = self._query(options, given)
+        with self._lock:
+            return self.searcher().search_many(checked_queries(queries), options)
 
     def ask(self, question: str, options: "AskOptions | None" = None, **given: Any) -> "Answer":
         """Answer a question from the index, citing sources (`ragcli.answer.ask.Asker.ask`).
@@ -303,13 +311,31 @@ class Index(IndexWrites, Closable):
             options: ready options (default: `ask_options(**given)`).
             **given: `AskOptions` or `QueryOptions` fields, e.g. ``answer_style="generative"``.
         """
-        return self.asker().ask(question, self._ask(options, given))
+        options = self._ask(options, given)
+        with self._lock:
+            return self.asker().ask(checked_text(question, "question"), options)
 
     def stream(
         self, question: str, options: "AskOptions | None" = None, **given: Any
     ) -> Iterator["str | Answer"]:
-        """`ask`, streamed: the answer's text pieces as they come, then the final `Answer`."""
-        return self.asker().stream(question, self._ask(options, given))
+        """`ask`, streamed: the answer's text pieces as they come (joined, the answer's text),
+        then the final `Answer`.
+
+        The index is held for this answer until the stream ends or is closed; other threads'
+        calls wait for it.
+        """
+        question, options = checked_text(question, "question"), self._ask(options, given)
+        self.asker()  # no index: NotIndexed now, not at the first piece
+        return self._streamed(question, options)
+
+    def _streamed(self, question: str, options: "AskOptions") -> Iterator["str | Answer"]:
+        with self._lock:
+            streamed = False
+            for piece in self.asker().stream(question, options):
+                if not streamed and not isinstance(piece, str) and piece.text:
+                    yield piece.text  # an abstention comes whole, with no pieces before it
+                streamed = streamed or isinstance(piece, str)
+                yield piece
 
     # -- maintenance ----------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
@@ -328,17 +354,20 @@ class Index(IndexWrites, Closable):
 
         return list_documents(self.path)
 
-    def get(self, target: str | None = None, *, chunk: int | None = None) -> "StoredText":
+    def get(self, target: str | Path | None = None, *, chunk: int | None = None) -> "StoredText":
         """A stored document (``PATH`` or ``PATH:PAGE``, in the `group` setting) or one chunk by id.
 
         Raises:
-            NotIndexed, RagError: no index, or nothing stored under that path or id.
+            NotIndexed, NotFound: no index, or nothing stored under that path or id.
+            UsageError: neither a path nor a chunk id, or a chunk id that is not a whole number.
         """
         from ragcli.retrieval.documents import get_chunk, get_document
 
         if chunk is not None:
-            return get_chunk(self.path, chunk)
-        return get_document(self.path, str(target), group=self.settings.get("group"))
+            return get_chunk(self.path, checked_value("chunk", chunk, int))
+        if target is None:
+            raise UsageError("get: give a PATH (or PATH:PAGE) or chunk=ID")
+        return get_document(self.path, checked_value("target", target, str), group=self.settings.get("group"))
 
     def models(self) -> list["ModelEntry"]:
         """Every GGUF model on this machine that `--model NAME` can name (`ragcli.generation.catalog`)."""
@@ -425,9 +454,10 @@ class Index(IndexWrites, Closable):
     def _query(self, options: "QueryOptions | None", given: Mapping[str, Any]) -> "QueryOptions":
         if options is None:
             return self._options_for(given)
-        return replace(
-            options, **{name: plain_value(value) for name, value in given.items() if value is not None}
-        )
+        from ragcli.retrieval.search import QueryOptions
+
+        checked_value("options", options, QueryOptions)
+        return replace(options, **query_fields(given)) if given else options
 
     def _options_for(self, given: Mapping[str, Any]) -> "QueryOptions":
         """`query_options(**given)`, remembered while the settings stay the same when every
@@ -437,7 +467,7 @@ class Index(IndexWrites, Closable):
         for value in given.values():  # a loop: `all(...)` over a generator cost a microsecond
             if not isinstance(value, _PLAIN):
                 return self.query_options(**given)
-        key = tuple(given.items())
+        key = (*given.items(), *map(type, given.values()))  # top_k=True is not top_k=1
         made = self._options.get(key)
         if made is None or made[0] is not self.settings:
             if len(self._options) >= 64:
@@ -448,6 +478,15 @@ class Index(IndexWrites, Closable):
     def _ask(self, options: "AskOptions | None", given: Mapping[str, Any]) -> "AskOptions":
         if options is None:
             return self.ask_options(**given)
-        return replace(
-            options, **{name: plain_value(value) for name, value in given.items() if value is not None}
-        )
+        from ragcli.answer.options import AskOptions
+
+        checked_value("options", options, AskOptions)
+        if not given:
+            return options
+        given = dict(given)
+        doc = given.pop("doc", None)
+        retrieval, asked = ask_fields(given)
+        query = replace(options.query, **query_fields(retrieval, "ask")) if retrieval else options.query
+        if doc is not None:
+            query = self.only_document(query, checked_text(doc, "doc"))
+        return replace(options, query=query, **asked)
