@@ -8,7 +8,6 @@ string where the field holds several (`require`, `exclude`) is taken as one item
 
 from __future__ import annotations
 
-import difflib
 import os
 import types
 from functools import cache
@@ -42,6 +41,8 @@ def check_names(given: Mapping[str, Any], known: Mapping[str, Any], what: str) -
     """
     for name in given:
         if name not in known:
+            import difflib  # only for the message: not on every call's import path
+
             near = difflib.get_close_matches(name, known, n=1)
             hint = f" (did you mean {near[0]}?)" if near else ""
             raise UsageError(f"{what}: unknown argument {name!r}{hint}; known: {', '.join(known)}")
