@@ -267,3 +267,12 @@ def test_new_chunk_settings_rechunk_every_document(tmp_path, store):
     again = ingest(index, [root], embedder=HashEmbedder(), chunking=ChunkSettings("word", 8, 2))
     assert (again.updated, again.unchanged) == (3, 0) and again.chunks > first.chunks
     assert index_status(index)["chunks"] == again.chunks
+
+
+def test_a_file_whose_reader_has_a_version_is_stored_and_then_unchanged(tmp_path, store):
+    """Its content hash names the reader's version (past Milvus's 64 characters)."""
+    index, root = tmp_path / "index", corpus(tmp_path / "docs")
+    (root / "harvests.csv").write_text("month,tonnes\nApril,12\nMay,30\n", encoding="utf-8")
+    assert run(index, root, store).added == 4
+    again = run(index, root, None)
+    assert (again.added, again.updated, again.unchanged) == (0, 0, 4)
