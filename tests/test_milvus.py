@@ -276,3 +276,10 @@ def test_a_file_whose_reader_has_a_version_is_stored_and_then_unchanged(tmp_path
     assert run(index, root, store).added == 4
     again = run(index, root, None)
     assert (again.added, again.updated, again.unchanged) == (0, 0, 4)
+
+
+def test_defer_embedding_on_milvus_embeds_and_asks_for_no_embed_run(tmp_path):
+    store, index = str(tmp_path / "defer.db"), tmp_path / "index"
+    ingested = rag_cli(index, "ingest", str(corpus(tmp_path / "docs")), "--store", store, "--defer-embedding")
+    assert ingested.returncode == 0, ingested.stderr
+    assert "3 added" in ingested.stderr and "rag embed" not in ingested.stderr

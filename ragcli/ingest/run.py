@@ -232,6 +232,7 @@ def open_run(
                 store.check_integrity()
             check_model(store, embedder)
             report = IngestReport(index=str(index), group=group)
+            report.vectors_deferred = not embed and store.defers_embedding
             settings = chunking_for(store, group, chunking)
             _start_group(store, embedder, group, settings)
             remember_roots(store, group, roots, file_filter)
