@@ -283,3 +283,15 @@ def test_defer_embedding_on_milvus_embeds_and_asks_for_no_embed_run(tmp_path):
     ingested = rag_cli(index, "ingest", str(corpus(tmp_path / "docs")), "--store", store, "--defer-embedding")
     assert ingested.returncode == 0, ingested.stderr
     assert "3 added" in ingested.stderr and "rag embed" not in ingested.stderr
+
+
+def test_a_missing_milvus_lite_file_is_one_line_and_not_recreated(tmp_path):
+    store, index = tmp_path / "gone.db", tmp_path / "index"
+    root = corpus(tmp_path / "docs")
+    assert rag_cli(index, "ingest", str(root), "--store", str(store)).returncode == 0
+    store.rename(tmp_path / "moved.db")
+    for command in (["status"], ["query", "octopus"], ["ingest", str(root)]):
+        result = rag_cli(index, *command)
+        assert result.returncode == 1 and result.stderr.count("\n") == 1, (command, result.stderr)
+        assert f"{store} this index uses is missing" in result.stderr
+    assert not store.exists()
