@@ -267,3 +267,31 @@ def test_new_chunk_settings_rechunk_every_document(tmp_path, store):
     again = ingest(index, [root], embedder=HashEmbedder(), chunking=ChunkSettings("word", 8, 2))
     assert (again.updated, again.unchanged) == (3, 0) and again.chunks > first.chunks
     assert index_status(index)["chunks"] == again.chunks
+
+
+def test_a_file_whose_reader_has_a_version_is_stored_and_then_unchanged(tmp_path, store):
+    """Its content hash names the reader's version (past Milvus's 64 characters)."""
+    index, root = tmp_path / "index", corpus(tmp_path / "docs")
+    (root / "harvests.csv").write_text("month,tonnes\nApril,12\nMay,30\n", encoding="utf-8")
+    assert run(index, root, store).added == 4
+    again = run(index, root, None)
+    assert (again.added, again.updated, again.unchanged) == (0, 0, 4)
+
+
+def test_defer_embedding_on_milvus_embeds_and_asks_for_no_embed_run(tmp_path):
+    store, index = str(tmp_path / "defer.db"), tmp_path / "index"
+    ingested = rag_cli(index, "ingest", str(corpus(tmp_path / "docs")), "--store", store, "--defer-embedding")
+    assert ingested.returncode == 0, ingested.stderr
+    assert "3 added" in ingested.stderr and "rag embed" not in ingested.stderr
+
+
+def test_a_missing_milvus_lite_file_is_one_line_and_not_recreated(tmp_path):
+    store, index = tmp_path / "gone.db", tmp_path / "index"
+    root = corpus(tmp_path / "docs")
+    assert rag_cli(index, "ingest", str(root), "--store", str(store)).returncode == 0
+    store.rename(tmp_path / "moved.db")
+    for command in (["status"], ["query", "octopus"], ["ingest", str(root)]):
+        result = rag_cli(index, *command)
+        assert result.returncode == 1 and result.stderr.count("\n") == 1, (command, result.stderr)
+        assert f"{store} this index uses is missing" in result.stderr
+    assert not store.exists()

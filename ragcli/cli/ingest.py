@@ -192,7 +192,7 @@ def ingest(
             defer_embedding=defer_embedding,
             plan=plan,
         )
-    _say_outcome(err, report, started=started, json_output=json_output, deferred=defer_embedding)
+    _say_outcome(err, report, started=started, json_output=json_output)
     if strict and report.failed:
         raise typer.Exit(1)
 
@@ -218,7 +218,7 @@ def _load_embedder(err, index_, *, fresh: bool) -> None:
         err.print(f"{done}: done in {time.monotonic() - prepared_at:.1f} s", highlight=False)
 
 
-def _say_outcome(err, report, *, started: float, json_output: bool, deferred: bool) -> None:
+def _say_outcome(err, report, *, started: float, json_output: bool) -> None:
     """Failed files one per line on stderr, then the report (JSON or the summary line with the
     wall time since `started`), then, for a deferred run, how to add the vectors."""
     for failure in report.failed:
@@ -234,7 +234,7 @@ def _say_outcome(err, report, *, started: float, json_output: bool, deferred: bo
         f"{time.perf_counter() - started:.1f} s"
     )
     emit_outcome("ingest", report.to_dict(), summary, json_output=json_output)
-    if deferred:
+    if report.vectors_deferred:
         err.print(
             "text indexed (BM25 finds it now); run `rag embed` (or `rag embed --background`) for the vectors",
             highlight=False,

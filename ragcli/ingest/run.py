@@ -34,7 +34,7 @@ from ragcli.ingest.walk import FileFilter, disk_path, display_path
 from ragcli.locking import DEFAULT_TIMEOUT, index_writer
 from ragcli.store.chooser import create_backend
 from ragcli.store.errors import storage_errors
-from ragcli.store.interface import Backend
+from ragcli.store.interface import Backend, hash_key
 from ragcli.store.ownership import claim_index_dir
 from ragcli.types import ChunkSettings, Document
 from ragcli.text import PART_SEPARATOR
@@ -146,11 +146,10 @@ class IngestRun:
 
     def unchanged(self, existing: dict | None, content_hash: str) -> bool:
         """Same content, already chunked with the group's current settings."""
-        return (
-            bool(existing)
-            and existing["content_hash"] == content_hash
-            and self.store.chunked_hash(existing["id"], self.group) == content_hash
-        )
+        if not existing or hash_key(existing["content_hash"]) != hash_key(content_hash):
+            return False
+        chunked = self.store.chunked_hash(existing["id"], self.group)
+        return chunked is not None and hash_key(chunked) == hash_key(content_hash)
 
     def queue(self, document: Document, content_hash: str, exists: bool) -> str:
         """Hand the document's chunks to the batcher in pieces no bigger than a batch."""
@@ -233,6 +232,7 @@ def open_run(
                 store.check_integrity()
             check_model(store, embedder)
             report = IngestReport(index=str(index), group=group)
+            report.vectors_deferred = not embed and store.defers_embedding
             settings = chunking_for(store, group, chunking)
             _start_group(store, embedder, group, settings)
             remember_roots(store, group, roots, file_filter)

@@ -16,6 +16,7 @@ from the environment (`MILVUS_TOKEN`, or `MILVUS_USER` and `MILVUS_PASSWORD`).
 
 from __future__ import annotations
 
+import hashlib
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +70,14 @@ class DocumentPiece:
     chunks: list[PieceChunk] = field(default_factory=list)
     first: bool = True
     last: bool = True
+
+
+def hash_key(content_hash: str) -> str:
+    """A content hash as a store may keep it: at most 64 characters (Milvus's field), so a hash
+    that names its reader's version is hashed once more; compare hashes through this."""
+    if len(content_hash) <= 64:
+        return content_hash
+    return hashlib.sha256(content_hash.encode("utf-8")).hexdigest()
 
 
 class LexicalSearch(Protocol):

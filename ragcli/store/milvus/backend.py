@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ragcli.errors import IndexMismatch, StoreUnavailable
-from ragcli.store.interface import ChunkFilter, DocumentPiece
+from ragcli.store.interface import STORE_URI_KEY, ChunkFilter, DocumentPiece
 from ragcli.store.filters import COLUMNS
 from ragcli.store.directory import DirectorySettings, IndexDirectory
-from ragcli.store.milvus.connection import connect, reason
+from ragcli.store.milvus.connection import check_lite_present, connect, reason
 from ragcli.store.milvus.health import MilvusHealth
 from ragcli.store.milvus.search import MilvusDense, MilvusLexical
 from ragcli.store.milvus.schema import (
@@ -74,6 +74,8 @@ class MilvusBackend(DirectorySettings, MilvusHealth):
         self.store = store
         self.path = store.path
         self.uri = uri
+        if store.get_meta(STORE_URI_KEY) == uri:
+            check_lite_present(uri)
         self.client = connect(uri)
         self._shared: dict[str, str] = {}
         self._looked_up: dict[str, Any] | None = None

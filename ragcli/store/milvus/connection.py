@@ -47,6 +47,20 @@ def connect(uri: str):
         raise StoreUnavailable(f"cannot use the Milvus store {uri}: {reason(error)}") from error
 
 
+def check_lite_present(uri: str) -> None:
+    """Refuse a Milvus Lite file an index recorded but that is gone (moved or deleted): Milvus
+    Lite would start an empty one in its place, and the index would look empty without saying why.
+
+    Raises:
+        StoreUnavailable: one line naming the missing file and what to do.
+    """
+    if uri.endswith(".db") and not Path(uri).exists():
+        raise StoreUnavailable(
+            f"the Milvus Lite file {uri} this index uses is missing: put it back (or restore it from a "
+            "backup), or start over with another --index and --store"
+        )
+
+
 def check_lite_manifests(folder: Path) -> None:
     """Refuse a Milvus Lite file whose collection manifest is unreadable.
 

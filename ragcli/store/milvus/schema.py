@@ -18,7 +18,7 @@ import hashlib
 import json
 from typing import Any, Mapping
 
-from ragcli.store.interface import DocumentPiece
+from ragcli.store.interface import DocumentPiece, hash_key
 from ragcli.types import Chunk
 
 CHUNKS = "ragcli_chunks"
@@ -194,12 +194,12 @@ def document_row(
     record = piece.record
     chunked = dict((old or {}).get("chunked") or {})
     counts = dict((old or {}).get("chunk_counts") or {})
-    chunked[piece.group] = piece.content_hash
+    chunked[piece.group] = hash_key(piece.content_hash)
     counts[piece.group] = count
     return {
         "doc_id": doc_id,
         "path": record["path"],
-        "content_hash": piece.content_hash,
+        "content_hash": hash_key(piece.content_hash),
         "file_name": record.get("file_name") or "",
         "file_type": record.get("file_type") or "",
         "size": -1 if record.get("size") is None else int(record["size"]),
