@@ -23,6 +23,10 @@ class NotIndexed(RagError):
     """The index does not exist yet or holds nothing to search."""
 
 
+class NotFound(RagError):
+    """The asked-for document, page or chunk is not in the index."""
+
+
 class IndexMismatch(RagError):
     """The index was built with other settings (model, dimension) than asked for."""
 

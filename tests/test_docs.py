@@ -171,3 +171,19 @@ def test_the_readme_set_up_lines_are_what_ci_runs():
     requirement, command = re.fullmatch(r'pip install -e "(\S+)" && (.+)', test).groups()
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert f'-e "{requirement}"' in ci and f"\n{command}\n" in ci and "bash .ci/quickstart" in ci
+
+
+def test_the_python_guides_stage_table_is_the_pipeline():
+    """The table listed two stages and a default that no longer exist (`extract`, `choose`,
+    `ragcli.answer.extractive`): each row must be a `Pipeline` field with its real default."""
+    from dataclasses import fields
+
+    from ragcli.answer.stages import Pipeline, stage_name
+
+    guide = (ROOT / "docs" / "guide" / "python.md").read_text(encoding="utf-8")
+    table = guide.split("| stage | signature | default |", 1)[1].split("\n\n", 1)[0]
+    rows = [line.split("|") for line in table.splitlines()[2:]]
+    documented = {cells[1].strip(): cells[-2].split("`")[1] for cells in rows}  # its first `name`
+    real = {field.name: stage_name(getattr(Pipeline(), field.name)) for field in fields(Pipeline)}
+    assert list(documented) == list(real)
+    assert {name: path for name, path in documented.items() if real[name] != path} == {}

@@ -92,3 +92,13 @@ def test_streamed_pieces_join_to_the_answer_text_even_when_it_abstains(index):
         pieces = list(index.stream(question, use_cache=False))
         answer = pieces[-1]
         assert "".join(pieces[:-1]) == answer.text == index.ask(question, use_cache=False).text
+
+
+def test_not_found_is_importable_from_ragcli_errors_and_raised_by_get(index):
+    """The guide names every error in `ragcli.errors`; `NotFound` lived elsewhere only."""
+    from ragcli.errors import NotFound, RagError
+    from ragcli.retrieval.documents import NotFound as OldHome
+
+    with pytest.raises(NotFound, match="not in the index"):
+        index.get("docs/no-such-file.txt")
+    assert OldHome is NotFound and issubclass(NotFound, RagError)

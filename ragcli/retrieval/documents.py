@@ -15,16 +15,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ragcli.errors import RagError, UsageError
+from ragcli.errors import NotFound, UsageError
 from ragcli.text import PAGE_BREAK
 from ragcli.store.interface import Backend
 from ragcli.store.chooser import open_backend
 
 _PAGE_SUFFIX = re.compile(r"^(?P<path>.+):(?P<page>\d+)$")
-
-
-class NotFound(RagError):
-    """The asked-for document, page or chunk is not in the index."""
 
 
 @dataclass(frozen=True)
