@@ -166,6 +166,11 @@ FILTER_CASES = [
     ({"year": (">=900",)}, {"lighthouse.pdf", "fresnel.pdf"}),
     ({"year": ("<10000", ">1999.5")}, {"fresnel.pdf"}),
     ({"reviewed": ("1",)}, {"lighthouse.pdf"}),
+    # A stored boolean is also matched by true/false (`ocr=true`), which matched nothing.
+    ({"reviewed": ("true",)}, {"lighthouse.pdf"}),
+    ({"reviewed": ("TRUE", "false")}, {"lighthouse.pdf"}),
+    ({"reviewed": ("false",)}, set()),
+    ({"reviewed": ("!=true",)}, {"router.md", "wifi.txt", "fresnel.pdf", "tea.md", "tea-copy.md"}),
     ({"file_name": ("tea.md", "wifi.txt")}, {"tea.md", "wifi.txt"}),
 ]
 

@@ -29,6 +29,7 @@ from ragcli.store.filters import (
     ORDERING,
     Condition,
     Filters,
+    as_flag,
     as_number,
     filters_sql,
     normalise,
@@ -132,10 +133,13 @@ def _value_matches(key: str, stored: Any, condition: Condition) -> bool:
             return True
         items = [item for item in items if item not in numbers]
     texts = [_as_text(item)[: len(wanted)] if key in DATE_KEYS else _as_text(item) for item in items]
+    flag = as_flag(wanted, condition.op) if key not in COLUMNS else None
+    # `ocr=true` matches a stored true, as the SQL twin does (a stored boolean also reads 1/0).
+    flagged = flag is not None and any(item is (flag == "true") for item in items)
     if condition.op == "!=":
         # "not equal" is the negation of "equal", so a missing key passes it.
-        return not any(_compare("=", text, wanted, key == "path") for text in texts)
-    return any(_compare(condition.op, text, wanted, key == "path") for text in texts)
+        return not flagged and not any(_compare("=", text, wanted, key == "path") for text in texts)
+    return flagged or any(_compare(condition.op, text, wanted, key == "path") for text in texts)
 
 
 def _as_text(item: Any) -> str:

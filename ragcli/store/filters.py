@@ -48,6 +48,13 @@ def normalise(key: str, value: str) -> str:
     return value.lower() if key in ADDRESS_KEYS else value
 
 
+def as_flag(value: str, op: str) -> str | None:
+    """A filter operand "true"/"false" (any case) under = or !=, as json_each names a stored
+    boolean's type ("true"/"false"), so `ocr=true` matches ``"ocr": true`` as `ocr=1` does."""
+    lowered = value.lower()
+    return lowered if op in ("=", "!=") and lowered in ("true", "false") else None
+
+
 def as_number(value: str) -> float | None:
     """A filter operand as a number when it is one (`pages>=10`), else None."""
     try:
@@ -80,6 +87,10 @@ def _condition_sql(key: str, condition: Condition, params: list[Any]) -> str:
         test = f"(CASE WHEN type IN ('integer', 'real') THEN value {positive} ? ELSE {test} END)"
         params.append(number)
     params.append(wanted)
+    flag = as_flag(wanted, condition.op) if key not in COLUMNS else None
+    if flag is not None:  # a stored boolean reads 1/0 as text (`_JSON_TEXT`)
+        test = f"({test} OR type = ?)"
+        params.append(flag)
     if key not in COLUMNS:
         test = f"EXISTS (SELECT 1 FROM json_each(d.metadata, ?) WHERE {test})"
     # `!=` negates equality, so a document without the key passes (NULL-safe via coalesce).
