@@ -94,12 +94,23 @@ def embedding_job(index: Path) -> dict[str, Any] | None:
         return None
     try:
         os.kill(pid, 0)
-        running = not _zombie(pid) and (started is None or process_start(pid) in (None, started))
+        running = _still_the_job(pid, started, zombie_check=True)
     except ProcessLookupError:
         running = False
     except PermissionError:  # alive, another user's
-        running = started is None or process_start(pid) in (None, started)
+        running = _still_the_job(pid, started, zombie_check=False)
     return {"pid": pid, "running": running, "log": str(index / EMBED_LOG)}
+
+
+def _still_the_job(pid: int, started: str | None, *, zombie_check: bool) -> bool:
+    """Whether the live process `pid` is still the job: not a finished child waiting to be
+    reaped, and started when the job did (where /proc tells both; one read of its stat)."""
+    fields = _stat_fields(pid)
+    if not fields:
+        return True
+    if zombie_check and fields[0] == "Z":
+        return False
+    return started is None or len(fields) <= 19 or fields[19] == started
 
 
 def read_job_file(path: Path) -> tuple[int, str | None]:
@@ -116,20 +127,18 @@ def read_job_file(path: Path) -> tuple[int, str | None]:
 
 def process_start(pid: int) -> str | None:
     """A process's start time in clock ticks since boot (Linux /proc); None where unknown."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-            return handle.read().rsplit(")", 1)[-1].split()[19]
-    except (OSError, IndexError):
-        return None
+    fields = _stat_fields(pid)
+    return fields[19] if fields is not None and len(fields) > 19 else None
 
 
-def _zombie(pid: int) -> bool:
-    """A finished child its parent has not reaped yet (Linux /proc; False elsewhere)."""
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state first); None where there is
+    no /proc or no such process."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-            return handle.read().rsplit(")", 1)[-1].split()[0] == "Z"
+            return handle.read().rsplit(")", 1)[-1].split()
     except OSError:
-        return False
+        return None
 
 
 def list_documents(index: Path) -> list[dict[str, Any]]:
