@@ -26,7 +26,6 @@ from ragcli.errors import UnknownFilter, UsageError
 from ragcli.store.filters import (
     COLUMNS,
     DATE_KEYS,
-    ORDERING,
     Condition,
     Filters,
     as_flag,
@@ -125,7 +124,7 @@ def _compare(op: str, stored: Any, wanted: Any, glob: bool) -> bool:
 def _value_matches(key: str, stored: Any, condition: Condition) -> bool:
     items = [] if stored is None else stored if isinstance(stored, list) else [stored]
     wanted = normalise(key, condition.value)
-    number = as_number(wanted) if key not in COLUMNS and condition.op in ORDERING else None
+    number = as_number(key, condition.op, wanted)
     if number is not None:
         # Stored numbers (pages, size) compare as numbers, as the SQL twin does.
         numbers = [item for item in items if isinstance(item, (int, float)) and not isinstance(item, bool)]
@@ -133,7 +132,7 @@ def _value_matches(key: str, stored: Any, condition: Condition) -> bool:
             return True
         items = [item for item in items if item not in numbers]
     texts = [_as_text(item)[: len(wanted)] if key in DATE_KEYS else _as_text(item) for item in items]
-    flag = as_flag(wanted, condition.op) if key not in COLUMNS else None
+    flag = as_flag(key, condition.op, wanted)
     # `ocr=true` matches a stored true, as the SQL twin does (a stored boolean also reads 1/0).
     flagged = flag is not None and any(item is (flag == "true") for item in items)
     if condition.op == "!=":

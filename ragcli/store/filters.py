@@ -48,15 +48,19 @@ def normalise(key: str, value: str) -> str:
     return value.lower() if key in ADDRESS_KEYS else value
 
 
-def as_flag(value: str, op: str) -> str | None:
-    """A filter operand "true"/"false" (any case) under = or !=, as json_each names a stored
-    boolean's type ("true"/"false"), so `ocr=true` matches ``"ocr": true`` as `ocr=1` does."""
+def as_flag(key: str, op: str, value: str) -> str | None:
+    """A metadata filter's operand "true"/"false" (any case) under = or !=, as json_each names a
+    stored boolean's type ("true"/"false"), so `ocr=true` matches ``"ocr": true`` as `ocr=1`
+    does; None otherwise (a column, another operator or value)."""
     lowered = value.lower()
-    return lowered if op in ("=", "!=") and lowered in ("true", "false") else None
+    return lowered if key not in COLUMNS and op in ("=", "!=") and lowered in ("true", "false") else None
 
 
-def as_number(value: str) -> float | None:
-    """A filter operand as a number when it is one (`pages>=10`), else None."""
+def as_number(key: str, op: str, value: str) -> float | None:
+    """A metadata filter's operand under <, <=, > or >= as a number when it is one
+    (`pages>=10`), else None: stored numbers then compare as numbers."""
+    if key in COLUMNS or op not in ORDERING:
+        return None
     try:
         number = float(value)
     except ValueError:
@@ -81,13 +85,13 @@ def _condition_sql(key: str, condition: Condition, params: list[Any]) -> str:
         params.append("$." + json.dumps(key))
     positive = "=" if condition.op == "!=" else condition.op
     test = f"{stored} {'GLOB' if key == 'path' and positive == '=' else positive} ?"
-    number = as_number(wanted) if key not in COLUMNS and condition.op in ORDERING else None
+    number = as_number(key, condition.op, wanted)
     if number is not None:
         # Stored numbers (pages, size) compare as numbers: "4" >= "10" as text.
         test = f"(CASE WHEN type IN ('integer', 'real') THEN value {positive} ? ELSE {test} END)"
         params.append(number)
     params.append(wanted)
-    flag = as_flag(wanted, condition.op) if key not in COLUMNS else None
+    flag = as_flag(key, condition.op, wanted)
     if flag is not None:  # a stored boolean reads 1/0 as text (`_JSON_TEXT`)
         test = f"({test} OR type = ?)"
         params.append(flag)
