@@ -37,9 +37,11 @@ def valid_unicode(text: str) -> str:
 # abbreviation: "e.g. this"), at a full-width terminator, or at a line break before a blank line,
 # a list item, a heading, a table row or a sheet's record: a single break inside a paragraph is
 # line wrapping.
+# A list item's roman numeral ("IV", "iv"), before its "." or ")"; the answer step reads these too.
+ROMAN_NUMERAL = r"[IVXLC]{1,6}|[ivxlc]{1,6}"
 _SENTENCE_END = re.compile(
     r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?(?:[A-Z0-9]|[^\x00-\x7f]))|(?<=[。！？])|"
-    r"\n\s*\n\s*|\n(?=\s*(?:[-*+#>|]|(?:\d+(?:\.\d+)*|[IVXLC]{1,6}|[ivxlc]{1,6}|[A-Za-z])[.)])\s)|"
+    r"\n\s*\n\s*|\n(?=\s*(?:[-*+#>|]|(?:\d+(?:\.\d+)*|" + ROMAN_NUMERAL + r"|[A-Za-z])[.)])\s)|"
     r"\n(?=[\"'(\[]?[A-Z0-9])|\n(?=row \d+: )"
 )
 # A line this short without a full stop, followed by a capitalised line, is a title.
@@ -49,7 +51,7 @@ _ABBREVIATION = re.compile(
     r"(?:\b(?:[A-Z]\.){1,3}|\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Mt|No|vs|v|Gen|Col|Lt|Rev)\.)[\"')\]]*$"
 )
 # A list item's number at a line's start: "2.", "2.1.", "IV.", "iv)", "b)".
-_ITEM_NUMBER = re.compile(r"\s*(?:\d{1,3}(?:\.\d{1,3})*|[IVXLC]{1,6}|[ivxlc]{1,6}|[A-Za-z])[.)]")
+_ITEM_NUMBER = re.compile(r"\s*(?:\d{1,3}(?:\.\d{1,3})*|" + ROMAN_NUMERAL + r"|[A-Za-z])[.)]")
 # How far back from a sentence end an abbreviation or a list item's number can start: the
 # checks look no further, so splitting a long text stays linear.
 _LOOK_BACK = 16

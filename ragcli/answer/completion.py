@@ -14,6 +14,7 @@ from typing import Callable, Iterable, Sequence
 
 from ragcli.answer.context import Source
 from ragcli.answer.sentences import Sentence
+from ragcli.text import ROMAN_NUMERAL
 
 # The sentences after (and before) the best one in its section that complete it; with the
 # budget and three passages read, chosen on docs-qa's tune half (answered 0.29 -> 0.42).
@@ -22,7 +23,7 @@ PRECEDING = 1
 # At most this many lines after a sentence introducing a list are read as that list.
 LIST_LINES = 40
 # A step's number: "2.", "2)", "(2)", "2.1." (an outline's), or a roman numeral ("IV.", "iv)").
-_NUMBER = r"\d{1,3}(?:\.\d{1,3})*[.)]|\(\d{1,3}\)|(?:[IVXLC]{1,6}|[ivxlc]{1,6})[.)]"
+_NUMBER = rf"\d{{1,3}}(?:\.\d{{1,3}})*[.)]|\(\d{{1,3}}\)|(?:{ROMAN_NUMERAL})[.)]"
 _NUMBERED = re.compile(rf"^\s*(?:{_NUMBER})\s")
 # A list item: a bullet, a number, or a letter ("a)", "B.", "(c)").
 _LIST_ITEM = re.compile(rf"^\s*(?:[-*+\u2022]|{_NUMBER}|[A-Za-z][.)]|\([A-Za-z]\))\s")
