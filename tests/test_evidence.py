@@ -400,3 +400,50 @@ def test_notes_about_the_answer_get_no_support_label():
     answer = '"A latte is espresso with steamed milk." [1]\n(no passage found mentions "cortado")'
     labels = annotate_support(answer, sources)
     assert [label.sentence for label in labels] == ['"A latte is espresso with steamed milk." [1]']
+
+
+STARTER = (
+    "# Making a sourdough starter\n\n"
+    "You can make a sourdough starter, a fermented mixture of flour and water that leavens "
+    "bread, at home. It takes about a week to become active.\n\n"
+    "## What you need\n\nRye flour, filtered water and a glass jar with a loose lid.\n\n"
+    "## Steps\n\n"
+    "1. Mix 50 g of flour with 50 g of water in the jar.\n"
+    "2. Cover it loosely and leave it at room temperature for a day.\n"
+    "3. Discard half and feed it with 50 g of flour and 50 g of water.\n\n"
+    "## Keeping it\n\nStore the starter in the fridge and feed it once a week.\n"
+)
+
+
+def test_a_how_to_question_brings_the_steps_under_their_own_heading():
+    found = answer_with_evidence("how do I make a sourdough starter?", [hit(STARTER)])
+    lines = found.text.split("\n")
+    assert lines[0].startswith('"You can make a sourdough starter')
+    assert lines[-4:] == [
+        '"Steps" [1]',
+        '"1. Mix 50 g of flour with 50 g of water in the jar." [1]',
+        '"2. Cover it loosely and leave it at room temperature for a day." [1]',
+        '"3. Discard half and feed it with 50 g of flour and 50 g of water." [1]',
+    ]
+    # Not for a question that asks for no procedure, nor for steps on another page.
+    assert "1. Mix" not in answer_with_evidence("what is a sourdough starter?", [hit(STARTER)]).text
+    paged = STARTER.replace("## Steps", "\f## Steps")
+    assert "1. Mix" not in answer_with_evidence("how do I make a sourdough starter?", [hit(paged, 3)]).text
+
+
+FAQ = (
+    "# Garden FAQ\n\n"
+    "## How often should I water tomatoes?\n\nWater them deeply twice a week.\n\n"
+    "## Can I grow tomatoes in pots?\n\nYes. Use a pot of at least 20 litres and a stake for support.\n\n"
+    "## Why do tomato leaves turn yellow?\n\nYellow lower leaves usually mean a nitrogen shortage.\n"
+)
+
+
+def test_a_question_asked_as_a_faq_heading_asks_it_is_answered_from_under_that_heading():
+    found = answer_with_evidence("Can I grow tomatoes in pots?", [hit(FAQ)])
+    assert not found.abstained
+    assert found.text.split("\n") == [
+        '"Can I grow tomatoes in pots?" [1]',
+        '"Yes." [1]',
+        '"Use a pot of at least 20 litres and a stake for support." [1]',
+    ]

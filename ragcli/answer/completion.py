@@ -158,6 +158,25 @@ def whole_steps(chosen: Selection, documents: Sequence[Sequence[Sentence]]) -> N
         chosen.add_list((s for s in steps if not chosen.has(s)), item.passage)
 
 
+def steps_after(best: Sentence, every: Sequence[Sentence], text: str) -> list[Sentence]:
+    """The numbered list that first follows the best sentence in its passage, on its page, whole
+    (empty when none does): a how-to page often states what a procedure is for, then gives its
+    steps under a heading of their own ("Steps", "Procedure"), where nothing repeats the
+    question's words.
+
+    Args:
+        best: the best sentence.
+        every: its passage's sentences in document order.
+        text: the passage.
+    """
+    page_end = text.find("\f", best.start)
+    for sentence in every:
+        if sentence.start > best.start and (page_end < 0 or sentence.start < page_end):
+            if is_numbered(sentence.text):
+                return list_of(sentence, every)
+    return []
+
+
 def _list_block(block: Sequence[Sentence], chosen: Selection, passage: int) -> None:
     """A list after its introduction: the items' own lines (bullets, numbers, a definition
     list's terms) first, then what explains them, all in document order; cut when the budget

@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 from ragcli.analysis import analyze
 from ragcli.answer.comparison import missing_sides, side_description, side_names
-from ragcli.answer.completion import Selection, complete, introduces_list, is_title, ranked_copy, refers_back
-from ragcli.answer.completion import whole_steps
+from ragcli.answer.completion import Selection, complete, introduces_list, is_numbered, is_title, ranked_copy
+from ragcli.answer.completion import refers_back, steps_after, whole_steps
 from ragcli.answer.context import Source, build_context
 from ragcli.answer.sentences import Sentence, question_terms, score_sentences, sentences_of
 from ragcli.answer.structure import is_label, paragraph_label
@@ -70,6 +70,10 @@ COVERAGE_SHARE = 0.5
 # strongest non-topical features for why-answers in Verberne et al., "What is not in the bag of
 # words for why-QA?", Computational Linguistics 2010) when it scores this share of the best one's.
 REASON_SHARE = 0.5
+_HOW_TO = re.compile(
+    r"\bhow (?:do|can|should|would|could|will) (?:i|you|we|one)\b|\bhow to\b|\bsteps? (?:to|for)\b",
+    re.IGNORECASE,
+)
 _WHY = re.compile(r"\b(?:why|how come)\b", re.IGNORECASE)
 _REASON = re.compile(
     r"\b(?:because|reasons?|due to|caused by|so that|as a result|this is why|that is why)\b", re.IGNORECASE
@@ -141,9 +145,14 @@ _HEADING_MARKS = re.compile(r"^\s*#{1,6}\s+(?=\S)")
 def rank_source_sentences(
     question: str, sources: Sequence[Source], *, embedder: Embedder | None = None
 ) -> list[Sentence]:
-    """Every sentence of the sources (headings left out) scored against the question, best first;
-    ``Sentence.passage`` is the index of its source."""
-    sentences = [s for s in sentences_of([s.text for s in sources]) if not is_title(s.text)]
+    """Every sentence of the sources (headings left out, but for headings that ask a question)
+    scored against the question, best first; ``Sentence.passage`` is the index of its source.
+
+    A heading asking a question ("## Can I grow tomatoes in pots?", a FAQ's entry) is scored: its
+    answer below it often repeats none of its words ("Yes. Use a pot of at least 20 litres."), so
+    without it a question asked as the page asks it was not answered. Chosen, it brings the
+    sentences of its section (`complete`)."""
+    sentences = [s for s in sentences_of([s.text for s in sources]) if not is_title(s.text) or asks(s.text)]
     return score_sentences(question, sentences, embedder=embedder)
 
 
@@ -153,6 +162,11 @@ def rank_sentences(
     """The best `passages` hits as numbered sources, and all their sentences scored, best first."""
     sources = tuple(numbered_sources(hits, passages))
     return sources, rank_source_sentences(question, sources, embedder=embedder)
+
+
+def asks(text: str) -> bool:
+    """Whether a line asks a question (it ends with a question mark)."""
+    return text.rstrip().endswith(("?", "？"))
 
 
 def _uncovered(question: str, chosen: Sequence[Sentence]) -> set[str]:
@@ -212,6 +226,8 @@ def select_evidence(
         if described is not None:
             chosen.add(ranked_copy(described, by_source.get(described.passage, ())))
     complete(best, in_order, sources[best.passage].text, chosen, every)
+    if asks_how_to(question) and not any(is_numbered(s.text) for s in chosen.chosen):
+        chosen.add_list(steps_after(best, every, sources[best.passage].text), best.passage)
     if asks_why(question):
         _add_reason(ranked, best, chosen, documents)
     missing = _uncovered(question, chosen.chosen)
@@ -252,6 +268,11 @@ def unmentioned(question: str, hits: Sequence[Hit]) -> list[str]:
         return []
     found = {term for hit in hits for term in analyze(hit.chunk.text)}
     return [side for side in sides if not set(analyze(side)) <= found]
+
+
+def asks_how_to(question: str) -> bool:
+    """Whether a question asks for a procedure ("how do I ...", "how to ...", English)."""
+    return bool(_HOW_TO.search(question))
 
 
 def asks_why(question: str) -> bool:
