@@ -447,3 +447,33 @@ def test_a_question_asked_as_a_faq_heading_asks_it_is_answered_from_under_that_h
         '"Yes." [1]',
         '"Use a pot of at least 20 litres and a stake for support." [1]',
     ]
+
+
+TROUBLESHOOTING = (
+    "# Tidepool\n\nTidepool copies photo folders from a camera card to a backup drive.\n\n"
+    "## Troubleshooting\n\n"
+    '### The sync stops with "permission denied"\n\n'
+    "This happens when the backup drive is mounted read-only. Remount it with write access.\n\n"
+    "### Copies are slow\n\n"
+    "Checksum verification reads every file twice. Set verify = false to skip it.\n"
+)
+
+
+def test_a_sentence_counts_the_words_of_the_heading_it_sits_under():
+    slow = answer_with_evidence("why are my copies slow?", [hit(TROUBLESHOOTING)])
+    assert not slow.abstained
+    assert slow.text.split("\n") == [
+        '"Copies are slow" [1]',
+        '"Checksum verification reads every file twice." [1]',
+        '"Set verify = false to skip it." [1]',
+    ]
+    stuck = answer_with_evidence(
+        "the sync stops with permission denied, what do I do?", [hit(TROUBLESHOOTING)]
+    )
+    assert stuck.text.split("\n")[:2] == [
+        '"The sync stops with "permission denied"" [1]',
+        '"This happens when the backup drive is mounted read-only." [1]',
+    ]
+    # A heading on an earlier page heads nothing on this one.
+    paged = TROUBLESHOOTING.replace("Checksum", "\fChecksum")
+    assert answer_with_evidence("why are my copies slow?", [hit(paged, 1)]).abstained

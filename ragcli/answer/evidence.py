@@ -152,8 +152,19 @@ def rank_source_sentences(
     answer below it often repeats none of its words ("Yes. Use a pot of at least 20 litres."), so
     without it a question asked as the page asks it was not answered. Chosen, it brings the
     sentences of its section (`complete`)."""
-    sentences = [s for s in sentences_of([s.text for s in sources]) if not is_title(s.text) or asks(s.text)]
-    return score_sentences(question, sentences, embedder=embedder)
+    texts = [source.text for source in sources]
+    sentences, headings = [], []
+    heading: dict[int, Sentence] = {}  # passage -> the heading over the sentences read so far
+    for sentence in sentences_of(texts):
+        if is_title(sentence.text) or asks(sentence.text):
+            heading[sentence.passage] = sentence
+        over = heading.get(sentence.passage)
+        if over is not None and "\f" in texts[sentence.passage][over.start : sentence.start]:
+            over = None  # a heading on an earlier page
+        if not is_title(sentence.text) or asks(sentence.text):
+            sentences.append(sentence)
+            headings.append(over.text if over is not None and over is not sentence else "")
+    return score_sentences(question, sentences, embedder=embedder, headings=headings)
 
 
 def rank_sentences(

@@ -103,10 +103,19 @@ def question_terms(question: str) -> set[str]:
     return (terms - form) or terms
 
 
-def lexical_scores(question: str, sentences: Sequence[Sentence]) -> list[float]:
-    """Rarity-weighted share of the question's content terms each sentence contains."""
+def lexical_scores(
+    question: str, sentences: Sequence[Sentence], headings: Sequence[str] | None = None
+) -> list[float]:
+    """Rarity-weighted share of the question's content terms each sentence contains.
+
+    Args:
+        headings: per sentence, the heading it sits under ("" for none), whose terms count as
+            the sentence's own: a section's sentences rarely repeat what its heading says.
+    """
     terms = question_terms(question)
     sets = [set(analyze(s.text)) for s in sentences]
+    if headings is not None:
+        sets = [found | set(analyze(heading)) if heading else found for found, heading in zip(sets, headings)]
     if not terms or not sets:
         return [0.0] * len(sentences)
     # A term in every sentence tells them apart less than a term in one.
@@ -122,6 +131,7 @@ def score_sentences(
     embedder: Embedder | None = None,
     question_vector: np.ndarray | None = None,
     lexical_weight: float = LEXICAL_WEIGHT,
+    headings: Sequence[str] | None = None,
 ) -> list[Sentence]:
     """Score every sentence against the question (see the module docstring).
 
@@ -131,11 +141,12 @@ def score_sentences(
         embedder: optional; adds embedding cosine.
         question_vector: the question's embedding when already computed.
         lexical_weight: weight of the lexical part when an embedder is given.
+        headings: per sentence, the heading it sits under (see `lexical_scores`).
 
     Returns:
         The sentences with scores, best first.
     """
-    lexical = lexical_scores(question, sentences)
+    lexical = lexical_scores(question, sentences, headings)
     dense = [0.0] * len(sentences)
     if embedder is not None and sentences:
         vectors = np.asarray(embedder.embed([s.text for s in sentences]))
