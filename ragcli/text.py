@@ -46,9 +46,12 @@ _SENTENCE_END = re.compile(
 )
 # A line this short without a full stop, followed by a capitalised line, is a title.
 TITLE_CHARS = 60
-# "U.S. Army", "Dr. Smith", "St. Louis": a period after initials or a title ends no sentence.
+# A blank line ends a sentence, whatever comes before it ("... to 72 °C.", "... by J. R. R.").
+_PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n")
+# "U.S. Army", "Dr. Smith", "St. Louis": a period after initials or a title ends no sentence; a
+# unit's letter after a degree sign ("72 °C. Stir") is no initial.
 _ABBREVIATION = re.compile(
-    r"(?:\b(?:[A-Z]\.){1,3}|\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Mt|No|vs|v|Gen|Col|Lt|Rev)\.)[\"')\]]*$"
+    r"(?:(?<!°)\b(?:[A-Z]\.){1,3}|\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Mt|No|vs|v|Gen|Col|Lt|Rev)\.)[\"')\]]*$"
 )
 # A list item's number at a line's start: "2.", "2.1.", "IV.", "iv)", "b)".
 _ITEM_NUMBER = re.compile(r"\s*(?:\d{1,3}(?:\.\d{1,3})*|" + ROMAN_NUMERAL + r"|[A-Za-z])[.)]")
@@ -62,7 +65,9 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     "U.S. Army" and a numbered item's "2." stay whole. Linear in ``len(text)``."""
     spans, start = [], 0
     for match in _SENTENCE_END.finditer(text):
-        if _abbreviated(text, match) or _wrapped(text, match) or _list_number(text, match):
+        if _PARAGRAPH_BREAK.search(match.group()) is None and (
+            _abbreviated(text, match) or _wrapped(text, match) or _list_number(text, match)
+        ):
             continue
         spans.append((start, match.start()))
         start = match.end()

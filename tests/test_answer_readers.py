@@ -39,6 +39,22 @@ def test_sentence_spans_keeps_abbreviations_and_decimals_whole():
     assert pieces == ["The U.S. Army paid 3.14 dollars.", "Then it left!", "A new line starts here"]
 
 
+def test_a_blank_line_or_a_unit_after_a_degree_sign_ends_a_sentence():
+    """A letter before a period looks like an initial ("J. Smith"), but not after a degree sign,
+    and nothing runs across a blank line: a list item read from HTML has no number to end it."""
+    text = "Heat the water to 72 °C.\n\nStir in the malt at 65 °C. Hold it there.\n\nBy J.\n\nNext."
+    pieces = [text[a:b] for a, b in sentence_spans(text)]
+    assert pieces == [
+        "Heat the water to 72 °C.",
+        "Stir in the malt at 65 °C.",
+        "Hold it there.",
+        "By J.",
+        "Next.",
+    ]
+    initials = "Written by J. R. R. Tolkien. Then."
+    assert [initials[a:b] for a, b in sentence_spans(initials)] == ["Written by J. R. R. Tolkien.", "Then."]
+
+
 def test_sentences_of_numbers_passages_and_offsets():
     found = sentences_of(["One. Two.", "Three."])
     assert [(s.text, s.passage, s.start) for s in found] == [("One.", 0, 0), ("Two.", 0, 5), ("Three.", 1, 0)]
