@@ -18,6 +18,8 @@ PART_SEPARATOR = "#"
 # Spreadsheet readers write one ``row N: Header: value; ...`` line per record
 # (`ragcli.ingest.readers.records`); each such line is a sentence of its own.
 RECORD_LINE = re.compile(r"row \d+: ")
+# Readers join a table row's cells with this (Word, HTML, slides); a row is a line of its own.
+TABLE_CELLS = " | "
 
 
 def valid_unicode(text: str) -> str:
@@ -102,4 +104,6 @@ def _wrapped(text: str, match: re.Match) -> bool:
     if RECORD_LINE.match(text, match.end()):  # records are long lines, never wrapped prose
         return False
     line_start = text.rfind("\n", 0, match.start()) + 1
+    if TABLE_CELLS in text[line_start : match.start()]:  # a table's row ends at its line's end
+        return False
     return match.start() - line_start >= TITLE_CHARS

@@ -249,3 +249,15 @@ def test_unknown_answer_style_is_a_usage_error(bowl_index):
     with Asker(bowl_index, settings=load_settings(), generator=EchoGenerator()) as asker:
         with pytest.raises(UsageError, match="answer style"):
             asker.ask("Who lost to the Broncos?", replace(BM25, answer_style="poem"))
+
+
+def test_each_row_of_a_table_is_a_sentence_of_its_own():
+    """A long row is no wrapped line of prose: the readers write one row a line, cells joined by
+    " | ", and a row quoted alone must not run into the next."""
+    rows = [
+        "Mount Everest | 8,849 | 1953 | Edmund Hillary and Tenzing Norgay",
+        "K2 | 8,611 | 1954 | Achille Compagnoni and Lino Lacedelli",
+        "Kangchenjunga | 8,586 | 1955 | George Band and Joe Brown",
+    ]
+    text = "The table lists the highest peaks.\n\nMountain | Height (m) | First ascent\n" + "\n".join(rows)
+    assert [text[a:b] for a, b in sentence_spans(text)][2:] == rows
