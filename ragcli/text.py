@@ -103,7 +103,8 @@ def _wrapped(text: str, match: re.Match) -> bool:
         return False
     if RECORD_LINE.match(text, match.end()):  # records are long lines, never wrapped prose
         return False
-    line_start = text.rfind("\n", 0, match.start()) + 1
+    # A page break starts a line too: a page's heading follows the last line of the page before.
+    line_start = max(text.rfind("\n", 0, match.start()), text.rfind(PAGE_BREAK, 0, match.start())) + 1
     if TABLE_CELLS in text[line_start : match.start()]:  # a table's row ends at its line's end
         return False
     return match.start() - line_start >= TITLE_CHARS

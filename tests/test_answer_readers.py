@@ -261,3 +261,14 @@ def test_each_row_of_a_table_is_a_sentence_of_its_own():
     ]
     text = "The table lists the highest peaks.\n\nMountain | Height (m) | First ascent\n" + "\n".join(rows)
     assert [text[a:b] for a, b in sentence_spans(text)][2:] == rows
+
+
+def test_a_heading_at_the_top_of_a_page_is_no_wrapped_line():
+    """A PDF page's text follows the page break right after the last line of the page before,
+    which is long: the heading is still a line of its own."""
+    text = (
+        "Smeaton's Tower stood for more than a century and was later rebuilt on Plymouth Hoe.\f"
+        "The Fresnel Lens\nEarly lighthouses used open fires."
+    )
+    pieces = [text[a:b] for a, b in sentence_spans(text)]
+    assert pieces[-2:] == ["The Fresnel Lens", "Early lighthouses used open fires."]
