@@ -146,6 +146,28 @@ def test_quotes_from_several_pages_of_one_passage_each_cite_their_own_page(docs)
     assert "built in 1987 in Gdansk" in shown.stdout, shown.stderr
 
 
+def test_a_list_that_goes_on_over_the_page_is_quoted_whole_each_item_with_its_page(docs):
+    """A long line introducing a list ("...the following items:") was read as wrapped into its
+    first item, so the list was not brought and its items on the next page were left out."""
+    pages = [
+        [
+            "Boarding checklist",
+            "Before departure the captain must check the following items:",
+            "- life jackets for every passenger",
+            "- the radio on channel 16",
+        ],
+        ["- fuel for the whole trip", "- the weather forecast", "Departure is logged in the book."],
+    ]
+    make_text_pdf(docs / "checklist.pdf", pages)
+    answer = _ask(docs, "What must the captain check before departure?")
+    quotes = _quotes(answer)
+    for item in ("life jackets", "the radio", "fuel for the whole trip", "the weather forecast"):
+        line = next((q for q in quotes if item in q), None)
+        assert line is not None and line.startswith('"- '), (item, quotes)
+        quoted = line[1 : line.rindex('"')]
+        assert quoted in _cited_page_text(answer, line, pages), (line, answer["citations"])
+
+
 def test_a_mail_attachment_identical_to_a_file_is_cited_as_the_file(docs):
     """The same report as a file and as a mail's attachment: the answer cited the attachment
     (it ranked first by the order of ingest), which no viewer opens at its own path."""
