@@ -44,17 +44,21 @@ def row_range(path: str, text: str) -> str | None:
 
 
 def place(path: str, page: int | None, text: str = "") -> str | None:
-    """The place in words: ``slide 3``, ``sheet 2, rows 7-12``, ``chapters 4-5``, ``rows 2-9``.
+    """The place in words: ``slide 3``, ``sheet 2, rows 7-12``, ``chapters 4-5``, ``rows 2-9``,
+    ``pages 3-5``.
 
     `text` is what is cited there (a chunk, quoted lines); a text that runs over page breaks
-    spans several pages. None where the ``path:page`` form already says it all: a PDF page, or
-    a file without pages or rows.
+    spans several pages. None where the ``path:page`` form already says it all: one PDF page,
+    or a file without pages or rows (a hit running over PDF pages 3-5 says so: ``:3`` alone
+    points at its first page only).
     """
     rows = row_range(path, text)
     unit = page_unit(path)
-    if page is None or unit == "page":
+    if page is None:
         return rows
     first, last = _page_span(unit, page, text)
+    if unit == "page" and first == last:
+        return rows
     where = f"{unit} {first}" if first == last else f"{unit}s {first}-{last}"
     return f"{where}, {rows}" if rows else where
 

@@ -98,8 +98,9 @@ def _list_number(text: str, match: re.Match) -> bool:
 
 
 def _wrapped(text: str, match: re.Match) -> bool:
-    """A single line break inside a paragraph (the line before is long, not a title)."""
-    if match.group() != "\n" or text[match.start() - 1 : match.start()] in (".", "!", "?"):
+    """A single line break inside a paragraph (the line before is long, not a title, and does
+    not end by introducing what follows with a colon: "check the following items:")."""
+    if match.group() != "\n" or text[match.start() - 1 : match.start()] in (".", "!", "?", ":"):
         return False
     if RECORD_LINE.match(text, match.end()):  # records are long lines, never wrapped prose
         return False

@@ -477,3 +477,35 @@ def test_a_sentence_counts_the_words_of_the_heading_it_sits_under():
     # A heading on an earlier page heads nothing on this one.
     paged = TROUBLESHOOTING.replace("Checksum", "\fChecksum")
     assert answer_with_evidence("why are my copies slow?", [hit(paged, 1)]).abstained
+
+
+def test_a_passage_quoted_on_two_pages_is_cited_once_per_page():
+    from ragcli.answer.completion import Selection
+    from ragcli.answer.context import Source
+    from ragcli.answer.evidence import render
+    from ragcli.answer.paging import split_at_quoted_pages
+    from ragcli.answer.sentences import sentences_of
+
+    text = "Steps:\n- one\n- two\f- three\n- four\fAppendix."
+    source = Source(1, "guide.pdf", 4, 1.0, text, (7, 8))
+    other = Source(2, "copy.pdf", 1, 0.5, "Intro.\f- three", (9,))
+    chosen = Selection(1000, sources=[source, other])
+    for sentence in sentences_of([text]):
+        if "Appendix" not in sentence.text:
+            chosen.add(sentence)
+    chosen.add(Sentence("- three", 1, 8))  # the other source says an item again
+    chosen.cut.add(0)
+    split = split_at_quoted_pages(chosen)
+    assert [(s.number, s.page, s.text) for s in split.sources] == [
+        (1, 4, "Steps:\n- one\n- two\f"),
+        (2, 5, "- three\n- four\fAppendix."),
+        (3, 1, "Intro.\f- three"),
+    ]
+    assert render(split) == [
+        '"Steps:" [1]',
+        '"- one" [1]',
+        '"- two" [1]',
+        '"- three" [2] [3]',
+        '"- four" [2]',
+        "(the list continues in [2])",
+    ]

@@ -117,6 +117,72 @@ def test_a_quote_stays_on_the_page_its_citation_names(docs):
     assert "Replace seals" not in answer["answer"] and "Maintenance" not in answer["answer"], answer["answer"]
 
 
+def _cited_page_text(answer: dict, line: str, pages: list[list[str]]) -> str:
+    """The text of the page the line's citation names (its source's path and page)."""
+    number = int(line.rsplit("[", 1)[1].rstrip("]"))
+    page = next(c["page"] for c in answer["citations"] if c["number"] == number)
+    return " ".join(pages[page - 1])
+
+
+def test_quotes_from_several_pages_of_one_passage_each_cite_their_own_page(docs):
+    """Sentences quoted from pages 3 and 4 of one retrieved passage were cited with page 2,
+    the page of its first quoted sentence."""
+    pages = [
+        ["Harbour operations manual.", "The harbour opens at six in the morning."],
+        ["Tugboat crews work in shifts.", "The dredger Maria keeps the channel at twelve metres depth."],
+        ["Storm rules apply above force eight.", "In storms the dredger Maria stays in the inner basin."],
+        ["Fuel is delivered by barge.", "The dredger Maria was built in 1987 in Gdansk."],
+    ]
+    make_text_pdf(docs / "harbour.pdf", pages)
+    answer = _ask(docs, "What does the dredger Maria do?")
+    quotes = _quotes(answer)
+    assert any("inner basin" in q for q in quotes) and any("Gdansk" in q for q in quotes), quotes
+    for line in quotes:
+        quoted = line[1 : line.rindex('"')]
+        assert quoted in _cited_page_text(answer, line, pages), (line, answer["citations"])
+    gdansk_line = next(q for q in quotes if "Gdansk" in q)
+    gdansk = next(c for c in answer["citations"] if gdansk_line.endswith(f"[{c['number']}]"))
+    shown = rag("get", f"{gdansk['path']}:{gdansk['page']}")  # the cited place, as `rag get` reads it
+    assert "built in 1987 in Gdansk" in shown.stdout, shown.stderr
+
+
+def test_a_list_that_goes_on_over_the_page_is_quoted_whole_each_item_with_its_page(docs):
+    """A long line introducing a list ("...the following items:") was read as wrapped into its
+    first item, so the list was not brought and its items on the next page were left out."""
+    pages = [
+        [
+            "Boarding checklist",
+            "Before departure the captain must check the following items:",
+            "- life jackets for every passenger",
+            "- the radio on channel 16",
+        ],
+        ["- fuel for the whole trip", "- the weather forecast", "Departure is logged in the book."],
+    ]
+    make_text_pdf(docs / "checklist.pdf", pages)
+    answer = _ask(docs, "What must the captain check before departure?")
+    quotes = _quotes(answer)
+    for item in ("life jackets", "the radio", "fuel for the whole trip", "the weather forecast"):
+        line = next((q for q in quotes if item in q), None)
+        assert line is not None and line.startswith('"- '), (item, quotes)
+        quoted = line[1 : line.rindex('"')]
+        assert quoted in _cited_page_text(answer, line, pages), (line, answer["citations"])
+
+
+def test_a_mail_attachment_identical_to_a_file_is_cited_as_the_file(docs):
+    """The same report as a file and as a mail's attachment: the answer cited the attachment
+    (it ranked first by the order of ingest), which no viewer opens at its own path."""
+    from format_files import mail
+
+    report = "Quarterly report\n\nThe lighthouse at Skerry Point was repainted in March.\n"
+    (docs / "report.txt").write_text(report)
+    note = mail("alice@example.com", "Report", "Mon, 15 Apr 2024 10:00:00 +0000", "See the report.", None)
+    note.add_attachment(report.encode(), maintype="text", subtype="plain", filename="report.txt")
+    (docs / "a note.eml").write_bytes(bytes(note))
+    for question in ("When was the lighthouse at Skerry Point repainted?", "Summarise report.txt"):
+        answer = _ask(docs, question, "--no-cache")
+        assert [c["path"] for c in answer["citations"]] == [str(docs / "report.txt")], (question, answer)
+
+
 def test_a_date_cell_reads_as_its_date(docs):
     """openpyxl reads an Excel date as midnight of that day: "2024-03-01T00:00:00" was stored."""
     import datetime

@@ -29,6 +29,8 @@ from ragcli.places import cited_place, place
         ("sales.ods", 1, '"row 9: Region: East; Q3: 4" [2]', "sheet 1, row 9"),
         ("table.csv", None, "row 2: a: 1 row 5: a: 4", "rows 2-5"),
         ("report.pdf", 5, "row 3: not a sheet", None),  # a PDF page says page by its :5
+        ("report.pdf", 3, "end of page 3\fpage 4\fand 5", "pages 3-5"),  # :3 alone hides 4 and 5
+        ("report.pdf", 3, "all of page 3\f", None),  # the break that closes it starts no page
         ("notes.md", None, "row 3: a markdown line", None),
         ("notes.txt", None, "", None),
     ],
@@ -129,3 +131,19 @@ def test_open_a_mailbox_message_opens_its_mailbox_and_says_so(tmp_path, isolated
     while not (record.exists() and record.read_text().endswith("\n")) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert record.read_text().split() == [str(docs / "inbox.mbox")]
+
+
+def test_a_query_hit_over_several_pdf_pages_names_them(tmp_path):
+    """A hit whose chunk ran from page 1 to page 3 of a PDF showed only ``report.pdf:1``,
+    though the words it matched were on page 3."""
+    from format_files import make_text_pdf
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    pages = [["Harbour manual."], ["Tugboats."], ["The dredger was built in 1987."]]
+    make_text_pdf(folder / "report.pdf", pages)
+    assert rag("ingest", str(folder)).returncode == 0
+    table = rag("query", "dredger built", "--mode", "bm25", "--format", "table")
+    assert "report.pdf:1 (pages 1-3)" in " ".join(table.stdout.split()), table.stdout
+    hit = json.loads(rag("query", "dredger built", "--mode", "bm25", "--json").stdout)["hits"][0]
+    assert (hit["page"], hit["place"]) == (1, "pages 1-3")

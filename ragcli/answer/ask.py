@@ -66,7 +66,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from ragcli.answer.cache import AnswerCache, cache_key, code_identity, file_identity, index_state
 from ragcli.answer.comparison import side_names
-from ragcli.answer.context import Source, build_context, context_budget
+from ragcli.answer.context import Source, build_context, context_budget, prefer_own_files
 from ragcli.answer.edges import whole_sentences
 from ragcli.answer.evidence import excerpts, page_of, quoted_under, rank_source_sentences, render
 from ragcli.answer.evidence import supporting_sentence
@@ -398,7 +398,7 @@ class Asker(Closable):
         """A question about a whole document: the top hit's document, summarised extractively,
         under the model's own summary of it (streamed) in the generative style
         (`ragcli.answer.model_summary`)."""
-        first = hits[0].chunk
+        first = prefer_own_files(hits)[0].chunk
         store = self.searcher.store
         ids = [row[0] for row in store.document_chunks(first.doc_id, first.group)]
         chunks = store.chunks(ids)

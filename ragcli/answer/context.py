@@ -1,7 +1,9 @@
 """Turn retrieved hits into the numbered sources a model reads.
 
 1. **Dedupe**: hits whose chunk text is the same (after whitespace normalisation) are one
-   hit; the best-scoring copy stays. Identical texts in two files are one source.
+   hit; the best-scoring copy stays. Identical texts in two files are one source, cited as
+   the copy that is a file of its own where one is (a report on disk, not the same report
+   attached to a mail): the file a user can open, whichever copy happened to rank first.
 2. **Merge** (Lucina's adjacent-chunk merging): hits from the same document and group whose
    windows touch or overlap (consecutive ``order`` or overlapping character offsets) become
    one source, its parts joined in document order with the overlap written once.
@@ -15,11 +17,12 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Sequence
 
 from ragcli.errors import RagError
 from ragcli.generation.llama import TEMPLATE_MARGIN
+from ragcli.text import PART_SEPARATOR
 from ragcli.types import Hit
 
 CountTokens = Callable[[str], int]
@@ -61,16 +64,44 @@ def text_key(text: str) -> str:
 
 
 def dedupe(hits: Iterable[Hit]) -> list[Hit]:
-    """Drop repeated chunks (same id or same text), keeping each one's best-scoring copy."""
-    best: dict[str, Hit] = {}
+    """Drop repeated chunks (same id or same text), keeping each one's best-scoring copy, or
+    a copy that is a file of its own in its place (`prefer_own_files`)."""
+    kept: dict[str, Hit] = {}
     seen_ids: set[int] = set()
-    for hit in sorted(hits, key=lambda h: -h.score):
+    for hit in prefer_own_files(sorted(hits, key=lambda h: -h.score)):
         key = text_key(hit.chunk.text)
-        if hit.chunk.id in seen_ids or key in best:
+        if hit.chunk.id in seen_ids or key in kept:
             continue
         seen_ids.add(hit.chunk.id)
-        best[key] = hit
-    return list(best.values())
+        kept[key] = hit
+    return list(kept.values())
+
+
+def prefer_own_files(hits: Sequence[Hit]) -> list[Hit]:
+    """`hits` in their order, except that a part of a file (a mail's attachment, a mailbox's
+    message: ``note.eml#1/report.txt``) changes places, scores and ranks with a later copy of
+    the same text that is a file of its own: the copy a user can open is the one cited."""
+    result = list(hits)
+    if not any(_is_part(hit.chunk.path) for hit in result):
+        return result
+    keys = [text_key(hit.chunk.text) for hit in result]
+    own: dict[str, list[int]] = {}  # text -> positions of its copies that are files of their own
+    for position, hit in enumerate(result):
+        if not _is_part(hit.chunk.path):
+            own.setdefault(keys[position], []).append(position)
+    for position, hit in enumerate(result):
+        later = [p for p in own.get(keys[position], []) if p > position]
+        if _is_part(hit.chunk.path) and later:
+            other = result[later[0]]
+            result[position] = replace(other, score=hit.score, rank=hit.rank)
+            result[later[0]] = replace(hit, score=other.score, rank=other.rank)
+            own[keys[position]].remove(later[0])
+    return result
+
+
+def _is_part(path: str) -> bool:
+    """A document stored as a part of a file (``note.eml#1/report.txt``, ``inbox.mbox#2``)."""
+    return PART_SEPARATOR in path
 
 
 def _touches(a: Hit, b: Hit) -> bool:

@@ -39,6 +39,7 @@ from ragcli.answer.comparison import missing_sides, side_description, side_names
 from ragcli.answer.completion import Selection, complete, introduces_list, is_numbered, is_title, ranked_copy
 from ragcli.answer.completion import refers_back, steps_after, whole_steps
 from ragcli.answer.context import Source, build_context
+from ragcli.answer.paging import split_at_quoted_pages
 from ragcli.answer.sentences import Sentence, question_terms, score_sentences, sentences_of
 from ragcli.answer.structure import is_label, paragraph_label
 from ragcli.choices import EVIDENCE_CHARS
@@ -360,11 +361,13 @@ def quoted_under(
 
 
 def render(chosen: Selection) -> list[str]:
-    """The quoted lines: sources in the order first chosen, each one's sentences in document order."""
-    order: list[int] = []
+    """The quoted lines: sources in the order first chosen, each one's sentences in document
+    order; the pieces of a source cut at its pages (`split_at_quoted_pages`) stay together."""
+    first: dict[object, int] = {}
     for sentence in chosen.chosen:
-        if sentence.passage not in order:
-            order.append(sentence.passage)
+        first.setdefault(_passage_of(chosen, sentence.passage), len(first))
+    passages = {s.passage for s in chosen.chosen}
+    order = sorted(passages, key=lambda p: (first[_passage_of(chosen, p)], p))
     lines = []
     for passage in order:
         mine = sorted((s for s in chosen.chosen if s.passage == passage), key=lambda s: s.start)
@@ -372,6 +375,13 @@ def render(chosen: Selection) -> list[str]:
         if passage in chosen.cut:
             lines.append(f"(the list continues in [{passage + 1}])")
     return lines
+
+
+def _passage_of(chosen: Selection, number: int) -> object:
+    """The retrieved passage source `number` is, or is a page's piece of (its chunks)."""
+    if number >= len(chosen.sources):
+        return number
+    return (chosen.sources[number].path, chosen.sources[number].chunk_ids)
 
 
 def answer_with_evidence(
@@ -398,6 +408,7 @@ def answer_with_evidence(
     if best is None or not (is_answerable(best) or covers_question(question, ranked[:SPREAD])):
         return Evidence("", None, sources, True, (best,) if best else ())
     chosen = select_evidence(question, sources, ranked, budget, reserve=numbered_sources(hits, len(hits)))
+    chosen = split_at_quoted_pages(chosen)
     sources = tuple(chosen.sources)
     short = reader.read(question, chosen.chosen) if reader is not None else None
     lines = render(chosen) + [f'(no passage found mentions "{side}")' for side in unmentioned(question, hits)]
