@@ -75,6 +75,23 @@ def test_auto_with_a_capable_model_generates_from_best_sentences(bowl_index):
     assert gated.abstained and len(model.calls) == 1  # the evidence gate: the model is not asked
 
 
+def test_a_capable_model_answers_with_the_evidence_where_its_gate_alone_would_abstain(bowl_index):
+    """The model's gate reads the best sentence alone; where the evidence answer (which also
+    takes the best few together) answers, the model tier answers with it instead of abstaining."""
+    from ragcli.answer.stages import Pipeline
+
+    model = EchoGenerator(reply="Pittsburgh Steelers [1]")
+    model.capable = True
+    strict = replace(Pipeline(), evidence_gate=lambda sentence: False)
+    options = replace(AUTO, use_cache=False)
+    with Asker(bowl_index, settings=load_settings(), generator=model, pipeline=strict) as asker:
+        answer = asker.ask("Who lost to the Broncos in the divisional round?", options)
+        absent = asker.ask("When did the Broncos sign a coach from Mongolia?", options)
+    assert not answer.abstained and answer.model == "evidence" and model.calls == []
+    assert '"The Broncos defeated the Pittsburgh Steelers in the divisional round." [1]' in answer.text
+    assert absent.abstained and model.calls == []
+
+
 def test_auto_decides_from_the_gguf_header(tmp_path, isolated_home):
     from ragcli.generation.gguf import write_tiny_gguf
 

@@ -22,20 +22,19 @@ Which of the answering steps below run is the answer style: ``auto`` (the defaul
 6. **Evidence** (``answer_style="evidence"``): ``evidence(question, hits, embedder=, passages=,
    budget=, reader=) -> Evidence``: the passage that answers, quoted and cited, under the
    reader's short line when it has one (`ragcli.answer.evidence.answer_with_evidence`); then
-   steps 9-10. No language model is loaded.
-   With ``answer_style="generative"`` steps 6-8 below run instead.
+   steps 9-10. No language model is loaded. With ``answer_style="generative"`` steps 6-8 below run.
 6. **Build context**: ``build_context(hits, budget=, count_tokens=) -> [Source]`` dedupes,
    merges adjacent chunks, fits ``n_ctx - max_tokens - prompt`` tokens and numbers the
    sources (`ragcli.answer.context.build_context`). Their sentences are scored; when the best is
-   weak evidence, ``evidence_gate(sentence) -> bool`` abstains without calling the model.
+   weak (``evidence_gate(sentence) -> bool``), the evidence answer (or abstention) is given.
 7. **Prompt**: ``prompt(question, sources) -> messages`` (`ragcli.answer.prompting.PROMPTS`), the
    sources cut to their best sentences (`prompt_sentences`) within ``AskOptions.prompt_tokens``.
-8. **Generate**: ``generate(generator, messages, options) -> Iterator[str]``; pieces are
-   yielded as they come (`stream_answer`), except a reply copying a worked example of the
-   prompt (`without_example_copies`) and a short reply only restating the question
-   (`without_echo`). The short answer is the reply's first line
-   (`ragcli.answer.prompting.short_answer`); a short one is cited to the source its words were
-   copied from and followed by its supporting sentence, quoted and cited.
+8. **Generate**: ``generate(generator, messages, options) -> Iterator[str]``; pieces are yielded
+   as they come (`stream_answer`), except a reply copying a worked example of the prompt
+   (`without_example_copies`) and a short reply only restating the question (`without_echo`).
+   The short answer is the reply's first line (`ragcli.answer.prompting.short_answer`); a short
+   one is cited to the source its words were copied from and followed by its supporting
+   sentence, quoted and cited.
 9. **Annotate** (optional): ``annotate(answer, sources) -> (SentenceSupport, ...)``
    (`ragcli.answer.support.annotate_support`).
 10. **Finish**: an answer that declines ("not found") is marked ``abstained``; citations
@@ -303,7 +302,7 @@ class Asker(Closable):
         answer streamed, then the sentence that supports it, quoted and cited."""
         stages, options = self.pipeline, run.options
         generator = self.generator(options)
-        hits = hits + self._side_hits(run.question, hits, options.query)
+        retrieved, hits = hits, hits + self._side_hits(run.question, hits, options.query)
         overhead = prompt_overhead(stages.prompt, run.question, generator.count_tokens)
         budget = context_budget(min(generator.n_ctx, options.n_ctx), options.max_tokens, overhead)
         sources = tuple(stages.build_context(hits, budget=budget, count_tokens=generator.count_tokens))
@@ -311,7 +310,11 @@ class Asker(Closable):
         embedder = self.searcher.embedder() if options.query.mode != "bm25" else None
         ranked = rank_source_sentences(run.question, sources, embedder=embedder)
         if not ranked or (stages.evidence_gate is not None and not stages.evidence_gate(ranked[0])):
-            return run.abstain(sources, model="evidence gate")
+            # The gate reads the best sentence alone; where the evidence answer does (best few), use it.
+            answer = self._evidence(run, retrieved, None)
+            if not answer.abstained:
+                yield answer.text
+            return answer
         shown = excerpts(
             sources,
             prompt_sentences(ranked),
