@@ -55,6 +55,11 @@ _PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n")
 _ABBREVIATION = re.compile(
     r"(?:(?<!°)\b(?:[A-Z]\.){1,3}|\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Mt|No|vs|v|Gen|Col|Lt|Rev)\.)[\"')\]]*$"
 )
+# What starts a line of its own, never a wrapped paragraph's next line: a bullet, a heading,
+# a quote or table row, or an item's number ("2.", "b)") with a space after it. A long list
+# item that ends without a full stop ("* Runs AFTER `prepack`") is followed by the next item,
+# not by the rest of its own sentence.
+_BLOCK_START = re.compile(r"\s*(?:[-*+#>|]|(?:\d+(?:\.\d+)*|" + ROMAN_NUMERAL + r"|[A-Za-z])[.)])\s")
 # A list item's number at a line's start: "2.", "2.1.", "IV.", "iv)", "b)".
 _ITEM_NUMBER = re.compile(r"\s*(?:\d{1,3}(?:\.\d{1,3})*|" + ROMAN_NUMERAL + r"|[A-Za-z])[.)]")
 # How far back from a sentence end an abbreviation or a list item's number can start: the
@@ -103,6 +108,8 @@ def _wrapped(text: str, match: re.Match) -> bool:
     if match.group() != "\n" or text[match.start() - 1 : match.start()] in (".", "!", "?", ":"):
         return False
     if RECORD_LINE.match(text, match.end()):  # records are long lines, never wrapped prose
+        return False
+    if _BLOCK_START.match(text, match.end()):  # a list item, heading or table row starts a line
         return False
     # A page break starts a line too: a page's heading follows the last line of the page before.
     line_start = max(text.rfind("\n", 0, match.start()), text.rfind(PAGE_BREAK, 0, match.start())) + 1

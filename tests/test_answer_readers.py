@@ -55,6 +55,16 @@ def test_a_blank_line_or_a_unit_after_a_degree_sign_ends_a_sentence():
     assert [initials[a:b] for a, b in sentence_spans(initials)] == ["Written by J. R. R. Tolkien.", "Then."]
 
 
+def test_a_long_list_item_without_a_full_stop_ends_before_the_next_item():
+    text = (
+        "* Runs on a local install without package arguments, with flags like --production\n"
+        "* Runs AFTER prepack, but BEFORE postpack\n"
+        "* Runs for a package installed as a link"
+    )
+    pieces = [text[s:e] for s, e in sentence_spans(text)]
+    assert pieces == text.split("\n")
+
+
 def test_sentences_of_numbers_passages_and_offsets():
     found = sentences_of(["One. Two.", "Three."])
     assert [(s.text, s.passage, s.start) for s in found] == [("One.", 0, 0), ("Two.", 0, 5), ("Three.", 1, 0)]

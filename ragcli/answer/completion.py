@@ -89,7 +89,7 @@ class Selection:
             if sentence.passage != twin.passage and sentence.passage not in also:
                 also.append(sentence.passage)
             return True
-        label = self.label(sentence) if self.label is not None else None
+        label = self._label(sentence)
         # The sentence before its label: the first chosen is the best sentence, which the
         # reader reads its short line from (lines are rendered in document order anyway).
         pieces = [sentence] if label is None or self.has(label) else [sentence, label]
@@ -107,6 +107,20 @@ class Selection:
             if not self.add(item):
                 self.cut.add(passage)
                 return
+
+    def add_whole(self, sentences: Sequence[Sentence]) -> bool:
+        """Add all of `sentences` (those not chosen yet) when they fit together, else none: part
+        of a list quoted alone ("* Type: Number" without the "* Default: 2" above it) says less
+        than nothing of it."""
+        new = [s for s in sentences if not self.has(s)]
+        labels = {label.start: label for label in map(self._label, new) if label is not None}
+        pieces = new + [label for label in labels.values() if not self.has(label) and label not in new]
+        if self.chosen and sum(len(piece.text) + 6 for piece in pieces) > self.left:
+            return False
+        return all([self.add(s) for s in new])
+
+    def _label(self, sentence: Sentence) -> Sentence | None:
+        return self.label(sentence) if self.label is not None else None
 
     def drop(self, sentence: Sentence) -> None:
         """Take a chosen sentence back out, returning its room to the budget."""
@@ -190,7 +204,7 @@ def introduces_list(sentence: Sentence) -> bool:
     return sentence.text.rstrip().endswith(":")
 
 
-def _bring_list(intro: Sentence, every: Sequence[Sentence], chosen: Selection) -> None:
+def bring_list(intro: Sentence, every: Sequence[Sentence], chosen: Selection) -> None:
     """The list after its introduction: a marked list's items only, else the lines after it."""
     following = [s for s in every if s.start > intro.start]
     if following and is_list_item(following[0].text):
@@ -210,7 +224,7 @@ def complete(
     `every` is all the source's sentences in document order, headings and terms included."""
     at = next(i for i, s in enumerate(in_order) if s.start == best.start)
     if introduces_list(best):
-        _bring_list(best, every, chosen)
+        bring_list(best, every, chosen)
         return
     if is_list_item(best.text):  # back to the list's first item and its introduction
         at = _list_start(in_order, at)
@@ -223,16 +237,21 @@ def complete(
     following = [s for s in section if s.start > best.start]
     before = [s for s in section if s.start < best.start]
     for sentence in following[:FOLLOWING]:
+        if is_list_item(sentence.text):  # a list after the sentence comes whole, or not at all
+            chosen.add_whole([ranked_copy(s, in_order) for s in list_of(sentence, every) or [sentence]])
+            break
         if not chosen.add(ranked_copy(sentence, in_order)):
             return
         if introduces_list(sentence):  # "... The variants are as follows:"
-            _bring_list(sentence, every, chosen)
+            bring_list(sentence, every, chosen)
             return
     first = best
     for sentence in reversed(before[-PRECEDING:] if PRECEDING else []):
-        if not chosen.add(ranked_copy(sentence, in_order)):
+        # The list right above the sentence (an option's "* Default: 2", "* Type: Number"), whole.
+        items = (list_of(sentence, every) or [sentence]) if is_list_item(sentence.text) else [sentence]
+        if not chosen.add_whole([ranked_copy(s, in_order) for s in items]):
             return
-        first = sentence
+        first = items[0]
     earlier = [s for s in before if s.start < first.start]
     while earlier and refers_back(first.text) and chosen.add(ranked_copy(earlier[-1], in_order)):
         first = earlier.pop()

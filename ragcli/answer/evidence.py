@@ -18,10 +18,10 @@ retrieved text holds them, so the answer a user sees is that text, chosen by its
    why-question gets the best sentence stating a reason (`gives_reason`) if none chosen does.
 3. Question terms still uncovered (the other side of a comparison) bring the best sentence
    that covers them, then sentences scoring nearly as well as the best fill what is left.
-4. A numbered step chosen for any reason brings the other steps of its procedure
-   (`whole_steps`). All of it stays within a budget of characters (`AskOptions.evidence_chars`)
-   and is quoted in document order, each line cited; a list cut short says so on a line of its
-   own.
+4. Any chosen sentence announcing a list brings its items (`bring_lists`), and a numbered step
+   chosen for any reason brings the other steps of its procedure (`whole_steps`). All of it
+   stays within a budget of characters (`AskOptions.evidence_chars`) and is quoted in document
+   order, each line cited; a list cut short says so on a line of its own.
 
 A short line (a number, date or name the question's wh-word asks for) may come first: the
 reader decides it (`ragcli.answer.readers`), and only from the quoted evidence. Each citation's
@@ -36,8 +36,19 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 from ragcli.analysis import analyze
 from ragcli.answer.comparison import missing_sides, side_description, side_names
-from ragcli.answer.completion import Selection, complete, introduces_list, is_numbered, is_title, ranked_copy
-from ragcli.answer.completion import refers_back, steps_after, whole_steps
+from ragcli.answer.completion import (
+    Selection,
+    bring_list,
+    complete,
+    introduces_list,
+    is_list_item,
+    is_numbered,
+    is_title,
+    ranked_copy,
+    refers_back,
+    steps_after,
+    whole_steps,
+)
 from ragcli.answer.context import Source, build_context
 from ragcli.answer.paging import split_at_quoted_pages
 from ragcli.answer.sentences import Sentence, question_terms, score_sentences, sentences_of
@@ -255,8 +266,30 @@ def select_evidence(
         if sentence.lexical > 0 and sentence.text != best.text:
             chosen.add(sentence)
     describe_labels(chosen, documents)
+    bring_lists(chosen, documents)
     whole_steps(chosen, documents)
     return chosen
+
+
+def bring_lists(chosen: Selection, documents: Sequence[Sequence[Sentence]]) -> None:
+    """A chosen sentence that announces what follows ("... levels are available, including:")
+    brings it, as the best sentence does: its list's items, else the one line after it (an
+    example, a command). One whose list does not fit at all is taken back out: quoted alone,
+    it points at an answer without giving it."""
+    for intro in [s for s in chosen.chosen[1:] if introduces_list(s)]:
+        every = documents[intro.passage]
+        after = [s for s in every if s.start > intro.start]
+        if not after or chosen.has(after[0]):
+            continue  # the document ends there, or what it announces is quoted already
+        was_cut = intro.passage in chosen.cut
+        if is_list_item(after[0].text):
+            bring_list(intro, every, chosen)
+        else:
+            chosen.add(after[0])
+        if not chosen.has(after[0]):
+            chosen.drop(intro)
+            if not was_cut:
+                chosen.cut.discard(intro.passage)
 
 
 def describe_labels(chosen: Selection, documents: Sequence[Sequence[Sentence]]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ragcli.answer.completion import is_list_item
 from ragcli.answer.sentences import Sentence
 
 # A label is one line of at most this many characters, without a sentence's final punctuation.
@@ -19,9 +20,11 @@ _SENTENCE_END = (".", "!", "?", ";", ",", "。", "！", "？")
 
 
 def is_label(text: str) -> bool:
-    """A term line of a definition list or a heading: one short line that ends no sentence."""
+    """A term line of a definition list or a heading: one short line that ends no sentence. A
+    bulleted or numbered line is an item of a list, not the label of what follows it."""
     text = text.strip()
-    return bool(text) and "\n" not in text and len(text) <= LABEL_CHARS and not text.endswith(_SENTENCE_END)
+    short_line = bool(text) and "\n" not in text and len(text) <= LABEL_CHARS
+    return short_line and not text.endswith(_SENTENCE_END) and not is_list_item(text)
 
 
 def _same_paragraph(text: str, before: Sentence, after: Sentence) -> bool:
