@@ -117,6 +117,14 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def _group_name(value: Any) -> str:
+    """A group's name; an empty one (`--group ""`, an unset shell variable) is refused rather
+    than read as the default group, so a script's typo does not search another group."""
+    if not str(value).strip():
+        raise ValueError("give a group's name, e.g. medium, or leave the setting out for the index's default")
+    return str(value)
+
+
 @dataclass(frozen=True)
 class Key:
     """One setting: its parser, help, default and environment variable.
@@ -157,7 +165,7 @@ KEYS: dict[str, Key] = {
         # None: the index's own runtime, else fp32
         Key("embed_runtime", _choice(*EMBED_RUNTIMES), "embedding runtime of a new index: fp32 or int8"),
         Key("model", _text, "GGUF model file for answers and LLM retrieval"),
-        Key("group", _text, "chunk group used when --group is not given"),
+        Key("group", _group_name, "chunk group used when --group is not given"),
         Key("mode", _choice(*MODES), "retrieval mode", DEFAULT_MODE),
         Key(
             "answer_style", _style, "how rag ask answers: auto, evidence or generative", DEFAULT_ANSWER_STYLE
@@ -242,7 +250,8 @@ class Settings:
             if value is None:
                 continue
             name = "model" if name == "gguf_model" else name
-            values[name] = _parse(KEYS[name], value, "flag") if name in KEYS else value
+            flag = "--" + name.replace("_", "-")  # the option that gave it, e.g. --top-k
+            values[name] = _parse(KEYS[name], value, flag) if name in KEYS else value
             sources[name] = "flag"
         return _settings(values, sources)
 
