@@ -112,3 +112,11 @@ def test_config_get_prints_the_value_that_applies_for_scripts(tmp_path, isolated
     assert none.returncode == 0 and none.stdout == ""
     unknown = rag("config", "get", "nosuch", env=env)
     assert unknown.returncode == 2 and "unknown setting 'nosuch'" in unknown.stderr
+
+
+def test_status_help_names_keys_that_status_prints(tricky):
+    """`rag status --help` gave `group.medium.chunks` as a key; the key is `groups.medium.chunks`."""
+    help_text = " ".join(rag("status", "--help").stdout.split())
+    named = re.findall(r"`([a-z_.]+) \d+`", help_text)
+    keys = {line.split("\t")[0] for line in rag("status").stdout.splitlines()}
+    assert named and set(named) <= keys, (named, sorted(keys))

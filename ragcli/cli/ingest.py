@@ -280,7 +280,7 @@ def status(
     """Show what the index holds: documents, chunks, groups, model, sizes, last ingest.
 
     Off a terminal (and with --format tsv/csv) each fact is one `key<TAB>value` line, e.g.
-    `documents 12` or `group.medium.chunks 340`.
+    `documents 12` or `groups.medium.chunks 340`.
 
     Example: rag status --json | jq .documents
     """
