@@ -267,22 +267,41 @@ def read_config_file(path: Path) -> dict[str, Any]:
     """Parse and validate a config file; a missing file is empty.
 
     Raises:
-        UsageError: invalid TOML, an unknown key or a bad value; the message names file and key.
+        UsageError: invalid TOML, an unknown key or a bad value; the message names file and key
+            and the command that removes it.
+    """
+    values = {}
+    for name, value in _config_table(path).items():
+        if name not in KEYS:
+            raise UsageError(
+                f"{path}: unknown key '{name}' (known: {', '.join(KEYS)}); "
+                f"`rag config unset {name}` removes it"
+            )
+        try:
+            values[name] = KEYS[name].parse(value)
+        except (TypeError, ValueError) as error:
+            raise UsageError(
+                f"{path}: bad value {value!r} for {name}: {error}; "
+                f"`rag config set {name} VALUE` or `rag config unset {name}` fixes it"
+            ) from None
+    return values
+
+
+def _config_table(path: Path) -> dict[str, Any]:
+    """The config file's TOML table as written, values unchecked (empty when there is none):
+    `rag config set` and `unset` rewrite it, so they can repair a bad value.
+
+    Raises:
+        UsageError: the file is not valid TOML.
     """
     if not path.is_file():
         return {}
     import tomllib
 
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise UsageError(f"{path}: not valid TOML ({error})") from None
-    values = {}
-    for name, value in raw.items():
-        if name not in KEYS:
-            raise UsageError(f"{path}: unknown key '{name}' (known: {', '.join(KEYS)})")
-        values[name] = _parse(KEYS[name], value, str(path))
-    return values
 
 
 def load_settings(environ: Mapping[str, str] | None = None, **flags: Any) -> Settings:
@@ -310,14 +329,15 @@ def _settings(values: dict[str, Any], sources: dict[str, str]) -> Settings:
 
 
 def unset_config_value(path: Path, name: str) -> bool:
-    """Remove one key from the config file (atomically); False when it was not set there.
+    """Remove one key from the config file (atomically), even a bad value or an unknown key
+    written there; False when it was not set there.
 
     Raises:
-        UsageError: unknown key.
+        UsageError: unknown key (neither a setting nor in the file).
     """
-    if name not in KEYS:
+    data = _config_table(path)
+    if name not in KEYS and name not in data:  # an unknown key written in the file may go
         raise UsageError(f"unknown setting '{name}' (known: {', '.join(KEYS)})")
-    data = read_config_file(path)
     if name not in data:
         return False
     del data[name]
@@ -332,7 +352,7 @@ def _write_config(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     text = tomli_w.dumps({k: str(v) if isinstance(v, Path) else v for k, v in data.items()})
     # A file holding a secret (serve_token) is created readable by its owner only, never wider.
-    mode = 0o600 if any(KEYS[name].secret for name in data) else 0o666
+    mode = 0o600 if any(name in KEYS and KEYS[name].secret for name in data) else 0o666
     descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     if mode == 0o600 and hasattr(os, "fchmod"):
         os.fchmod(descriptor, mode)  # a leftover .tmp file keeps its wider mode through O_TRUNC
@@ -357,7 +377,7 @@ def set_config_value(path: Path, name: str, value: str) -> Any:
     if name not in KEYS:
         raise UsageError(f"unknown setting '{name}' (known: {', '.join(KEYS)})")
     parsed = _parse(KEYS[name], value, f"rag config set {name}")
-    data = read_config_file(path)
+    data = _config_table(path)  # other values as written: a bad one must not block its fix
     data[name] = str(parsed) if isinstance(parsed, Path) else parsed
     _write_config(path, data)
     return parsed

@@ -120,3 +120,19 @@ def test_status_help_names_keys_that_status_prints(tricky):
     named = re.findall(r"`([a-z_.]+) \d+`", help_text)
     keys = {line.split("\t")[0] for line in rag("status").stdout.splitlines()}
     assert named and set(named) <= keys, (named, sorted(keys))
+
+
+def test_config_set_and_unset_repair_a_bad_value_in_the_file(tmp_path, isolated_home):
+    """A bad value in the config file (say `group = ""`, which older versions wrote) made every
+    command fail, `rag config set` and `unset` too, so the fix the error asked for was refused."""
+    config = tmp_path / "rag.toml"
+    config.write_text('mode = "telepathy"\ntop_k = 4\ngroup = ""\nold_key = 1\n')
+    env = {**os.environ, "RAG_CONFIG": str(config)}
+    broken = rag("config", "show", env=env)
+    assert broken.returncode == 2 and "`rag config unset mode`" in broken.stderr
+    assert rag("config", "unset", "mode", env=env).returncode == 0
+    assert rag("config", "set", "group", "medium", env=env).returncode == 0
+    assert rag("config", "unset", "old_key", env=env).returncode == 0  # an unknown key written there
+    assert rag("config", "show", env=env).returncode == 0
+    assert rag("config", "get", "top_k", env=env).stdout == "4\n"  # the other values are kept
+    assert rag("config", "get", "group", env=env).stdout == "medium\n"
