@@ -136,3 +136,19 @@ def test_config_set_and_unset_repair_a_bad_value_in_the_file(tmp_path, isolated_
     assert rag("config", "show", env=env).returncode == 0
     assert rag("config", "get", "top_k", env=env).stdout == "4\n"  # the other values are kept
     assert rag("config", "get", "group", env=env).stdout == "medium\n"
+
+
+def test_ingest_says_which_files_rag_rm_keeps_out(tmp_path, isolated_home):
+    """After `rag rm FILE`, `rag ingest FOLDER` said `0 added ... 0 skipped` and nothing else,
+    though the folder holds the file: it stays out by design, but the user was not told."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "kept.txt").write_text("a note about bees")
+    (docs / "other.txt").write_text("a second note about otters")
+    assert rag("ingest", str(docs)).returncode == 0
+    assert rag("rm", str(docs / "other.txt")).returncode == 0
+    again = rag("ingest", str(docs))
+    assert again.returncode == 0, again.stderr
+    said = [line for line in again.stderr.splitlines() if "removed earlier with `rag rm`" in line]
+    assert len(said) == 1 and str(docs / "other.txt") in said[0] and "`rag ingest`" in said[0]
+    assert "other.txt" not in rag("ls").stdout  # still out: the message explains, it does not re-add

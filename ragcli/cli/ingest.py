@@ -226,6 +226,8 @@ def _say_outcome(err, report, *, started: float, json_output: bool) -> None:
         err.print(f"[red]failed[/red] {escape(printable(message))}", highlight=False)
     if report.left_out:
         _say_left_out(report.left_out)
+    if report.removed_earlier:
+        _say_removed_earlier(report.removed_earlier)
     summary = (
         f"{report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
         f"{report.removed} removed, {report.skipped} skipped, {len(report.failed)} failed; "
@@ -262,6 +264,18 @@ def _say_left_out(paths: list[str]) -> None:
     stderr_console().print(
         f"kept {len(paths)} indexed document(s) that --include/--exclude leave out but still exist "
         f"({printable(shown)}): `rag rm PATH` removes them",
+        highlight=False,
+        markup=False,
+    )
+
+
+def _say_removed_earlier(paths: list[str]) -> None:
+    """Files `rag rm` removed stay out of later ingests of their folder: say which, and how to
+    add one back, so a summary of nothing added does not look like a missed file."""
+    shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+    stderr_console().print(
+        f"left out {len(paths)} file(s) removed earlier with `rag rm` ({printable(shown)}): "
+        "name one in `rag ingest` to add it back",
         highlight=False,
         markup=False,
     )
