@@ -117,6 +117,14 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def _group_name(value: Any) -> str:
+    """A group's name; an empty one (`--group ""`, an unset shell variable) is refused rather
+    than read as the default group, so a script's typo does not search another group."""
+    if not str(value).strip():
+        raise ValueError("give a group's name, e.g. medium, or leave the setting out for the index's default")
+    return str(value)
+
+
 @dataclass(frozen=True)
 class Key:
     """One setting: its parser, help, default and environment variable.
@@ -157,7 +165,7 @@ KEYS: dict[str, Key] = {
         # None: the index's own runtime, else fp32
         Key("embed_runtime", _choice(*EMBED_RUNTIMES), "embedding runtime of a new index: fp32 or int8"),
         Key("model", _text, "GGUF model file for answers and LLM retrieval"),
-        Key("group", _text, "chunk group used when --group is not given"),
+        Key("group", _group_name, "chunk group used when --group is not given"),
         Key("mode", _choice(*MODES), "retrieval mode", DEFAULT_MODE),
         Key(
             "answer_style", _style, "how rag ask answers: auto, evidence or generative", DEFAULT_ANSWER_STYLE
@@ -242,7 +250,8 @@ class Settings:
             if value is None:
                 continue
             name = "model" if name == "gguf_model" else name
-            values[name] = _parse(KEYS[name], value, "flag") if name in KEYS else value
+            flag = "--" + name.replace("_", "-")  # the option that gave it, e.g. --top-k
+            values[name] = _parse(KEYS[name], value, flag) if name in KEYS else value
             sources[name] = "flag"
         return _settings(values, sources)
 
@@ -258,22 +267,41 @@ def read_config_file(path: Path) -> dict[str, Any]:
     """Parse and validate a config file; a missing file is empty.
 
     Raises:
-        UsageError: invalid TOML, an unknown key or a bad value; the message names file and key.
+        UsageError: invalid TOML, an unknown key or a bad value; the message names file and key
+            and the command that removes it.
+    """
+    values = {}
+    for name, value in _config_table(path).items():
+        if name not in KEYS:
+            raise UsageError(
+                f"{path}: unknown key '{name}' (known: {', '.join(KEYS)}); "
+                f"`rag config unset {name}` removes it"
+            )
+        try:
+            values[name] = KEYS[name].parse(value)
+        except (TypeError, ValueError) as error:
+            raise UsageError(
+                f"{path}: bad value {value!r} for {name}: {error}; "
+                f"`rag config set {name} VALUE` or `rag config unset {name}` fixes it"
+            ) from None
+    return values
+
+
+def _config_table(path: Path) -> dict[str, Any]:
+    """The config file's TOML table as written, values unchecked (empty when there is none):
+    `rag config set` and `unset` rewrite it, so they can repair a bad value.
+
+    Raises:
+        UsageError: the file is not valid TOML.
     """
     if not path.is_file():
         return {}
     import tomllib
 
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise UsageError(f"{path}: not valid TOML ({error})") from None
-    values = {}
-    for name, value in raw.items():
-        if name not in KEYS:
-            raise UsageError(f"{path}: unknown key '{name}' (known: {', '.join(KEYS)})")
-        values[name] = _parse(KEYS[name], value, str(path))
-    return values
 
 
 def load_settings(environ: Mapping[str, str] | None = None, **flags: Any) -> Settings:
@@ -301,14 +329,15 @@ def _settings(values: dict[str, Any], sources: dict[str, str]) -> Settings:
 
 
 def unset_config_value(path: Path, name: str) -> bool:
-    """Remove one key from the config file (atomically); False when it was not set there.
+    """Remove one key from the config file (atomically), even a bad value or an unknown key
+    written there; False when it was not set there.
 
     Raises:
-        UsageError: unknown key.
+        UsageError: unknown key (neither a setting nor in the file).
     """
-    if name not in KEYS:
+    data = _config_table(path)
+    if name not in KEYS and name not in data:  # an unknown key written in the file may go
         raise UsageError(f"unknown setting '{name}' (known: {', '.join(KEYS)})")
-    data = read_config_file(path)
     if name not in data:
         return False
     del data[name]
@@ -323,7 +352,7 @@ def _write_config(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     text = tomli_w.dumps({k: str(v) if isinstance(v, Path) else v for k, v in data.items()})
     # A file holding a secret (serve_token) is created readable by its owner only, never wider.
-    mode = 0o600 if any(KEYS[name].secret for name in data) else 0o666
+    mode = 0o600 if any(name in KEYS and KEYS[name].secret for name in data) else 0o666
     descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     if mode == 0o600 and hasattr(os, "fchmod"):
         os.fchmod(descriptor, mode)  # a leftover .tmp file keeps its wider mode through O_TRUNC
@@ -348,7 +377,7 @@ def set_config_value(path: Path, name: str, value: str) -> Any:
     if name not in KEYS:
         raise UsageError(f"unknown setting '{name}' (known: {', '.join(KEYS)})")
     parsed = _parse(KEYS[name], value, f"rag config set {name}")
-    data = read_config_file(path)
+    data = _config_table(path)  # other values as written: a bad one must not block its fix
     data[name] = str(parsed) if isinstance(parsed, Path) else parsed
     _write_config(path, data)
     return parsed

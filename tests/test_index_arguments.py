@@ -32,6 +32,9 @@ def index(docs, loads):  # noqa: F811
         ({"weights": (1,)}, "weights must hold 2 values"),
         ({"filters": 5}, "filters must be key=value strings or a mapping"),
         ({"options": {"top_k": 3}}, "options must be QueryOptions, not dict"),
+        # as `rag mcp` and `rag serve` pass them: no silent default group, no empty filter
+        ({"group": ""}, "--group '': give a group's name"),
+        ({"filters": {"file_type": ""}}, "--filter 'file_type=': no value after '='"),
     ],
 )
 def test_bad_search_arguments_are_usage_errors(index, given, message):

@@ -1,4 +1,4 @@
-"""`rag config path|show|set`: the configuration file and where each value comes from."""
+"""`rag config path|show|get|set|unset`: the configuration file and where each value comes from."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ragcli.cli.options import FormatOption, JsonFormatOption
+from ragcli.cli.options import FormatOption, JsonFormatOption, JsonOption
 from ragcli.cli.render import (
     RecordList,
+    emit_json,
     emit_records,
     printable,
     resolve_format,
@@ -90,6 +91,31 @@ def _complete_keys(incomplete: str) -> list[str]:
     from ragcli.cli.completions import config_keys
 
     return config_keys(incomplete)
+
+
+@app.command("get")
+def get_value(
+    key: Annotated[str, typer.Argument(help=f"One of: {', '.join(KEYS)}.", autocompletion=_complete_keys)],
+    json_output: JsonOption = False,
+) -> None:
+    """Print one setting's value as it applies now (environment > config file > default).
+
+    The value alone on a line, for `$(...)`; nothing when the setting has none (it is decided
+    where it is used, e.g. the index's own model). A secret shows as (hidden). --json adds
+    where the value came from.
+
+    Example: rag config get top_k
+    """
+    settings = load_settings()
+    if key not in KEYS:
+        from ragcli.errors import UsageError
+
+        raise UsageError(f"unknown setting '{key}' (known: {', '.join(KEYS)})")
+    value = shown_value(key, settings.get(key))
+    if json_output:
+        emit_json("setting", {"key": key, "value": value, "source": settings.sources[key]})
+    elif value is not None:
+        typer.echo(value)
 
 
 @app.command("set")

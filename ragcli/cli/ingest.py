@@ -226,6 +226,8 @@ def _say_outcome(err, report, *, started: float, json_output: bool) -> None:
         err.print(f"[red]failed[/red] {escape(printable(message))}", highlight=False)
     if report.left_out:
         _say_left_out(report.left_out)
+    if report.removed_earlier:
+        _say_removed_earlier(report.removed_earlier)
     summary = (
         f"{report.added} added, {report.updated} updated, {report.unchanged} unchanged, "
         f"{report.removed} removed, {report.skipped} skipped, {len(report.failed)} failed; "
@@ -267,6 +269,18 @@ def _say_left_out(paths: list[str]) -> None:
     )
 
 
+def _say_removed_earlier(paths: list[str]) -> None:
+    """Files `rag rm` removed stay out of later ingests of their folder: say which, and how to
+    add one back, so a summary of nothing added does not look like a missed file."""
+    shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+    stderr_console().print(
+        f"left out {len(paths)} file(s) removed earlier with `rag rm` ({printable(shown)}): "
+        "name one in `rag ingest` to add it back",
+        highlight=False,
+        markup=False,
+    )
+
+
 def _say_waiting(message: str) -> None:
     stderr_console().print(message, highlight=False, markup=False)
 
@@ -280,7 +294,7 @@ def status(
     """Show what the index holds: documents, chunks, groups, model, sizes, last ingest.
 
     Off a terminal (and with --format tsv/csv) each fact is one `key<TAB>value` line, e.g.
-    `documents 12` or `group.medium.chunks 340`.
+    `documents 12` or `groups.medium.chunks 340`.
 
     Example: rag status --json | jq .documents
     """

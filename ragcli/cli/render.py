@@ -80,37 +80,50 @@ def _escape_char(match: re.Match) -> str:
 
 
 def printable(text: object) -> str:
-    """`text` safe for a terminal and a tab-separated line: control characters as escapes."""
+    """`text` safe for a terminal: control characters as escapes."""
     return _UNPRINTABLE.sub(_escape_char, str(text))
 
 
+def tsv_field(text: object) -> str:
+    """`text` as one field of a tab-separated line: a backslash doubled, then control
+    characters escaped, so ``\\n`` in a field is always a newline and ``\\\\n`` a backslash and
+    an n (the escapes PostgreSQL's text COPY and linear TSV use)."""
+    return printable(str(text).replace("\\", "\\\\"))
+
+
 _SHOWN_ESCAPE = re.compile(r"\\(?:([ntr])|x([0-9a-f]{2})|u([0-9a-f]{4}))")
+_TSV_ESCAPE = re.compile(r"\\(?:(\\)|([ntr])|x([0-9a-f]{2})|u([0-9a-f]{4}))")
+_NAMED_BY_LETTER = {"n": "\n", "t": "\t", "r": "\r"}
 
 
 def unprintable(shown: str) -> list[str]:
-    """The names `printable` shows as `shown` (other than `shown` itself), so a path copied
-    from a table or a TSV line is found: ``\\n`` a newline, ``\\xff`` an undecodable byte or the
-    character U+00FF... Each candidate prints back as `shown`; a name holding a real backslash
-    prints the same, so callers try `shown` first."""
+    """The names shown as `shown` (other than `shown` itself), so a path copied from a table
+    (`printable`) or a TSV line (`tsv_field`, backslashes doubled) is found: ``\\n`` a newline,
+    ``\\xff`` an undecodable byte or the character U+00FF, ``\\\\`` a backslash in a TSV line...
+    Each candidate shows back as `shown`; a name holding a real backslash shows the same in a
+    table, so callers try `shown` first."""
     if "\\" not in shown:
         return []
-    named = {"n": "\n", "t": "\t", "r": "\r"}
     found = []
-    for as_bytes in (True, False):  # \x80-\xff: an undecodable byte, else that character
-
-        def one(match: re.Match, as_bytes=as_bytes) -> str:
-            letter, byte, code = match.groups()
-            if letter:
-                return named[letter]
-            if byte:
-                value = int(byte, 16)
-                return chr(0xDC00 + value) if as_bytes and value >= 0x80 else chr(value)
-            return chr(int(code, 16))
-
-        candidate = _SHOWN_ESCAPE.sub(one, shown)
-        if candidate != shown and candidate not in found and printable(candidate) == shown:
-            found.append(candidate)
+    for pattern, show in ((_SHOWN_ESCAPE, printable), (_TSV_ESCAPE, tsv_field)):
+        for as_bytes in (True, False):  # \x80-\xff: an undecodable byte, else that character
+            candidate = pattern.sub(lambda match, as_bytes=as_bytes: _unescape(match, as_bytes), shown)
+            if candidate != shown and candidate not in found and show(candidate) == shown:
+                found.append(candidate)
     return found
+
+
+def _unescape(match: re.Match, as_bytes: bool) -> str:
+    """The character one escape of `printable` or `tsv_field` stands for."""
+    *backslash, letter, byte, code = match.groups()
+    if backslash and backslash[0]:
+        return "\\"
+    if letter:
+        return _NAMED_BY_LETTER[letter]
+    if byte:
+        value = int(byte, 16)
+        return chr(0xDC00 + value) if as_bytes and value >= 0x80 else chr(value)
+    return chr(int(code, 16))
 
 
 # Sequences a terminal acts on (clear the screen, retitle the window, OSC 8 links): CSI, the
@@ -259,11 +272,12 @@ def cell(value: Any) -> str:
 
 
 def emit_tsv(rows: Iterable[Sequence[Any]], header: Sequence[str] | None = None) -> None:
-    """Tab-separated lines; tabs, newlines and other controls inside values are escaped."""
+    """Tab-separated lines; backslashes, tabs, newlines and other controls inside values are
+    escaped (`tsv_field`)."""
     if header is not None:
         sys.stdout.write("\t".join(header) + "\n")
     for row in rows:
-        sys.stdout.write("\t".join(printable(cell(value)) for value in row) + "\n")
+        sys.stdout.write("\t".join(tsv_field(cell(value)) for value in row) + "\n")
     sys.stdout.flush()
 
 

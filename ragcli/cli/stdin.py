@@ -11,7 +11,7 @@ import typer
 def stdin_lines(
     argument: Optional[str], *, metavar: str, plural: str, empty: Optional[str] = None
 ) -> Optional[Iterator[str]]:
-    """None for a single argument, else the non-empty lines of stdin (stripped), read lazily.
+    """None for a single argument, else the non-empty lines of stdin (`query_line`), read lazily.
 
     An absent argument reads stdin unless stdin is a terminal (a usage error, exit 2, then);
     '-' reads it always.
@@ -30,7 +30,9 @@ def stdin_lines(
         raise typer.BadParameter(
             f"give a {metavar}, or '-' / a pipe to read {plural} from stdin", param_hint=metavar
         )
-    return (line.strip() for line in sys.stdin if line.strip())
+    from ragcli.cli.stdin_batches import query_line
+
+    return (query_line(line) for line in sys.stdin if query_line(line))
 
 
 class OverLong:

@@ -14,17 +14,24 @@ import select
 from typing import IO, Iterator
 
 BATCH = 256
+BOM = "\ufeff"
+
+
+def query_line(line: str) -> str:
+    """A line of stdin as a query: stripped of spaces, a CR and a byte-order mark, which a file
+    saved by a Windows editor starts with (and each file of a `cat a.txt b.txt` pipe)."""
+    return line.strip().lstrip(BOM).strip()
 
 
 def query_batches(stream: IO[str], limit: int = BATCH) -> Iterator[list[str]]:
-    """The non-empty, stripped lines of `stream`, grouped in batches of at most `limit`."""
+    """The non-empty lines of `stream` as queries (`query_line`), grouped in batches of at most `limit`."""
     try:
         fd = stream.fileno()
         select.select([fd], [], [], 0)
     except (AttributeError, OSError, ValueError):  # not a real file (tests, embedding) or not pollable
         for line in stream:
-            if line.strip():
-                yield [line.strip()]
+            if query_line(line):
+                yield [query_line(line)]
         return
     yield from _polled(stream, fd, limit)
 
@@ -44,10 +51,10 @@ def _polled(stream: IO[str], fd: int, limit: int) -> Iterator[list[str]]:
         pending += decoder.decode(block, final=not block)
         lines = pending.replace("\r", "\n").split("\n")  # universal newlines, like sys.stdin
         pending = lines.pop() if block else ""
-        batch.extend(line.strip() for line in lines if line.strip())
+        batch.extend(query_line(line) for line in lines if query_line(line))
         if not block:
-            if pending.strip():
-                batch.append(pending.strip())
+            if query_line(pending):
+                batch.append(query_line(pending))
             yield from _split(batch, limit)
             return
         while len(batch) >= limit:  # full batches now; the rest may grow with the next block

@@ -132,7 +132,10 @@ def ingest(
         run.batcher.progress = progress
         # dict.fromkeys: a file root inside a folder root is one file, read (and counted) once
         files = list(dict.fromkeys(p for root in roots for p in walk_files(root, file_filter, run.fail)))
-        files = apply_exclusions(run.store, files)  # what `rag rm` removed stays out
+        kept = apply_exclusions(run.store, files)  # what `rag rm` removed stays out
+        if len(kept) < len(files):
+            run.report.removed_earlier = sorted(display_path(str(f)) for f in set(files) - set(kept))
+        files = kept
         _read_files(run, files, progress)
         run.batcher.flush()
         if prune:

@@ -32,13 +32,16 @@ class IngestReport:
     # Indexed documents the walk left out (--include/--exclude) whose files still exist: kept,
     # never pruned; the CLI says so. Not part of the JSON report.
     left_out: list[str] = field(default_factory=list, repr=False)
+    # Files under the folders read that `rag rm` removed earlier, so still left out (naming one
+    # adds it back); the CLI says so. Not part of the JSON report.
+    removed_earlier: list[str] = field(default_factory=list, repr=False)
     # Chunks were written without their vectors, left for `rag embed` (a deferred run on a store
     # that can hold them so; Milvus cannot, so a deferred run there embeds as usual). Not in JSON.
     vectors_deferred: bool = field(default=False, repr=False)
 
     def to_dict(self) -> dict:
         data = asdict(self)
-        del data["left_out"], data["vectors_deferred"]
+        del data["left_out"], data["removed_earlier"], data["vectors_deferred"]
         return data
 
 
@@ -57,6 +60,7 @@ def merge_reports(reports: Sequence[IngestReport]) -> IngestReport:
         for name in ("added", "updated", "unchanged", "removed", "skipped", "chunks", "embedded", "reused"):
             setattr(merged, name, getattr(merged, name) + getattr(report, name))
         merged.failed.extend(report.failed)
+        merged.removed_earlier = sorted({*merged.removed_earlier, *report.removed_earlier})
         merged.vectors_deferred = merged.vectors_deferred or report.vectors_deferred
         group_vectors[report.group] = report.vectors
         merged.seconds = round(merged.seconds + report.seconds, 3)

@@ -50,6 +50,8 @@ __all__ = [
 
 
 _NATURAL = re.compile(r"^\s*([^=<>!\s]+)\s*(>=|<=|!=|>|<)(.*)$")
+# A value to show in a message about the key's filter.
+_EXAMPLE_VALUES = {"file_type": "pdf", "modified": "2024-01-01", "created": "2024-01-01", "path": "*/notes/*"}
 _DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2}([T ]\d{2}(:\d{2}(:\d{2})?)?)?)?)?$")
 
 
@@ -78,10 +80,31 @@ def parse_filters(pairs: Iterable[str]) -> dict[str, tuple[str, ...]]:
                 f"--filter '{pair}': write key=value, e.g. --filter file_type=pdf "
                 "or --filter 'modified>=2024-01-01'"
             )
+        condition = parse_condition(value.strip())
+        _check_operand(pair, key, condition)
         if key in DATE_KEYS:
-            _check_date(pair, parse_condition(value.strip()).value)
+            _check_date(pair, condition.value)
         filters.setdefault(key, []).append(value.strip())
     return {key: tuple(values) for key, values in filters.items()}
+
+
+def _check_operand(pair: str, key: str, condition: Condition) -> None:
+    """Refuse a filter with nothing to compare with (`file_type=`, `size>`), which would match
+    nothing or everything without a word, and a doubled `=` (`file_type==pdf`), which would
+    look for a value starting with '='.
+
+    Raises:
+        UsageError: names the filter and shows the spelling that works.
+    """
+    op = "" if condition.op == "=" else condition.op
+    if not condition.value:
+        raise UsageError(
+            f"--filter '{pair}': no value after '{op or '='}'; write a value, e.g. "
+            f"--filter '{key}{op or '='}{_EXAMPLE_VALUES.get(key, 'VALUE')}'"
+        )
+    if condition.value.startswith("="):
+        written = f"{key}{op or '='}{condition.value.lstrip('=')}"
+        raise UsageError(f"--filter '{pair}': one '=' compares; write --filter '{written}'")
 
 
 def _check_date(pair: str, value: str) -> None:

@@ -116,9 +116,14 @@ def validate(options: QueryOptions) -> None:
         and weights[0] >= 0
         and weights[1] >= 0
         and any(weights)
+        and (options.group is None or options.group.strip())
     ):
         return
     checks = (
+        (
+            options.group is None or bool(options.group.strip()),
+            f"--group '{options.group}': give a group's name, e.g. medium, or leave it out for the default",
+        ),
         (options.mode in MODES, f"--mode {options.mode}: choose one of {', '.join(MODES)}"),
         (options.top_k >= 1, f"--top-k {options.top_k}: must be at least 1"),
         (options.candidates >= 1, f"--candidates {options.candidates}: must be at least 1"),
