@@ -205,3 +205,18 @@ def test_search_and_ask_share_one_searcher(docs, loads):
         assert hits and answer.sources
         assert index.embedder() is searcher.embedder()
     assert len(loads) == 1  # one embedding model for ingest, search and the answer
+
+
+def test_a_searcher_or_asker_used_after_the_index_closed_says_so(docs, loads):
+    from ragcli.errors import IndexClosed
+
+    with ragcli.open_index("idx", mode="bm25") as index:
+        index.ingest([docs], IngestOptions(split_by="word", chunk_size=30, chunk_overlap=0))
+        searcher, asker = index.searcher(), index.asker()
+        index.close()
+        with pytest.raises(IndexClosed, match=r"the index at .*idx was closed .*index\.searcher\(\)"):
+            searcher.search("lighthouse lens", index.query_options())
+        with pytest.raises(IndexClosed, match="was closed"):
+            asker.ask("What is a Fresnel lens?")
+        searcher.close()  # closing again is harmless
+        assert index.search("lighthouse lens", top_k=1)  # the Index itself opens again
