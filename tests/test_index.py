@@ -220,3 +220,14 @@ def test_a_searcher_or_asker_used_after_the_index_closed_says_so(docs, loads):
             asker.ask("What is a Fresnel lens?")
         searcher.close()  # closing again is harmless
         assert index.search("lighthouse lens", top_k=1)  # the Index itself opens again
+
+
+def test_a_lone_surrogate_in_a_query_or_question_is_read_as_a_replacement_character(docs, loads):
+    """A string a JSON decoder made of a bad "\\ud800" escape reaches the API as a lone
+    surrogate; bytes that were not UTF-8 (surrogateescape's U+DC80-U+DCFF) always did."""
+    with ragcli.open_index("idx", mode="hybrid") as index:
+        index.ingest([docs], IngestOptions(split_by="word", chunk_size=30, chunk_overlap=0))
+        plain = index.search("lighthouse lens", top_k=3)
+        assert index.search("\ud800 lighthouse lens", top_k=3) == plain
+        assert index.search("\udfff lighthouse \udcff lens", top_k=3) == plain
+        assert index.ask("\ud800 What is a Fresnel lens?").question == "\ufffd What is a Fresnel lens?"
