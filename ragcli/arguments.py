@@ -109,6 +109,22 @@ def checked_text(text: Any, what: str) -> str:
     return text
 
 
+# What every front end says to a query or question of whitespace only (`rag query`, the MCP
+# tools, `rag serve`'s bodies), and so the Python API too.
+BLANK_TEXT_HINTS = {"query": "give some words to search for", "question": "ask something"}
+
+
+def checked_words(text: Any, what: str) -> str:
+    """`text` if it is a string holding more than whitespace (`what`: query or question).
+
+    Raises:
+        UsageError: it is not a string, or is blank (nothing would be searched for).
+    """
+    if not checked_text(text, what).strip():
+        raise UsageError(f"{what}: {BLANK_TEXT_HINTS[what]}")
+    return text
+
+
 def query_fields(given: Mapping[str, Any], what: str = "search") -> dict[str, Any]:
     """The `QueryOptions` fields a call gives (None: not given), checked; `filters` may be
     ``key=value`` strings (one string is one filter) or a mapping of key -> value(s).

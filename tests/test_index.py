@@ -231,3 +231,18 @@ def test_a_lone_surrogate_in_a_query_or_question_is_read_as_a_replacement_charac
         assert index.search("\ud800 lighthouse lens", top_k=3) == plain
         assert index.search("\udfff lighthouse \udcff lens", top_k=3) == plain
         assert index.ask("\ud800 What is a Fresnel lens?").question == "\ufffd What is a Fresnel lens?"
+
+
+def test_a_blank_query_or_question_is_refused_as_every_front_end_refuses_it(docs, loads):
+    """`rag query "  "`, the MCP tools and `rag serve` refuse it; the API searched for nothing."""
+    from ragcli.errors import UsageError
+
+    with ragcli.open_index("idx", mode="bm25") as index:
+        index.ingest([docs], IngestOptions(split_by="word", chunk_size=30, chunk_overlap=0))
+        for blank in ("", " \n\t "):
+            with pytest.raises(UsageError, match="^query: give some words to search for$"):
+                index.search(blank)
+            with pytest.raises(UsageError, match="^question: ask something$"):
+                index.ask(blank)
+            with pytest.raises(UsageError, match="^question: ask something$"):
+                next(index.stream(blank))
