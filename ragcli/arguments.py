@@ -8,6 +8,7 @@ string where the field holds several (`require`, `exclude`) is taken as one item
 
 from __future__ import annotations
 
+import math
 import os
 import types
 from functools import cache
@@ -76,6 +77,8 @@ def checked_value(name: str, value: Any, hint: Any) -> Any:
             fits = isinstance(value, (int, float)) and not isinstance(value, bool)
         if not fits:
             raise UsageError(f"{name} must be {_KINDS[hint]}, not {value!r}")
+        if hint is float and not math.isfinite(value):  # refused as the CLI and `rag serve` do
+            raise UsageError(f"{name} must be a finite number, not {value!r}")
         return value
     if isinstance(hint, type) and not isinstance(value, hint):
         raise UsageError(f"{name} must be {hint.__name__}, not {type(value).__name__}")
