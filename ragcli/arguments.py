@@ -8,6 +8,7 @@ string where the field holds several (`require`, `exclude`) is taken as one item
 
 from __future__ import annotations
 
+import math
 import os
 import types
 from functools import cache
@@ -76,6 +77,8 @@ def checked_value(name: str, value: Any, hint: Any) -> Any:
             fits = isinstance(value, (int, float)) and not isinstance(value, bool)
         if not fits:
             raise UsageError(f"{name} must be {_KINDS[hint]}, not {value!r}")
+        if hint is float and not math.isfinite(value):  # refused as the CLI and `rag serve` do
+            raise UsageError(f"{name} must be a finite number, not {value!r}")
         return value
     if isinstance(hint, type) and not isinstance(value, hint):
         raise UsageError(f"{name} must be {hint.__name__}, not {type(value).__name__}")
@@ -106,6 +109,22 @@ def checked_text(text: Any, what: str) -> str:
     """
     if not isinstance(text, str):
         raise UsageError(f"{what} must be a string, not {type(text).__name__}")
+    return text
+
+
+# What every front end says to a query or question of whitespace only (`rag query`, the MCP
+# tools, `rag serve`'s bodies), and so the Python API too.
+BLANK_TEXT_HINTS = {"query": "give some words to search for", "question": "ask something"}
+
+
+def checked_words(text: Any, what: str) -> str:
+    """`text` if it is a string holding more than whitespace (`what`: query or question).
+
+    Raises:
+        UsageError: it is not a string, or is blank (nothing would be searched for).
+    """
+    if not checked_text(text, what).strip():
+        raise UsageError(f"{what}: {BLANK_TEXT_HINTS[what]}")
     return text
 
 

@@ -65,3 +65,7 @@ class StoreUnavailable(RagError):
 
 class AddressUnavailable(RagError):
     """`rag serve` cannot listen where asked: the port is in use, privileged, or not this machine's."""
+
+
+class IndexClosed(RagError):
+    """A `Searcher` or `Asker` (from `Index.searcher()` / `Index.asker()`) used after it was closed."""

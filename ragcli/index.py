@@ -26,7 +26,14 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
-from ragcli.arguments import ask_fields, checked_queries, checked_text, checked_value, query_fields
+from ragcli.arguments import (
+    ask_fields,
+    checked_queries,
+    checked_text,
+    checked_value,
+    checked_words,
+    query_fields,
+)
 from ragcli.choices import ASK_TOP_K, plain_value
 from ragcli.config import KEYS, Settings, load_settings
 from ragcli.errors import UsageError
@@ -288,7 +295,7 @@ class Index(IndexWrites, Closable):
         """
         options = self._query(options, given)
         with self._lock:
-            return self.searcher().search(checked_text(query, "query"), options)
+            return self.searcher().search(checked_words(query, "query"), options)
 
     def search_many(
         self, queries: Sequence[str], options: "QueryOptions | None" = None, **given: Any
@@ -313,7 +320,7 @@ class Index(IndexWrites, Closable):
         """
         options = self._ask(options, given)
         with self._lock:
-            return self.asker().ask(checked_text(question, "question"), options)
+            return self.asker().ask(checked_words(question, "question"), options)
 
     def stream(
         self, question: str, options: "AskOptions | None" = None, **given: Any
@@ -324,7 +331,7 @@ class Index(IndexWrites, Closable):
         The index is held for this answer until the stream ends or is closed; other threads'
         calls wait for it.
         """
-        question, options = checked_text(question, "question"), self._ask(options, given)
+        question, options = checked_words(question, "question"), self._ask(options, given)
         self.asker()  # no index: NotIndexed now, not at the first piece
         return self._streamed(question, options)
 

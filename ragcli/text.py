@@ -31,7 +31,13 @@ def valid_unicode(text: str) -> str:
         text.encode("utf-8")
         return text
     except UnicodeEncodeError:
+        # Surrogates outside surrogateescape's U+DC80-U+DCFF (a JSON "\ud800" escape a client
+        # decoded, a half of a split pair) stand for no byte: replaced first, or encoding fails.
+        text = _UNESCAPED_SURROGATE.sub("\ufffd", text)
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+_UNESCAPED_SURROGATE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
 
 
 # A sentence ends at ".", "!" or "?" followed by whitespace and an upper-case letter, a digit, a

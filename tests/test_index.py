@@ -205,3 +205,44 @@ def test_search_and_ask_share_one_searcher(docs, loads):
         assert hits and answer.sources
         assert index.embedder() is searcher.embedder()
     assert len(loads) == 1  # one embedding model for ingest, search and the answer
+
+
+def test_a_searcher_or_asker_used_after_the_index_closed_says_so(docs, loads):
+    from ragcli.errors import IndexClosed
+
+    with ragcli.open_index("idx", mode="bm25") as index:
+        index.ingest([docs], IngestOptions(split_by="word", chunk_size=30, chunk_overlap=0))
+        searcher, asker = index.searcher(), index.asker()
+        index.close()
+        with pytest.raises(IndexClosed, match=r"the index at .*idx was closed .*index\.searcher\(\)"):
+            searcher.search("lighthouse lens", index.query_options())
+        with pytest.raises(IndexClosed, match="was closed"):
+            asker.ask("What is a Fresnel lens?")
+        searcher.close()  # closing again is harmless
+        assert index.search("lighthouse lens", top_k=1)  # the Index itself opens again
+
+
+def test_a_lone_surrogate_in_a_query_or_question_is_read_as_a_replacement_character(docs, loads):
+    """A string a JSON decoder made of a bad "\\ud800" escape reaches the API as a lone
+    surrogate; bytes that were not UTF-8 (surrogateescape's U+DC80-U+DCFF) always did."""
+    with ragcli.open_index("idx", mode="hybrid") as index:
+        index.ingest([docs], IngestOptions(split_by="word", chunk_size=30, chunk_overlap=0))
+        plain = index.search("lighthouse lens", top_k=3)
+        assert index.search("\ud800 lighthouse lens", top_k=3) == plain
+        assert index.search("\udfff lighthouse \udcff lens", top_k=3) == plain
+        assert index.ask("\ud800 What is a Fresnel lens?").question == "\ufffd What is a Fresnel lens?"
+
+
+def test_a_blank_query_or_question_is_refused_as_every_front_end_refuses_it(docs, loads):
+    """`rag query "  "`, the MCP tools and `rag serve` refuse it; the API searched for nothing."""
+    from ragcli.errors import UsageError
+
+    with ragcli.open_index("idx", mode="bm25") as index:
+        index.ingest([docs], IngestOptions(split_by="word", chunk_size=30, chunk_overlap=0))
+        for blank in ("", " \n\t "):
+            with pytest.raises(UsageError, match="^query: give some words to search for$"):
+                index.search(blank)
+            with pytest.raises(UsageError, match="^question: ask something$"):
+                index.ask(blank)
+            with pytest.raises(UsageError, match="^question: ask something$"):
+                next(index.stream(blank))

@@ -27,6 +27,9 @@ def index(docs, loads):  # noqa: F811
         ({"top_k": 2.5}, "top_k must be a whole number"),
         ({"top_k": True}, "top_k must be a whole number"),
         ({"min_score": "high"}, "min_score must be a number"),
+        ({"min_score": float("nan")}, "min_score must be a finite number, not nan"),  # no hits
+        ({"min_score": float("-inf")}, "min_score must be a finite number, not -inf"),
+        ({"weights": (float("nan"), 1.0)}, "weights must be a finite number, not nan"),
         ({"candidates": "5"}, "candidates must be a whole number"),
         ({"weights": "ab"}, "weights must be a list"),
         ({"weights": (1,)}, "weights must hold 2 values"),

@@ -130,6 +130,24 @@ def test_bad_arguments_and_errors_come_back_as_one_line_tool_errors(index, env):
     assert not after.is_error and after.structured_content["hits"]  # the server carried on
 
 
+def test_an_argument_of_another_json_type_is_refused_as_the_http_api_refuses_it(index, env):
+    async def body(session):
+        wrong = [{"top_k": "3"}, {"top_k": True}, {"top_k": 3.0}, {"mode": 1}]
+        refused = [await session.call_tool("search", {"query": "tea", **args}) for args in wrong]
+        refused.append(await session.call_tool("get", {"chunk_id": "1"}))
+        as_text = await session.call_tool(  # a client that sends objects as JSON text
+            "search", {"query": "bread dough", "mode": "bm25", "filters": '{"file_type": "md"}'}
+        )
+        return refused, as_text
+
+    refused, as_text = session_run(index, env, body)
+    texts = [result.content[0].text for result in refused]
+    assert all(result.is_error for result in refused), texts
+    assert texts[:3] == ["rag: error: search: bad arguments: top_k: Input should be a valid integer"] * 3
+    assert "mode: Input should be" in texts[3] and "chunk_id: Input should be a valid integer" in texts[4]
+    assert not as_text.is_error and as_text.structured_content["hits"][0]["path"].endswith("bread_baking.md")
+
+
 def test_ask_takes_a_group_and_no_argument_is_silently_dropped(index, env):
     """The ask tool reads the chunk group asked for, as `rag ask --group` and POST /ask do; an
     argument a tool does not take is refused (it was dropped unread: a misspelt top_k, or a

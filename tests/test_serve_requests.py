@@ -28,7 +28,7 @@ setup, server = served_fixtures()
         (b'{"query": "x", "top_k": true}', "application/json", 422, "top_k"),
         (b'{"query": "x", "top_k": "3"}', "application/json", 422, "top_k"),
         (b'{"query": "x", "min_score": NaN}', "application/json", 422, "min_score"),
-        (b'{"query": "x", "filters": ["nokey"]}', "application/json", 400, "key=value"),
+        (b'{"query": "x", "filters": ["nokey"]}', "application/json", 422, "key=value"),
         (b'{"query": "x", "group": "nosuchgroup"}', "application/json", 404, "nosuchgroup"),
         (b'{"query": "x"}', "text/plain", 415, "application/json"),
         (b"\xff\xfe", "application/json", 400, "malformed JSON"),
@@ -66,9 +66,13 @@ def test_null_is_not_given_for_every_optional_field(server):
 
 
 def test_keyword_rerank_without_words_names_the_body_fields(server, setup):
-    refused = post(server, "/query", {"query": "lighthouse", "rerank": "keyword"})
-    assert refused.status_code == 400
-    assert "give require and/or exclude words" in refused.json()["error"]
+    """Refused as any other value of the body is (422), whatever the query's words."""
+    for query in ("lighthouse", "!!!", "the of and"):
+        refused = post(server, "/query", {"query": query, "rerank": "keyword"})
+        assert refused.status_code == 422, query
+        assert "give require and/or exclude words" in refused.json()["error"]
+    unknown_key = post(server, "/query", {"query": "lighthouse", "filters": {"colour": "red"}})
+    assert unknown_key.status_code == 422 and "unknown filter key 'colour'" in unknown_key.json()["error"]
     cli = rag("query", "lighthouse", "--rerank", "keyword", "--index", str(setup["index"]), env=setup["env"])
     assert cli.returncode == 2 and "--require WORD / --exclude WORD" in cli.stderr
 

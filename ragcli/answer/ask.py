@@ -159,6 +159,7 @@ class Asker(Closable):
             self.searcher.close()
         if self._cache is not None:
             self._cache.close()
+            self._cache = None  # reopened by the searcher's path, which a closed one refuses
 
     # -- models ---------------------------------------------------------------------------
     def generator(self, options: AskOptions) -> Generator:

@@ -81,6 +81,19 @@ def unknown_arguments(schema: dict[str, Any], arguments: Optional[dict[str, Any]
     return f"{', '.join(unknown)}: not an argument of this tool (it takes: {takes})"
 
 
+def strictly_typed(tool: Any, arguments: Optional[dict[str, Any]]) -> None:
+    """Refuse an argument of another JSON type than its schema's (`"top_k": "3"`, `true` or
+    `2.0`), as `rag serve`'s API does, instead of the SDK's coercion (`true` would be one hit).
+    A list or object sent as JSON text is still read, as the SDK reads it (some clients send
+    them so).
+
+    Raises:
+        ValidationError: names each argument of the wrong type.
+    """
+    metadata = tool.fn_metadata
+    metadata.arg_model.model_validate(metadata.pre_parse_json(arguments or {}), strict=True)
+
+
 class RagServer(MCPServer):
     """`MCPServer` whose refused calls (unknown tool, arguments off the schema) answer with one
     `rag: error:` line, as every other tool error does, instead of a multi-line pydantic report."""
@@ -90,6 +103,11 @@ class RagServer(MCPServer):
         unknown = unknown_arguments(tool.parameters, arguments) if tool is not None else None
         if unknown:
             return _error(f"{name}: bad arguments: {unknown}")
+        if tool is not None:
+            try:
+                strictly_typed(tool, arguments)
+            except ValidationError as error:
+                return _error(bad_arguments(name, error))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as error:

@@ -35,6 +35,7 @@ from ragcli.retrieval.filters import check_keys
 from ragcli.retrieval.fusion import adaptive_fusion, fuse_hits, scaled_priors
 from ragcli.stages import stage
 from ragcli.store.chooser import open_backend
+from ragcli.store.interface import ClosedBackend
 from ragcli.types import Closable, Hit
 
 if TYPE_CHECKING:
@@ -196,8 +197,10 @@ class Searcher(Closable):
         self._resolved_at: Hashable | None = None
 
     def close(self) -> None:
-        """Close the index."""
+        """Close the index; a later use raises `IndexClosed`."""
         self.store.close()
+        self.store = ClosedBackend(self.store.path)
+        self.refresh()
 
     def refresh(self) -> None:
         """Forget what was read from the index (retrievers, vectors, filter keys) after another

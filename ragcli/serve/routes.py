@@ -37,14 +37,17 @@ def error_response(status: int, message: str, headers: dict[str, str] | None = N
 
 
 def status_for(error: RagError) -> int:
-    """The HTTP status of a library error: what is missing 404, what is malformed 400."""
+    """The HTTP status of a library error: what is missing 404; a request's value the index
+    refuses (keyword rerank without words, an unknown filter key) 422, as the body's schema
+    refuses a value, so a client tells a request it should change by one status. 400 stays for
+    what is not a request at all (a body that is not JSON, a path number that is not one)."""
     from ragcli.answer.context import ContextTooSmall
     from ragcli.retrieval.documents import NotFound
 
     if isinstance(error, (NotFound, NotIndexed, UnknownGroup)):
         return 404
     if isinstance(error, (UsageError, UnknownFilter, ContextTooSmall)):
-        return 400
+        return 422
     if isinstance(error, IndexBusy):
         return 503
     return 500
@@ -142,7 +145,9 @@ def _page(request: Request) -> int | None:
 
 
 def _integer(value: str, name: str) -> int:
-    if not (value.isascii() and value.isdigit()) or len(value) > 18:  # not "٣": int() reads it
+    """A path or query number: ASCII digits (not "٣", which int() reads), at most int64's
+    19 digits (a Milvus store made by ragcli 0.1.0 has 19-digit chunk ids)."""
+    if not (value.isascii() and value.isdigit()) or len(value) > 19 or int(value) >= 2**63:
         raise HTTPProblem(400, f"{name} {value!r}: give a whole number")
     return int(value)
 

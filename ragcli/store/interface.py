@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Hashable, Iterable, Mapping, Protocol, Sequence
 
-from ragcli.errors import UsageError
+from ragcli.errors import IndexClosed, UsageError
 
 if TYPE_CHECKING:
     import threading
@@ -243,3 +243,20 @@ def normalise_uri(uri: str) -> str:
     raise UsageError(
         f"--store {uri}: give a Milvus server URL (http://host:19530) or a Milvus Lite file ending in .db"
     )
+
+
+class ClosedBackend:
+    """What a closed `Searcher` holds instead of its backend: any use raises `IndexClosed`
+    naming the index, not the database driver's "closed database" error."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def close(self) -> None:
+        """Closing again does nothing."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise IndexClosed(
+            f"the index at {self.path} was closed (Index.close() closes the searchers it gave): "
+            "get an open one with index.searcher(), or call the Index's own methods, which reopen it"
+        )

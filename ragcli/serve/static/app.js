@@ -6,6 +6,13 @@ const $ = (id) => document.getElementById(id);
 const fileUrl = (path, page) =>
   "/files/" + encodeURIComponent(path) + (page ? "#page=" + page : "");
 
+// A stored id past 2**53 (in a Milvus store made by ragcli 0.1.0, before ids were kept below it) is
+// more than a JavaScript number holds: it is kept as its exact digits, so /chunks/ID asks for
+// the chunk that was found. Browsers without the reviver's source text keep the number.
+const exactIds = (key, value, context) =>
+  Number.isInteger(value) && !Number.isSafeInteger(value) && context ? context.source : value;
+const parseJson = (text) => JSON.parse(text, exactIds);
+
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs || {})) {
@@ -20,7 +27,7 @@ async function api(path, body) {
     method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
   };
   const response = await fetch(path, init);
-  const data = await response.json().catch(() => ({ error: response.statusText }));
+  const data = await response.text().then(parseJson).catch(() => ({ error: response.statusText }));
   if (!response.ok) throw new Error(data.error || response.statusText);
   return data;
 }
@@ -141,7 +148,7 @@ async function* serverSentEvents(response) {
       buffer = buffer.slice(end + 2);
       const name = (block.match(/^event: (.*)$/m) || [])[1];
       const data = (block.match(/^data: (.*)$/m) || [])[1];
-      if (name) yield [name, data ? JSON.parse(data) : {}];
+      if (name) yield [name, data ? parseJson(data) : {}];
     }
   }
 }
