@@ -3,6 +3,7 @@ indexes and `rag get` prints."""
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -38,3 +39,45 @@ def test_rag_get_shows_a_word_files_notes_text_boxes_and_numbered_cells(docs):
     assert "Sidebar: lifejackets are mandatory" in text
     assert "The ferry leaves at nine\n" in text and "eight" not in text
     assert "Docking | 1. Moor the boat 2. Tie the ropes" in text
+
+
+def _budget_xlsx(path: Path) -> None:
+    """A workbook openpyxl writes: formulas with no computed value stored, as from any program
+    that writes spreadsheets without a spreadsheet program opening them."""
+    import openpyxl
+
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    sheet.title = "Budget"
+    sheet.append(["Item", "Cost", "Total"])
+    sheet.append(["Ferry", 120, "=B2*2"])
+    sheet.append(["Hotel", 300, "=SUM(B2:B3)"])
+    workbook.save(path)
+
+
+def _with_stored_values(path: Path, values: dict[str, str]) -> None:
+    """Store a computed value for each formula, as a spreadsheet program does when it saves."""
+    with zipfile.ZipFile(path) as archive:
+        members = {info.filename: archive.read(info) for info in archive.infolist()}
+    sheet = members["xl/worksheets/sheet1.xml"]
+    for formula, value in values.items():
+        sheet = sheet.replace(f"<f>{formula}</f><v></v>".encode(), f"<f>{formula}</f><v>{value}</v>".encode())
+    members["xl/worksheets/sheet1.xml"] = sheet
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+
+
+def test_a_formula_without_a_stored_value_shows_its_formula(docs):
+    """Such cells read as empty: the Total column vanished from the index."""
+    written, saved = docs / "written.xlsx", docs / "saved.xlsx"
+    _budget_xlsx(written)
+    _budget_xlsx(saved)
+    _with_stored_values(saved, {"B2*2": "240", "SUM(B2:B3)": "420"})
+    assert (
+        "row 2: Item: Ferry; Cost: 120; Total: =B2*2\nrow 3: Item: Hotel; Cost: 300; Total: =SUM(B2:B3)"
+        in (_ingested_text(written))
+    )
+    assert "row 2: Item: Ferry; Cost: 120; Total: 240\nrow 3: Item: Hotel; Cost: 300; Total: 420" in (
+        rag("get", str(saved)).stdout
+    )
