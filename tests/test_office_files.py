@@ -7,6 +7,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from format_files import make_structured_odt
 from word_files import make_annotated_docx
 
 from runner import rag
@@ -81,3 +82,26 @@ def test_a_formula_without_a_stored_value_shows_its_formula(docs):
     assert "row 2: Item: Ferry; Cost: 120; Total: 240\nrow 3: Item: Hotel; Cost: 300; Total: 420" in (
         rag("get", str(saved)).stdout
     )
+
+
+def test_rag_get_shows_an_odt_files_list_numbers_table_rows_and_notes(docs):
+    """List items read as plain paragraphs, a footnote ran into the middle of its sentence, a
+    comment's author and date into the text, each table cell was a paragraph of its own, and
+    text deleted with change tracking on was indexed."""
+    path = docs / "ferry.odt"
+    make_structured_odt(path)
+    assert _ingested_text(path).split("\n\n") == [
+        "Boarding",
+        "1. Show your ticket",
+        "2. Board the ferry",
+        "  a) Find a seat",
+        "  b) Stow your bag",
+        "Then, at sea:",
+        "3. Watch for dolphins",
+        "- No smoking on deck",
+        "The crossing takes two hours[1] on most days.",
+        "[1] In calm weather.",
+        "Cabins are extra.",
+        "Comment by Ann: Check the price",
+        "Deck | Rules\nUpper | 1. Hold the rail 2. Keep left\n",
+    ]
