@@ -105,3 +105,18 @@ def test_rag_get_shows_an_odt_files_list_numbers_table_rows_and_notes(docs):
         "Comment by Ann: Check the price",
         "Deck | Rules\nUpper | 1. Hold the rail 2. Keep left\n",
     ]
+
+
+@pytest.mark.parametrize(
+    ("header", "encoding", "text"),
+    [
+        (rb"{\rtf1\ansi\ansicpg1251\deff0", "cp1251", "Привет, мир"),
+        (rb"{\rtf1\ansi\deff0", "cp1252", "Preis: 5 €, „Café“"),
+        (rb"{\rtf1\mac\deff0", "mac_roman", "Crème brûlée"),
+    ],
+)
+def test_rtf_with_raw_8_bit_text_is_read_in_its_code_page(docs, header, encoding, text):
+    """Characters some programs write as raw bytes rather than escapes read as latin-1 ("Ïðèâåò")."""
+    path = docs / "letter.rtf"
+    path.write_bytes(header + b" " + text.encode(encoding) + rb"\par}")
+    assert _ingested_text(path).strip() == text
