@@ -120,3 +120,43 @@ def test_rtf_with_raw_8_bit_text_is_read_in_its_code_page(docs, header, encoding
     path = docs / "letter.rtf"
     path.write_bytes(header + b" " + text.encode(encoding) + rb"\par}")
     assert _ingested_text(path).strip() == text
+
+
+def _sales_deck(path: Path) -> None:
+    """A slide with a table whose header cell spans two columns, and a titled chart."""
+    from pptx import Presentation
+    from pptx.chart.data import CategoryChartData
+    from pptx.enum.chart import XL_CHART_TYPE
+    from pptx.util import Inches
+
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[5])
+    slide.shapes.title.text = "Sales"
+    table = slide.shapes.add_table(2, 3, Inches(1), Inches(4), Inches(6), Inches(1)).table
+    table.cell(0, 0).merge(table.cell(0, 1))
+    for (row, column), text in {
+        (0, 0): "Region",
+        (0, 2): "Total",
+        (1, 0): "North",
+        (1, 1): "East",
+        (1, 2): "9",
+    }.items():
+        table.cell(row, column).text = text
+    data = CategoryChartData()
+    data.categories = ["North", "East"]
+    data.add_series("Units", (4, 5))
+    chart = slide.shapes.add_chart(
+        XL_CHART_TYPE.COLUMN_CLUSTERED, Inches(1), Inches(1), Inches(4), Inches(2), data
+    )
+    chart.chart.has_title = True
+    chart.chart.chart_title.text_frame.text = "Units sold per region"
+    deck.save(path)
+
+
+def test_a_slides_merged_cell_is_listed_once_and_its_chart_title_is_read(docs):
+    """The merged cell left an empty cell behind it ("Region |  | Total"); a chart was not read."""
+    path = docs / "sales.pptx"
+    _sales_deck(path)
+    text = _ingested_text(path)
+    assert "Region | Total\nNorth | East | 9" in text
+    assert "Units sold per region" in text
