@@ -393,6 +393,28 @@ def test_docx_header_repeated_by_every_section_is_read_once(tmp_path):
     assert read_document(path).text == "Chapter one text.\n\nChapter two text.\n\nTender 42 - confidential"
 
 
+def test_docx_paragraph_styles_are_looked_up_once_per_style(tmp_path, monkeypatch):
+    """python-docx finds a paragraph's default style by scanning every style, on every lookup;
+    looked up for each paragraph (several times), a Word file of 20,000 paragraphs took minutes."""
+    import docx
+    from docx.oxml.styles import CT_Styles
+
+    scans = []
+    scan = CT_Styles.default_for
+    monkeypatch.setattr(
+        CT_Styles, "default_for", lambda styles, kind: scans.append(kind) or scan(styles, kind)
+    )
+    document = docx.Document()
+    document.add_heading("Tide tables", level=1)
+    for number in range(200):
+        document.add_paragraph(f"High water at berth {number}.")
+    path = tmp_path / "tides.docx"
+    document.save(str(path))
+    read = read_document(path)
+    assert read.text.endswith("High water at berth 199.") and read.metadata["title"] == "Tide tables"
+    assert len(scans) <= 2, len(scans)  # one per ParagraphStyles: the body's and the title's
+
+
 def test_text_renamed_as_docx_raises():
     with pytest.raises(ReaderError, match=r"not_a_docx\.docx: not a valid DOCX file"):
         read_document(BROKEN / "not_a_docx.docx")

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator
 from ragcli.ingest.readers.base import read_bytes, build_document, reader_error
 from ragcli.ingest.readers.containers import check_container
 from ragcli.ingest.readers.docx_notes import REFERENCES, Notes
-from ragcli.ingest.readers.numbering import ListMarkers
+from ragcli.ingest.readers.numbering import ListMarkers, ParagraphStyles
 from ragcli.types import Document
 
 CELL_SEPARATOR = " | "
@@ -52,7 +52,8 @@ class _WordText:
 
     def __init__(self, document: Any) -> None:
         self._parent = document._body  # python-docx's Paragraph and Table need it for styles
-        self._markers = ListMarkers(document)
+        self._styles = ParagraphStyles(document)
+        self._markers = ListMarkers(document, self._styles)
         self._notes = Notes(document)
         self._asides: list[str] = []
 
@@ -78,8 +79,8 @@ class _WordText:
 
     def _paragraph(self, paragraph: Any) -> str:
         """A paragraph's text, a list item's after its marker; "" for an empty paragraph."""
-        style = paragraph.style.name if paragraph.style is not None else ""
-        marker = "" if _HEADING_STYLE.fullmatch(style or "") else self._markers.marker(paragraph)
+        style = self._styles.name(paragraph)
+        marker = "" if _HEADING_STYLE.fullmatch(style) else self._markers.marker(paragraph)
         text = "".join(self._inline(paragraph._p)).strip()
         return marker + text if text else ""
 
@@ -166,9 +167,9 @@ def _title(document: Any) -> str | None:
     """Return the core-properties title, else the first Title or Heading 1 paragraph."""
     if document.core_properties.title:
         return document.core_properties.title
+    styles = ParagraphStyles(document)
     for paragraph in document.paragraphs:
-        style = paragraph.style.name if paragraph.style is not None else ""
-        if style in _TITLE_STYLES and paragraph.text.strip():
+        if styles.name(paragraph) in _TITLE_STYLES and paragraph.text.strip():
             return paragraph.text
     return None
 
