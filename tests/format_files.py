@@ -216,6 +216,66 @@ def make_odt(target: Path) -> None:
     odf_zip(target, "application/vnd.oasis.opendocument.text", content)
 
 
+_ODT_LIST_STYLES = (
+    '<office:automatic-styles><text:list-style style:name="Steps">'
+    '<text:list-level-style-number text:level="1" style:num-format="1" style:num-suffix="."/>'
+    '<text:list-level-style-number text:level="2" style:num-format="a" style:num-suffix=")"/>'
+    '</text:list-style><text:list-style style:name="Dots">'
+    '<text:list-level-style-bullet text:level="1" text:bullet-char="*"/></text:list-style>'
+    "</office:automatic-styles>"
+)
+
+
+def _odt_list(style: str, *items: str, attributes: str = "") -> str:
+    """A list; an item is a paragraph's text, or a nested list's XML (starting "<") that
+    goes into the item before it."""
+    xml = ""
+    for item in items:
+        if item.startswith("<"):
+            xml = xml.removesuffix("</text:list-item>") + item + "</text:list-item>"
+        else:
+            xml += f"<text:list-item><text:p>{item}</text:p></text:list-item>"
+    return f'<text:list text:style-name="{style}"{attributes}>{xml}</text:list>'
+
+
+def make_structured_odt(target: Path) -> None:
+    """An OpenDocument text with numbered, nested, continued and bulleted lists, a footnote, a
+    comment, a table with a list in a cell, and text deleted with change tracking on."""
+    cell = "<table:table-cell><text:p>{}</text:p></table:table-cell>"
+    body = (
+        "<text:tracked-changes><text:changed-region text:id='c1'><text:deletion>"
+        "<text:p>The old ferry timetable.</text:p></text:deletion></text:changed-region>"
+        "</text:tracked-changes>"
+        "<text:h>Boarding</text:h>"
+        + _odt_list(
+            "Steps", "Show your ticket", "Board the ferry", _odt_list("", "Find a seat", "Stow your bag")
+        )
+        + "<text:p>Then, at sea:</text:p>"
+        + _odt_list("Steps", "Watch for dolphins", attributes=' text:continue-numbering="true"')
+        + _odt_list("Dots", "No smoking on deck")
+        + '<text:p>The crossing takes two hours<text:note text:note-class="footnote">'
+        "<text:note-citation>1</text:note-citation><text:note-body><text:p>In calm weather.</text:p>"
+        "</text:note-body></text:note> on most days.</text:p>"
+        "<text:p>Cabins are extra<office:annotation><dc:creator>Ann</dc:creator><dc:date>2024-05-01</dc:date>"
+        "<text:p>Check the price</text:p></office:annotation>.</text:p>"
+        "<table:table><table:table-row>" + cell.format("Deck") + cell.format("Rules") + "</table:table-row>"
+        "<table:table-row>"
+        + cell.format("Upper")
+        + "<table:table-cell>"
+        + _odt_list("Steps", "Hold the rail", "Keep left")
+        + "</table:table-cell></table:table-row></table:table>"
+    )
+    namespaces = (
+        f"{_ODF_NS} xmlns:style='urn:oasis:names:tc:opendocument:xmlns:style:1.0' "
+        "xmlns:dc='http://purl.org/dc/elements/1.1/'"
+    )
+    content = (
+        f'<?xml version="1.0"?><office:document-content {namespaces}>{_ODT_LIST_STYLES}'
+        f"<office:body><office:text>{body}</office:text></office:body></office:document-content>"
+    )
+    odf_zip(target, "application/vnd.oasis.opendocument.text", content)
+
+
 def make_epub(target: Path) -> None:
     chapters = [
         ("Departure", "The caravan left at dawn."),

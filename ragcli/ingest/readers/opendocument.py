@@ -11,11 +11,13 @@ are counted, not expanded.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Iterator
 
 from ragcli.ingest.readers.base import build_document, reader_error
 from ragcli.ingest.readers.containers import iter_xml, local_name, opened_container
+from ragcli.ingest.readers.opendocument_text import read_list_styles, text_blocks
 from ragcli.ingest.readers.records import sheet_page
 from ragcli.text import PAGE_BREAK
 from ragcli.types import Document
@@ -27,7 +29,6 @@ _COLUMNS_REPEATED = f"{{{_TABLE}}}number-columns-repeated"
 _NAME = f"{{{_TABLE}}}name"
 # A repeated non-empty cell or row is expanded at most this often (real sheets repeat a few).
 MAX_REPEAT = 1000
-_BLOCKS = {"p", "h"}
 
 
 def _repeat(element: Any, attribute: str) -> int:
@@ -85,20 +86,6 @@ def _table_rows(table: Any, events: Iterator[tuple[str, Any]]) -> Iterator[tuple
             return
 
 
-def _paragraphs(path: Path, stream: IO[bytes]) -> Iterator[str]:
-    """Headings and paragraphs of an .odt body, in order (nested ones via their outermost)."""
-    depth = 0
-    for event, element in iter_xml(path, stream):
-        if not element.tag.startswith("{" + _TEXT) or local_name(element.tag) not in _BLOCKS:
-            continue
-        depth += 1 if event == "start" else -1
-        if event == "end" and depth == 0:
-            text = _text(element)
-            element.clear()
-            if text:
-                yield text
-
-
 class OdsReader:
     """Reads OpenDocument spreadsheets, one page per sheet."""
 
@@ -120,20 +107,36 @@ class OdsReader:
 
 
 class OdtReader:
-    """Reads the headings and paragraphs of OpenDocument text files."""
+    """Reads the text of OpenDocument text files (`ragcli.ingest.readers.opendocument_text`)."""
 
     suffixes: tuple[str, ...] = (".odt",)
     file_type = "odt"
-    version = "1"
+    # 2: list items start with their number or bullet, tables are one line per row, notes
+    #    and comments follow their paragraph, deleted tracked text is left out
+    version = "2"
 
     def read(self, path: Path) -> Document:
         """Raises: ReaderError: not an .odt, corrupt, encrypted or over the container limits."""
         with (
             opened_container(path, "OpenDocument .odt", "re-save it as .odt") as archive,
-            _content(path, archive) as stream,
+            _content(path, archive) as content,
         ):
-            blocks = list(_paragraphs(path, stream))
+            with _member(archive, "styles.xml") as stream:  # named list styles
+                styles = read_list_styles(path, stream)
+            blocks = list(text_blocks(path, content, styles))
         return build_document(path, "\n\n".join(blocks), self.file_type, title=blocks[0] if blocks else None)
+
+
+@contextmanager
+def _member(archive: Any, name: str) -> Iterator[IO[bytes] | None]:
+    """An optional member of the package, None when it is missing."""
+    try:
+        stream = archive.open(name)
+    except KeyError:
+        yield None
+        return
+    with stream:
+        yield stream
 
 
 def _content(path: Path, archive: Any) -> IO[bytes]:

@@ -3,7 +3,7 @@
 python-pptx (MIT) is the maintained pure-Python reader of the Office Open XML presentation
 format. Each slide is one page (pages are separated by ``\\f``, so page N is slide N): a
 ``Slide N: title`` line, then the text of every shape in reading order (tables one row per
-line, cells joined by " | ", group shapes opened), then the speaker notes.
+line, cells joined by " | ", group shapes opened, a chart by its title), then the speaker notes.
 No maintained pure-Python reader exists for the binary .ppt format, so a .ppt is refused
 with the command that converts it.
 """
@@ -23,10 +23,18 @@ _KIND, _HINT = "PowerPoint .pptx", "re-save it from a presentation program as .p
 
 
 def _table_lines(table: Any) -> Iterator[str]:
+    """One line per row; a merged cell is listed once, not again (empty) for each cell it covers."""
     for row in table.rows:
-        cells = [" ".join(cell.text.split()) for cell in row.cells]
+        cells = [" ".join(cell.text.split()) for cell in row.cells if not cell.is_spanned]
         if any(cells):
             yield CELL_SEPARATOR.join(cells)
+
+
+def _chart_title(chart: Any) -> str:
+    """A chart's title, "" for none (its data stays with the chart; the title says what it shows)."""
+    if not chart.has_title or not chart.chart_title.has_text_frame:
+        return ""
+    return " ".join(chart.chart_title.text_frame.text.split())
 
 
 def _shape_texts(shapes: Any, title_shape: Any) -> Iterator[str]:
@@ -38,6 +46,8 @@ def _shape_texts(shapes: Any, title_shape: Any) -> Iterator[str]:
             yield from _shape_texts(shape.shapes, None)
         elif getattr(shape, "has_table", False) and shape.has_table:
             yield "\n".join(_table_lines(shape.table))
+        elif getattr(shape, "has_chart", False) and shape.has_chart:
+            yield _chart_title(shape.chart)
         elif getattr(shape, "has_text_frame", False) and shape.has_text_frame:
             yield shape.text_frame.text.strip()
 
@@ -62,7 +72,7 @@ class SlidesReader:
 
     suffixes: tuple[str, ...] = (".pptx",)
     file_type = "pptx"
-    version = "1"
+    version = "2"  # 2: a merged table cell is listed once; chart titles are read
 
     def read(self, path: Path) -> Document:
         """Read a deck into a Document with ``slides`` in its metadata.
