@@ -298,45 +298,8 @@ def test_a_missing_milvus_lite_file_is_one_line_and_not_recreated(tmp_path):
     assert not store.exists()
 
 
-def test_new_stores_have_ids_a_json_number_holds_exactly(tmp_path, store):
-    """A JavaScript client (the `rag serve` page, an agent) reads ids as doubles: exact below 2**53."""
-    index = tmp_path / "index"
-    run(index, corpus(tmp_path / "docs"), store)
-    hits = search(index, "router octopus tea", mode="bm25", top_k=10)
-    assert len(hits) == 3
-    assert all(0 <= hit.chunk.id < 2**53 and 0 <= hit.chunk.doc_id < 2**53 for hit in hits)
-    assert get_chunk(index, hits[0].chunk.id).text == hits[0].chunk.text
-
-
-def old_store(index: Path, root: Path, store: str, monkeypatch, embedder=None) -> None:
-    """An index on a Milvus store as ragcli 0.1.0 made it: 63-bit keys, no key-width property."""
-    from pymilvus import MilvusClient
-
-    with monkeypatch.context() as patched:
-        patched.setattr("ragcli.store.milvus.backend.KEY_BITS", 63)
-        run(index, root, store, embedder)
-    client = MilvusClient(store)
-    client.drop_collection_properties("ragcli_chunks", property_keys=["ragcli.key_bits"])
-    client.close()
-
-
-def test_a_store_with_63_bit_ids_is_still_read_and_updated_in_place(tmp_path, store, monkeypatch):
-    index, root = tmp_path / "index", corpus(tmp_path / "docs")
-    old_store(index, root, store, monkeypatch)
-    before = {hit.chunk.path: hit.chunk.id for hit in search(index, "router octopus tea", mode="bm25")}
-    assert max(before.values()) >= 2**53  # 63-bit keys (all three below 2**53: odds 2**-30)
-    (root / "router.txt").write_text("To restart the modem, unplug it for thirty seconds.", encoding="utf-8")
-    (root / "whale.txt").write_text("A blue whale's heart weighs as much as a car.", encoding="utf-8")
-    report = run(index, root, None)
-    assert (report.added, report.updated, report.unchanged) == (1, 1, 2)
-    assert index_status(index)["chunks"] == 4  # the changed file overwrote its chunk
-    after = {hit.chunk.path: hit.chunk.id for hit in search(index, "modem octopus tea whale", mode="bm25")}
-    assert after[str(root / "router.txt")] == before[str(root / "router.txt")]
-    assert get_chunk(index, after[str(root / "whale.txt")]).text.startswith("A blue whale")
-
-
-def served_old_store(tmp_path, store, monkeypatch, model_cache_dir):
-    """`rag serve` over ten documents in a store with 63-bit ids (most have 19 digits),
+def served_store(tmp_path, store, model_cache_dir):
+    """`rag serve` over ten documents in a Milvus store (63-bit ids: most have 19 digits),
     embedded by the default model, as the server's answers need it."""
     from serving import clean_env, running_server
     from milvus_lite.server_manager import server_manager_instance
@@ -346,32 +309,30 @@ def served_old_store(tmp_path, store, monkeypatch, model_cache_dir):
     env = clean_env(tmp_path / "home", model_cache_dir, RAG_MODE="bm25")
     texts = {f"note{n}.txt": f"Note {n}: the router's reset button, pressed {n} times." for n in range(10)}
     embedder = load_embedder(None, cache_dir=Path(env["RAG_CACHE_DIR"]))
-    old_store(index, corpus(tmp_path / "docs", texts), store, monkeypatch, embedder)
+    run(index, corpus(tmp_path / "docs", texts), store, embedder)
     server_manager_instance.release_server(store)  # Milvus Lite: one process at a time
     return running_server(env, "--index", str(index))
 
 
-def test_every_chunk_a_search_returns_is_fetched_by_its_id_over_http(
-    tmp_path, store, monkeypatch, model_cache_dir
-):
+def test_every_chunk_a_search_returns_is_fetched_by_its_id_over_http(tmp_path, store, model_cache_dir):
     import httpx2 as httpx
 
-    with served_old_store(tmp_path, store, monkeypatch, model_cache_dir) as url:
-        hits = httpx.post(f"{url}/query", json={"query": "router reset button", "top_k": 10}).json()["hits"]
+    with served_store(tmp_path, store, model_cache_dir) as url, httpx.Client(timeout=300) as client:
+        hits = client.post(f"{url}/query", json={"query": "router reset button", "top_k": 10}).json()["hits"]
         assert len(hits) == 10 and any(hit["chunk_id"] >= 10**18 for hit in hits)  # 19 digits
         for hit in hits:
-            got = httpx.get(f"{url}/chunks/{hit['chunk_id']}")
+            got = client.get(f"{url}/chunks/{hit['chunk_id']}")
             assert (got.status_code, got.json()["text"]) == (200, hit["text"])
-        too_big = httpx.get(f"{url}/chunks/{2**63}")
+        too_big = client.get(f"{url}/chunks/{2**63}")
         assert too_big.status_code == 400 and "give a whole number" in too_big.json()["error"]
 
 
-def test_the_page_shows_the_chunk_a_citation_names(tmp_path, store, monkeypatch, model_cache_dir):
+def test_the_page_shows_the_chunk_a_citation_names(tmp_path, store, model_cache_dir):
     """In a real browser: a citation's chunk id past 2**53 is asked for exactly, not rounded."""
     playwright = pytest.importorskip("playwright.sync_api")
     from test_serve_browser import CHROMIUM  # skips without chromium
 
-    with served_old_store(tmp_path, store, monkeypatch, model_cache_dir) as url:
+    with served_store(tmp_path, store, model_cache_dir) as url:
         with playwright.sync_playwright() as driver:
             browser = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
             page = browser.new_page()
@@ -382,5 +343,6 @@ def test_the_page_shows_the_chunk_a_citation_names(tmp_path, store, monkeypatch,
             playwright.expect(state).to_contain_text(re.compile("answered|error"), timeout=300_000)
             assert "answered" in state.inner_text()
             page.locator("#citations li a").first.click()
-            playwright.expect(page.locator("#viewer-text")).to_contain_text("the router's reset button")
+            viewer = page.locator("#viewer-text")
+            playwright.expect(viewer).to_contain_text("the router's reset button", timeout=120_000)
             browser.close()

@@ -49,9 +49,6 @@ from ragcli.store.milvus.schema import (
     create_collections,
     document_row,
     key_of,
-    KEY_BITS,
-    KEY_BITS_PROPERTY,
-    OLD_KEY_BITS,
 )
 from ragcli.types import Chunk
 from ragcli.text import PART_SEPARATOR
@@ -82,7 +79,6 @@ class MilvusBackend(DirectorySettings, MilvusHealth):
         self.client = connect(uri)
         self._shared: dict[str, str] = {}
         self._looked_up: dict[str, Any] | None = None
-        self.key_bits = KEY_BITS  # a new collection's; `_load` reads an existing one's
         try:
             if self.client.has_collection(CHUNKS):
                 self._load()
@@ -97,11 +93,6 @@ class MilvusBackend(DirectorySettings, MilvusHealth):
         self._shared = {
             key: properties[f"ragcli.{key}"] for key in _MODEL_KEYS if f"ragcli.{key}" in properties
         }
-        self.key_bits = int(properties.get(KEY_BITS_PROPERTY, OLD_KEY_BITS))
-
-    def _key(self, *parts: str) -> int:
-        """The primary key of `parts` in this store's collections (see `schema.KEY_BITS`)."""
-        return key_of(*parts, bits=self.key_bits)
 
     def _ready(self) -> bool:
         return bool(self._shared) or self.client.has_collection(CHUNKS)
@@ -144,7 +135,6 @@ class MilvusBackend(DirectorySettings, MilvusHealth):
                     "ragcli.embedding_model": model_id,
                     "ragcli.embedding_fingerprint": fingerprint,
                     "ragcli.embedding_dimension": str(dimension),
-                    KEY_BITS_PROPERTY: str(KEY_BITS),
                 },
             )
             self._load()
@@ -162,7 +152,7 @@ class MilvusBackend(DirectorySettings, MilvusHealth):
     def document_by_path(self, path: str) -> dict[str, Any] | None:
         if not self._ready():
             return None
-        rows = self.client.query(DOCUMENTS, ids=[self._key(path)], output_fields=_DOC_FIELDS)
+        rows = self.client.query(DOCUMENTS, ids=[key_of(path)], output_fields=_DOC_FIELDS)
         document = _document(rows[0]) if rows else None
         self._looked_up = document  # ingest asks `chunked_hash` next: no second round trip
         return document
@@ -190,13 +180,13 @@ class MilvusBackend(DirectorySettings, MilvusHealth):
     def write(self, pieces: Sequence[DocumentPiece], vectors: Mapping[str, Any]) -> None:
         """Upsert the chunks, then per finished document drop its surplus old chunks and
         upsert its row (the mark that it is complete)."""
-        rows = [row for piece in pieces for row in chunk_rows(piece, vectors, self.key_bits)]
+        rows = [row for piece in pieces for row in chunk_rows(piece, vectors)]
         # Marked before the chunks land, cleared once the document's row is written: chunks a
         # kill leaves behind are then known and swept (`drop_unused_vectors`), never ghosts.
         self._mark_unfinished(add={piece.record["path"] for piece in pieces})
         for start in range(0, len(rows), _BATCH):
             self.client.upsert(CHUNKS, rows[start : start + _BATCH])
-        finished = {self._key(piece.record["path"]): piece for piece in pieces if piece.last}
+        finished = {key_of(piece.record["path"]): piece for piece in pieces if piece.last}
         if not finished:
             return
         counts = {
@@ -233,7 +223,7 @@ class MilvusBackend(DirectorySettings, MilvusHealth):
 
     def delete_documents(self, doc_ids: Iterable[int]) -> int:
         ids = [int(i) for i in doc_ids]
-        self._mark_unfinished(remove={path for path in self._unfinished() if self._key(path) in set(ids)})
+        self._mark_unfinished(remove={path for path in self._unfinished() if key_of(path) in set(ids)})
         count = 0
         for start in range(0, len(ids), _BATCH):
             part = ids[start : start + _BATCH]
@@ -246,7 +236,7 @@ class MilvusBackend(DirectorySettings, MilvusHealth):
         """Documents under `roots`, and the half-written ones an interrupted ingest left there
         (so pruning and `rag rm` remove their chunks too)."""
         prefixes = [str(root).rstrip("/") for root in roots]
-        known = {path: self._key(path) for path in self._unfinished()} | self.document_ids()
+        known = {path: key_of(path) for path in self._unfinished()} | self.document_ids()
         return {
             path: doc_id
             for path, doc_id in known.items()
@@ -267,9 +257,9 @@ class MilvusBackend(DirectorySettings, MilvusHealth):
         if not unfinished:
             return
         complete = {
-            row["doc_id"] for row in self.client.query(DOCUMENTS, ids=[self._key(p) for p in unfinished])
+            row["doc_id"] for row in self.client.query(DOCUMENTS, ids=[key_of(p) for p in unfinished])
         }
-        ghosts = [self._key(path) for path in unfinished if self._key(path) not in complete]
+        ghosts = [key_of(path) for path in unfinished if key_of(path) not in complete]
         if ghosts:
             self.client.delete(CHUNKS, filter=f"doc_id in {ghosts}")
         self._mark_unfinished(remove=unfinished)

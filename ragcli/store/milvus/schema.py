@@ -31,19 +31,10 @@ _PATH = 4096
 _TEXT = 65535
 
 
-# Keys of new collections fit in 53 bits: a JSON number holds them exactly in every client
-# (JavaScript's Number.MAX_SAFE_INTEGER is 2**53 - 1), so a page or an agent asking for a chunk
-# by the id it was given gets that chunk. Collections made before kept 63-bit keys, recorded by
-# the property's absence: their rows keep being found and overwritten by the keys they hold.
-KEY_BITS = 53
-OLD_KEY_BITS = 63
-KEY_BITS_PROPERTY = "ragcli.key_bits"
-
-
-def key_of(*parts: str, bits: int = KEY_BITS) -> int:
-    """A stable non-negative primary key of `bits` bits for the joined parts."""
+def key_of(*parts: str) -> int:
+    """A stable positive int64 primary key for the joined parts."""
     raw = "\0".join(parts).encode("utf-8", "surrogateescape")
-    return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big") >> (64 - bits)
+    return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big") >> 1
 
 
 def analyzer_for(uri: str) -> dict[str, str]:
@@ -159,19 +150,16 @@ def check_collections(client, dimension: int) -> str:
     return f"{CHUNKS} and {DOCUMENTS} have ragcli's schema (dimension {dimension})"
 
 
-def chunk_rows(
-    piece: DocumentPiece, vectors: Mapping[str, Any], bits: int = KEY_BITS
-) -> list[dict[str, Any]]:
-    """The chunks collection's rows for a piece (the BM25 function fills `sparse`), keyed
-    with the collection's key width."""
+def chunk_rows(piece: DocumentPiece, vectors: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The chunks collection's rows for a piece (the BM25 function fills `sparse`)."""
     from ragcli.analysis import term_string
 
     path, group = piece.record["path"], piece.group
-    doc_id = key_of(path, bits=bits)
+    doc_id = key_of(path)
     metadata = _metadata(piece.record)
     return [
         {
-            "id": key_of(path, group, str(chunk.order), bits=bits),
+            "id": key_of(path, group, str(chunk.order)),
             "doc_id": doc_id,
             "path": path,
             "chunk_group": group,
