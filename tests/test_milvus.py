@@ -318,7 +318,9 @@ def test_every_chunk_a_search_returns_is_fetched_by_its_id_over_http(tmp_path, s
     import httpx2 as httpx
 
     with served_store(tmp_path, store, model_cache_dir) as url, httpx.Client(timeout=300) as client:
-        hits = client.post(f"{url}/query", json={"query": "router reset button", "top_k": 10}).json()["hits"]
+        found = client.post(f"{url}/query", json={"query": "router reset button", "top_k": 10})
+        assert found.status_code == 200, found.text
+        hits = found.json()["hits"]
         assert len(hits) == 10 and any(hit["chunk_id"] >= 10**18 for hit in hits)  # 19 digits
         for hit in hits:
             got = client.get(f"{url}/chunks/{hit['chunk_id']}")
