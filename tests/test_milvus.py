@@ -6,10 +6,12 @@ and creating the two collections takes about 1 s here, so no state is shared bet
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -304,13 +306,20 @@ def served_store(tmp_path, store, model_cache_dir):
     from serving import clean_env, running_server
     from milvus_lite.server_manager import server_manager_instance
     from ragcli.embedding import load_embedder
+    from ragcli.store.milvus.connection import lite_locked
 
     index = tmp_path / "index"
     env = clean_env(tmp_path / "home", model_cache_dir, RAG_MODE="bm25")
     texts = {f"note{n}.txt": f"Note {n}: the router's reset button, pressed {n} times." for n in range(10)}
     embedder = load_embedder(None, cache_dir=Path(env["RAG_CACHE_DIR"]))
     run(index, corpus(tmp_path / "docs", texts), store, embedder)
-    server_manager_instance.release_server(store)  # Milvus Lite: one process at a time
+    # Milvus Lite serves one process at a time: this one's server is stopped, and the server
+    # process starts once the file's lock is free (a stopped server lets go of it a little later).
+    gc.collect()
+    server_manager_instance.release_server(store)
+    deadline = time.monotonic() + 300
+    while lite_locked(Path(store)) and time.monotonic() < deadline:
+        time.sleep(0.1)
     return running_server(env, "--index", str(index))
 
 
@@ -348,3 +357,32 @@ def test_the_page_shows_the_chunk_a_citation_names(tmp_path, store, model_cache_
             viewer = page.locator("#viewer-text")
             playwright.expect(viewer).to_contain_text("the router's reset button", timeout=120_000)
             browser.close()
+
+
+def test_threads_opening_one_milvus_lite_file_at_once_all_get_it(tmp_path):
+    """The first client of a Milvus Lite file starts its server in this process; two threads
+    opening it at once (a server's first requests) both started one, and the second found the
+    file locked ("open in another rag process")."""
+    import threading
+
+    from milvus_lite.server_manager import server_manager_instance
+    from ragcli.store.milvus.connection import connect
+
+    for attempt in range(3):
+        uri = str(tmp_path / f"store{attempt}.db")
+        start, errors = threading.Barrier(6), []
+
+        def open_store() -> None:
+            start.wait()
+            try:
+                connect(uri)
+            except StoreUnavailable as error:
+                errors.append(str(error))
+
+        threads = [threading.Thread(target=open_store) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        server_manager_instance.release_server(uri)
+        assert errors == []

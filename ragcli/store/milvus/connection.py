@@ -3,14 +3,20 @@ Milvus Lite file held by another process told as one line (`StoreUnavailable`)."
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import threading
 from pathlib import Path
 
 from ragcli.errors import StoreUnavailable
 
 TIMEOUT = 10.0  # seconds for a connection or one call: a dead server is an error, not a hang
+# Milvus Lite starts its server in the process of the first client of a file. Two threads
+# opening the same file at once both start one, and the second finds the file locked by the
+# first ("open in another rag process", from `rag serve`'s first requests): one at a time.
+_LITE_OPENING = threading.Lock()
 
 
 def connect(uri: str):
@@ -37,7 +43,8 @@ def connect(uri: str):
     if not token and os.environ.get("MILVUS_USER"):
         token = f"{os.environ['MILVUS_USER']}:{os.environ.get('MILVUS_PASSWORD', '')}"
     try:
-        return MilvusClient(uri=uri, token=token, timeout=TIMEOUT)
+        with _LITE_OPENING if uri.endswith(".db") else contextlib.nullcontext():
+            return MilvusClient(uri=uri, token=token, timeout=TIMEOUT)
     except Exception as error:  # noqa: BLE001 - pymilvus raises many kinds; all mean "unreachable"
         if uri.endswith(".db") and lite_locked(Path(uri)):
             raise StoreUnavailable(
