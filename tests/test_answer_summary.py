@@ -63,6 +63,8 @@ def test_which_questions_ask_about_a_whole_document(question, about):
         ("summarize notes/bread.md.", ["bread.md"]),
         ("what does the git-log man page say about --follow?", ["git-log"]),
         ("In the README file, how do I install it?", ["README"]),
+        ("what is the man page for xz about?", ["xz"]),  # the kind of page first, then its name
+        ("summarize the guide to the giteveryday workflow", ["giteveryday"]),
         ("how do I call os.path.join?", []),  # a dotted name, not a file
         ("what is on the main page?", []),
         ("where in the git docs is rebase explained?", []),  # all the pages, not one

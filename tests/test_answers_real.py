@@ -84,6 +84,7 @@ def test_questions_about_a_document_are_answered_from_it(env, question):
     [
         ("What is the chinese_tea.txt file for?", "chinese_tea.txt", "陆羽"),  # a summary
         ("what does the himalayan_peaks document say about Everest?", "himalayan_peaks.docx", "1953"),
+        ("what is the page for chinese_tea about?", "chinese_tea.txt", "陆羽"),  # named after the noun
     ],
 )
 def test_a_document_named_by_its_file_name_answers(env, question, file, words):

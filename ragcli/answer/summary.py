@@ -92,6 +92,13 @@ _NAMED_BY_NOUN = re.compile(
     r"(?<![\w./-])([A-Za-z][\w.-]*[A-Za-z0-9])\s+(?:(?:man|help|web|wiki|info)\s+)?" + _DOCUMENT_NOUN.pattern,
     re.IGNORECASE,
 )
+# A name-like word right after a document noun and "for", "of", "on" or "about" ("the man page
+# for xz", "the guide to tar"): the words before it name the kind of page, not which one.
+_NAMED_AFTER_NOUN = re.compile(
+    r"(?:man\s+|help\s+)?" + _DOCUMENT_NOUN.pattern + r"\s+(?:for|of|on|about|to)\s+(?:the\s+)?"
+    r"([A-Za-z][\w.-]*[A-Za-z0-9])(?![\w./-])",
+    re.IGNORECASE,
+)
 # Words before a document noun that are not its name ("the main page", "that file").
 _NOT_NAMES = frozenset(
     "a an the this that these those my our your their its which what whole main man help web home "
@@ -102,9 +109,11 @@ _NOT_NAMES = frozenset(
 def named_documents(question: str) -> list[str]:
     """File names the question may give a document by, most explicit first: a word with a file
     extension ("bread.md"), then a name-like word right before a document noun ("the giteveryday
-    document"). Each is a guess: only an indexed file of that name makes it one."""
+    document") or right after it ("the man page for xz"). Each is a guess: only an indexed file
+    of that name makes it one."""
     names = [match.group(0) for match in _FILE_NAME.finditer(question)]
-    for match in _NAMED_BY_NOUN.finditer(question):
+    named = [*_NAMED_BY_NOUN.finditer(question), *_NAMED_AFTER_NOUN.finditer(question)]
+    for match in named:
         word = match.group(1)
         if word.lower() not in _NOT_NAMES and not _DOCUMENT_NOUN.fullmatch(word):
             names.append(word)
