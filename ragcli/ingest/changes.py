@@ -10,6 +10,7 @@ from ragcli.ingest.report import IngestReport
 from ragcli.ingest.run import IngestRun, open_run
 from ragcli.ingest.walk import FileFilter, files_to_read
 from ragcli.store.removal import apply_exclusions
+from ragcli.text import PART_SEPARATOR
 from ragcli.types import ChunkSettings, Progress
 
 if TYPE_CHECKING:
@@ -31,7 +32,8 @@ def ingest_changes(
     """Bring the index in line with the given paths only (what a folder watcher saw change).
 
     A path that is a file under one of `roots` (and passes `file_filter`) is ingested when its
-    content changed; a folder is walked; a path that no longer exists removes what was indexed
+    content changed; a folder is walked, and a document stored at its own path (a file replaced
+    by a folder of the same name) removed; a path that no longer exists removes what was indexed
     at or under it. A file that vanishes while it is read counts as removed, not failed. Other
     documents are not looked at, so the cost follows the change, not the folder's size. The
     write lock (when the index has one) is held for this call only.
@@ -46,7 +48,7 @@ def ingest_changes(
     Returns:
         An `IngestReport`; `progress.advance(path, status)` is told "removed" for each removal.
     """
-    files, gone = _classify_changes(roots, changed, file_filter)
+    files, gone, folders = _classify_changes(roots, changed, file_filter)
     with open_run(
         index, embedder, group, chunking, batch_chunks, roots, check_pages=False, file_filter=file_filter
     ) as run:
@@ -63,15 +65,17 @@ def ingest_changes(
                 progress.advance(str(path), status)
         run.batcher.flush()
         _remove_gone(run, gone, progress)
+        _remove_files_now_folders(run, folders, progress)
     return run.report
 
 
 def _classify_changes(
     roots: Sequence[Path], changed: Iterable[Path], file_filter: FileFilter
-) -> tuple[list[Path], list[Path]]:
-    """Split changed paths into files to (re)ingest and paths that are gone."""
+) -> tuple[list[Path], list[Path], list[Path]]:
+    """Split changed paths into files to (re)ingest, paths that are gone and folders."""
     files: dict[Path, None] = {}
     gone: list[Path] = []
+    folders: list[Path] = []
     for path in sorted(set(changed)):
         root = next((r for r in roots if path == r or r in path.parents), None)
         if root is None:
@@ -81,9 +85,11 @@ def _classify_changes(
             continue
         if path.is_dir() or path.is_file():
             files.update(dict.fromkeys(files_to_read(root, path, file_filter)))
+            if path != root and path.is_dir():
+                folders.append(path)
         else:
             gone.append(path)
-    return list(files), gone
+    return list(files), gone, folders
 
 
 def _remove_gone(run: IngestRun, gone: Sequence[Path], progress: Progress | None) -> None:
@@ -91,4 +97,22 @@ def _remove_gone(run: IngestRun, gone: Sequence[Path], progress: Progress | None
     run.remove(list(found.values()))
     if progress:
         for path in sorted(found):
+            progress.advance(path, "removed")
+
+
+def _remove_files_now_folders(run: IngestRun, folders: Sequence[Path], progress: Progress | None) -> None:
+    """A document stored at a path that is now a folder was a file the folder replaced: gone.
+
+    Its parts (``PATH#N``, the messages of a mailbox) go with it; what lies under the folder
+    was walked above."""
+    found = run.store.documents_under(folders) if folders else {}
+    named = [str(folder) for folder in folders]
+    stale = {
+        path: doc_id
+        for path, doc_id in found.items()
+        if any(path == name or path.startswith(name + PART_SEPARATOR) for name in named)
+    }
+    run.remove(list(stale.values()))
+    if progress:
+        for path in sorted(stale):
             progress.advance(path, "removed")

@@ -289,9 +289,11 @@ def remove_documents(store: Backend, doc_ids: list[int], report: IngestReport) -
 
 
 def _still_there(path: str) -> bool:
-    """Whether a document's file exists; one that cannot be looked at is taken as there."""
+    """Whether a document's file exists (a folder now at its path is not it); one that cannot be
+    looked at is taken as there."""
     try:
-        return disk_path(path).exists()
+        file = disk_path(path)
+        return file.exists() and not file.is_dir()
     except OSError:
         return True
 

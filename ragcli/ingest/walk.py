@@ -168,7 +168,7 @@ def _walk(
             if (
                 not ignores.skips(path, False)
                 and file_filter.accepts(path.relative_to(root).as_posix())
-                and not _link_into(path, top)
+                and not _link_into(path, root)
             ):
                 yield path
 
@@ -280,11 +280,23 @@ def files_to_read(root: Path, path: Path, file_filter: FileFilter) -> list[Path]
     if path == root:
         return list(walk_files(root, file_filter))
     rules = _rules_above(root, path)
-    if rules is None or rules.skips(path, is_folder=path.is_dir()):
+    if rules is None or _through_linked_folder(root, path) or rules.skips(path, is_folder=path.is_dir()):
         return []
     if path.is_dir():
         return list(_walk(path, root, file_filter, rules))
-    return [path] if file_filter.accepts(path.relative_to(root).as_posix()) else []
+    accepted = file_filter.accepts(path.relative_to(root).as_posix())
+    return [path] if accepted and not _link_into(path, root) else []
+
+
+def _through_linked_folder(root: Path, path: Path) -> bool:
+    """Whether `path` is, or lies in, a symlinked folder under `root`: a whole walk never
+    enters one (a link to `.` or to a folder elsewhere would read a tree twice, or forever)."""
+    folder = path
+    while folder != root and root in folder.parents:
+        if folder.is_symlink() and folder.is_dir():
+            return True
+        folder = folder.parent
+    return False
 
 
 def _generated_folder(path: Path) -> bool:
