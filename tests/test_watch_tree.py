@@ -10,6 +10,7 @@ last and seen in the index means every change before it was applied: no timing i
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -142,3 +143,107 @@ def test_a_whole_ingest_removes_a_file_now_a_folder_instead_of_keeping_it(tmp_pa
     assert "leave out" not in result.stderr
     assert "1 added" in result.stderr and "1 removed" in result.stderr
     assert indexed(isolated_home) == {str(folder / "plan.md" / "ridge.md")}
+
+
+def test_the_watched_folder_moved_away_keeps_its_documents_and_is_watched_again_when_back(watcher, tmp_path):
+    """Moving the folder away (or unmounting its disk) removed every document, and a folder
+    made again at its path was never watched; now its documents are kept, as `rag ingest`
+    keeps a folder that is gone, and the new folder is caught up with and watched."""
+    folder, index, process, log = watcher
+    armed(folder, index)
+    before = indexed(index)
+    folder.rename(tmp_path / "away")
+    eventually(lambda: f"missing {folder}:" in log.read_text(), "the watcher to say the folder is gone")
+    assert indexed(index) == before
+
+    folder.mkdir()
+    otters = folder / "otters.md"
+    otters.write_text("Sea otters hold hands while they sleep.", encoding="utf-8")
+    eventually(
+        lambda: indexed(index) == {str(otters)}, "the new folder to be read and the old documents pruned"
+    )
+    voles = folder / "voles.md"
+    voles.write_text("Water voles dig burrows in river banks.", encoding="utf-8")
+    eventually(lambda: indexed(index) == {str(otters), str(voles)}, "the new folder to be watched")
+
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=300) == 130
+    lines = log.read_text().splitlines()
+    assert f"back {folder}: reading what changed, then watching it again" in lines
+    assert f"removed {folder / 'first.md'}" in lines and f"added {otters}" in lines
+
+
+def test_ctrl_c_while_the_watched_folder_is_gone_stops_cleanly(watcher, tmp_path):
+    """The last catch-up read the missing folder and failed: `rag: error: ... no such file`,
+    exit 1. It reads only what is there: exit 130, the documents kept."""
+    folder, index, process, log = watcher
+    armed(folder, index)
+    before = indexed(index)
+    folder.rename(tmp_path / "away")
+    eventually(lambda: f"missing {folder}:" in log.read_text(), "the watcher to say the folder is gone")
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=300) == 130, log.read_text()
+    assert "stopped; everything seen is committed" in log.read_text()
+    assert indexed(index) == before
+
+
+def test_a_watched_file_is_followed_through_every_editor_save(tmp_path, isolated_home):
+    """An editor saves by writing a temp file and renaming it over the original: the notifier
+    watched the replaced file, so the second save was not seen until Ctrl-C."""
+    note = tmp_path / "notes" / "birds.md"
+    note.parent.mkdir()
+    note.write_text("Herons stand still in the shallows.", encoding="utf-8")
+    log = tmp_path / "watch.err"
+    with log.open("w") as err:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ragcli", "ingest", str(note), "--watch"],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+        try:
+            eventually(lambda: "watching" in log.read_text() or process.poll() is not None, "the watcher")
+            for word in ("cranes", "storks", "egrets"):
+                temp = note.parent / ".birds.md.tmp"
+                temp.write_text(f"Now the note is about {word} nesting on roofs.", encoding="utf-8")
+                os.replace(temp, note)
+                eventually(
+                    lambda word=word: search(isolated_home, word) == [str(note)], f"the save with {word}"
+                )
+            assert process.poll() is None, log.read_text()
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+def search(index: Path, words: str) -> list[str]:
+    result = rag("query", words, "--mode", "bm25", "--format", "paths", "--index", str(index))
+    return result.stdout.split() if result.returncode == 0 else []
+
+
+def test_files_deleted_while_not_watching_get_a_removed_line(tmp_path, isolated_home):
+    """The catch-up at the start said `added` for each new file but nothing for deleted ones,
+    though it removed them."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "keep.md").write_text("Kept: a note on tides.", encoding="utf-8")
+    (folder / "gone.md").write_text("Deleted later: a note on comets.", encoding="utf-8")
+    assert rag("ingest", str(folder)).returncode == 0
+    (folder / "gone.md").unlink()
+    log = tmp_path / "watch.err"
+    with log.open("w") as err:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ragcli", "ingest", str(folder), "--watch"],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+        try:
+            eventually(lambda: "watching" in log.read_text() or process.poll() is not None, "the watcher")
+            process.send_signal(signal.SIGINT)
+            assert process.wait(timeout=300) == 130
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    assert f"removed {folder / 'gone.md'}" in log.read_text().splitlines()
+    assert indexed(isolated_home) == {str(folder / "keep.md")}

@@ -83,6 +83,8 @@ def _classify_changes(
         relative = path.relative_to(root).parts if path != root else ()
         if any(part.startswith(".") for part in relative):
             continue
+        if path == root and not path.exists():
+            continue  # moved away or unmounted: its documents are kept, as `rag ingest` keeps them
         if path.is_dir() or path.is_file():
             files.update(dict.fromkeys(files_to_read(root, path, file_filter)))
             if path != root and path.is_dir():

@@ -196,7 +196,9 @@ class IngestRun:
         }
         self.report.left_out = sorted(path for path in unseen if _still_there(path))
         kept = set(self.report.left_out)
-        self.remove([doc_id for path, doc_id in unseen.items() if path not in kept])
+        gone = {path: doc_id for path, doc_id in unseen.items() if path not in kept}
+        self.report.pruned = sorted(gone)
+        self.remove(list(gone.values()))
 
 
 @contextmanager
