@@ -247,3 +247,24 @@ def test_files_deleted_while_not_watching_get_a_removed_line(tmp_path, isolated_
                 process.wait()
     assert f"removed {folder / 'gone.md'}" in log.read_text().splitlines()
     assert indexed(isolated_home) == {str(folder / "keep.md")}
+
+
+def test_office_owner_files_are_not_documents(tmp_path, isolated_home):
+    """Word keeps `~$name.docx` beside a document while it is open: every ingest and every
+    watcher batch said `failed ... not a valid DOCX file; re-save it from Word`, and `--strict`
+    exited 1, for a file that is not the user's."""
+    import docx
+
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    document = docx.Document()
+    document.add_paragraph("Quarterly report on orchard yields.")
+    document.save(folder / "report.docx")
+    (folder / "~$report.docx").write_bytes(
+        b"\x0bJohn Smith" + b"\x00" * 40 + "John Smith".encode("utf-16-le")
+    )
+
+    result = rag("ingest", str(folder), "--strict")
+    assert result.returncode == 0, result.stderr
+    assert "failed" not in result.stderr.replace("0 failed", "")
+    assert indexed(isolated_home) == {str(folder / "report.docx")}

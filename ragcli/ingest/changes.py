@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 from ragcli.choices import DEFAULT_GROUP
 from ragcli.ingest.report import IngestReport
 from ragcli.ingest.run import IngestRun, open_run
-from ragcli.ingest.walk import FileFilter, files_to_read
+from ragcli.ingest.walk import FileFilter, files_to_read, hidden_or_lock_file
 from ragcli.store.removal import apply_exclusions
 from ragcli.text import PART_SEPARATOR
 from ragcli.types import ChunkSettings, Progress
@@ -81,7 +81,7 @@ def _classify_changes(
         if root is None:
             continue
         relative = path.relative_to(root).parts if path != root else ()
-        if any(part.startswith(".") for part in relative):
+        if any(hidden_or_lock_file(part) for part in relative):
             continue
         if path == root and not path.exists():
             continue  # moved away or unmounted: its documents are kept, as `rag ingest` keeps them

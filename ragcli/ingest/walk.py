@@ -162,7 +162,7 @@ def _walk(
         ignores.enter(Path(folder))
         dirs[:] = sorted(d for d in dirs if _descends(Path(folder) / d, ignores, tell))
         for name in sorted(files):
-            if name.startswith("."):
+            if hidden_or_lock_file(name):
                 continue
             path = Path(folder) / name
             if (
@@ -185,7 +185,7 @@ def _unreadable_folder(on_error: "Callable[[Path, str], None] | None") -> Callab
 
 def _descends(folder: Path, ignores: "IgnoreRules", tell: Callable[[Path, OSError], None]) -> bool:
     """Whether the walk goes into `folder`; one it cannot look into is told and left out."""
-    if folder.name.startswith("."):
+    if hidden_or_lock_file(folder.name):
         return False
     try:
         # An index folder inside the root holds ragcli's own files, never documents to read.
@@ -193,6 +193,12 @@ def _descends(folder: Path, ignores: "IgnoreRules", tell: Callable[[Path, OSErro
     except OSError as error:  # a folder without search permission: nothing in it can be stat'ed
         tell(folder, error)
         return False
+
+
+def hidden_or_lock_file(name: str) -> bool:
+    """A name the walk skips: a hidden file or folder, or the owner file (`~$report.docx`) Word,
+    Excel and PowerPoint keep beside a document while it is open, which is not a document."""
+    return name.startswith((".", "~$"))
 
 
 def _link_into(path: Path, root: Path) -> bool:
