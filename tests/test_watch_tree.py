@@ -268,3 +268,46 @@ def test_office_owner_files_are_not_documents(tmp_path, isolated_home):
     assert result.returncode == 0, result.stderr
     assert "failed" not in result.stderr.replace("0 failed", "")
     assert indexed(isolated_home) == {str(folder / "report.docx")}
+
+
+def test_a_folder_made_unreadable_while_watched_is_one_failure_not_a_crash(tmp_path, isolated_home):
+    """`chmod 000` on a watched subfolder ended the watcher with a traceback (PermissionError);
+    now it is one `failed` line, its documents are kept, and the watch goes on."""
+    from test_walk import as_a_user
+
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    (probe / "in.txt").write_text("a file no user can read", encoding="utf-8")
+    probe.chmod(0)
+    try:
+        wrapper = as_a_user(probe)
+    finally:
+        probe.chmod(0o755)
+    if wrapper is None:
+        pytest.skip("this process reads a chmod-000 folder and cannot drop that power (no setpriv)")
+    folder = tmp_path / "notes"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "first.md").write_text("The lighthouse keeper polished the brass lens.", encoding="utf-8")
+    kites = folder / "sub" / "kites.md"
+    kites.write_text("Red kites circle above the motorway verges.", encoding="utf-8")
+    log = tmp_path / "watch.err"
+    command = [*wrapper, sys.executable, "-m", "ragcli", "ingest", str(folder), "--watch"]
+    with log.open("w") as err:
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            eventually(lambda: "watching" in log.read_text() or process.poll() is not None, "the watcher")
+            armed(folder, isolated_home)
+            (folder / "sub").chmod(0)
+            owls = folder / "owls.md"
+            owls.write_text("Barn owls hunt by sound alone.", encoding="utf-8")
+            eventually(
+                lambda: str(owls) in indexed(isolated_home) or process.poll() is not None, "the next change"
+            )
+            assert process.poll() is None, log.read_text()
+            assert f"failed {folder / 'sub'}: cannot read (Permission denied)" in log.read_text()
+            assert str(kites) in indexed(isolated_home)
+        finally:
+            (folder / "sub").chmod(0o755)
+            if process.poll() is None:
+                process.kill()
+                process.wait()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
@@ -48,16 +49,19 @@ def ingest_changes(
     Returns:
         An `IngestReport`; `progress.advance(path, status)` is told "removed" for each removal.
     """
-    files, gone, folders = _classify_changes(roots, changed, file_filter)
+    changes = _classify_changes(roots, changed, file_filter)
+    gone = changes.gone
     with open_run(
         index, embedder, group, chunking, batch_chunks, roots, check_pages=False, file_filter=file_filter
     ) as run:
-        files = apply_exclusions(run.store, files)  # what `rag rm` removed stays out
+        for path, reason in changes.unreadable:
+            run.fail(path, reason)
+        files = apply_exclusions(run.store, list(changes.files))  # what `rag rm` removed stays out
         if progress:
             progress.start(len(files))
         for path in files:
             status = run.ingest_file(path)
-            if status == "failed" and not path.exists():
+            if status == "failed" and _vanished(path):
                 run.report.failed.pop()
                 gone.append(path)
                 continue
@@ -65,17 +69,24 @@ def ingest_changes(
                 progress.advance(str(path), status)
         run.batcher.flush()
         _remove_gone(run, gone, progress)
-        _remove_files_now_folders(run, folders, progress)
+        _remove_files_now_folders(run, changes.folders, progress)
     return run.report
 
 
-def _classify_changes(
-    roots: Sequence[Path], changed: Iterable[Path], file_filter: FileFilter
-) -> tuple[list[Path], list[Path], list[Path]]:
-    """Split changed paths into files to (re)ingest, paths that are gone and folders."""
-    files: dict[Path, None] = {}
-    gone: list[Path] = []
-    folders: list[Path] = []
+@dataclass
+class _Changes:
+    """The changed paths, sorted: files to (re)ingest, paths gone, folders walked, and paths
+    that cannot be looked at (a folder without permission), each with the reason."""
+
+    files: dict[Path, None] = field(default_factory=dict)
+    gone: list[Path] = field(default_factory=list)
+    folders: list[Path] = field(default_factory=list)
+    unreadable: list[tuple[Path, str]] = field(default_factory=list)
+
+
+def _classify_changes(roots: Sequence[Path], changed: Iterable[Path], file_filter: FileFilter) -> _Changes:
+    """Sort the changed paths under `roots` by what is at each one now."""
+    changes = _Changes()
     for path in sorted(set(changed)):
         root = next((r for r in roots if path == r or r in path.parents), None)
         if root is None:
@@ -83,15 +94,27 @@ def _classify_changes(
         relative = path.relative_to(root).parts if path != root else ()
         if any(hidden_or_lock_file(part) for part in relative):
             continue
-        if path == root and not path.exists():
-            continue  # moved away or unmounted: its documents are kept, as `rag ingest` keeps them
-        if path.is_dir() or path.is_file():
-            files.update(dict.fromkeys(files_to_read(root, path, file_filter)))
-            if path != root and path.is_dir():
-                folders.append(path)
-        else:
-            gone.append(path)
-    return list(files), gone, folders
+        try:
+            _classify(root, path, file_filter, changes)
+        except OSError as error:  # in a folder without permission: kept as it is, and said
+            changes.unreadable.append(
+                (path, f"cannot read ({error.strerror or error}); check its permissions")
+            )
+    return changes
+
+
+def _classify(root: Path, path: Path, file_filter: FileFilter, changes: _Changes) -> None:
+    if path == root and not path.exists():
+        return  # moved away or unmounted: its documents are kept, as `rag ingest` keeps them
+    if path.is_dir() or path.is_file():
+        found = files_to_read(
+            root, path, file_filter, lambda folder, why: changes.unreadable.append((folder, why))
+        )
+        changes.files.update(dict.fromkeys(found))
+        if path != root and path.is_dir():
+            changes.folders.append(path)
+    else:
+        changes.gone.append(path)
 
 
 def _remove_gone(run: IngestRun, gone: Sequence[Path], progress: Progress | None) -> None:
@@ -118,3 +141,11 @@ def _remove_files_now_folders(run: IngestRun, folders: Sequence[Path], progress:
     if progress:
         for path in sorted(stale):
             progress.advance(path, "removed")
+
+
+def _vanished(path: Path) -> bool:
+    """Whether a file that failed was deleted meanwhile (one that cannot be looked at is not)."""
+    try:
+        return not path.exists()
+    except OSError:
+        return False

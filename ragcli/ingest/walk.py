@@ -279,17 +279,25 @@ def _rules_above(root: Path, path: Path) -> "IgnoreRules | None":
     return rules
 
 
-def files_to_read(root: Path, path: Path, file_filter: FileFilter) -> list[Path]:
+def files_to_read(
+    root: Path, path: Path, file_filter: FileFilter, on_error: "Callable[[Path, str], None] | None" = None
+) -> list[Path]:
     """The files a walk of `root` would read at or under `path` (a file or a folder a watcher
     saw change): patterns and ignore files matched from the root, as for a whole ingest. A root
-    that is a file was named explicitly and is read whatever the patterns say."""
+    that is a file was named explicitly and is read whatever the patterns say.
+
+    Args:
+        on_error: as for `walk_files`: told each folder under `path` the walk cannot enter.
+
+    Raises:
+        OSError: `path` itself cannot be looked at (it lies in a folder without permission)."""
     if path == root:
-        return list(walk_files(root, file_filter))
+        return list(walk_files(root, file_filter, on_error))
     rules = _rules_above(root, path)
     if rules is None or _through_linked_folder(root, path) or rules.skips(path, is_folder=path.is_dir()):
         return []
     if path.is_dir():
-        return list(_walk(path, root, file_filter, rules))
+        return list(_walk(path, root, file_filter, rules, on_error))
     accepted = file_filter.accepts(path.relative_to(root).as_posix())
     return [path] if accepted and not _link_into(path, root) else []
 
