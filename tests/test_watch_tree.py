@@ -311,3 +311,25 @@ def test_a_folder_made_unreadable_while_watched_is_one_failure_not_a_crash(tmp_p
             if process.poll() is None:
                 process.kill()
                 process.wait()
+
+
+def test_a_dangling_link_made_while_watched_is_reported_as_a_whole_ingest_reports_it(tmp_path, fake_embedder):
+    """A link to nothing (or to itself) was passed over in silence by the watcher, while
+    `rag ingest` of the folder says `failed` for each."""
+    from ragcli.ingest.changes import ingest_changes
+    from ragcli.ingest.pipeline import ingest
+    from ragcli.types import ChunkSettings
+
+    folder, index = tmp_path / "docs", tmp_path / "index"
+    folder.mkdir()
+    (folder / "note.md").write_text("A note about lighthouses.")
+    settings = dict(embedder=fake_embedder, chunking=ChunkSettings("word", 50, 0))
+    ingest(index, [folder], **settings)
+    (folder / "dead.md").symlink_to(folder / "nowhere.md")
+    (folder / "self.md").symlink_to(folder / "self.md")
+
+    report = ingest_changes(index, [folder], [folder / "dead.md", folder / "self.md"], **settings)
+    whole = ingest(index, [folder], **settings)
+    assert [failure.path for failure in report.failed] == [str(folder / "dead.md"), str(folder / "self.md")]
+    assert [failure.path for failure in whole.failed] == [failure.path for failure in report.failed]
+    assert report.removed == 0

@@ -106,7 +106,7 @@ def _classify_changes(roots: Sequence[Path], changed: Iterable[Path], file_filte
 def _classify(root: Path, path: Path, file_filter: FileFilter, changes: _Changes) -> None:
     if path == root and not path.exists():
         return  # moved away or unmounted: its documents are kept, as `rag ingest` keeps them
-    if path.is_dir() or path.is_file():
+    if path.is_dir() or path.is_file() or path.is_symlink():  # a dangling link is read, and fails
         found = files_to_read(
             root, path, file_filter, lambda folder, why: changes.unreadable.append((folder, why))
         )
@@ -144,8 +144,9 @@ def _remove_files_now_folders(run: IngestRun, folders: Sequence[Path], progress:
 
 
 def _vanished(path: Path) -> bool:
-    """Whether a file that failed was deleted meanwhile (one that cannot be looked at is not)."""
+    """Whether a file that failed was deleted meanwhile (a dangling link was not, nor a file that
+    cannot be looked at)."""
     try:
-        return not path.exists()
+        return not path.exists() and not path.is_symlink()
     except OSError:
         return False
