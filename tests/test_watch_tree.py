@@ -69,7 +69,11 @@ def armed(folder: Path, index: Path) -> None:
     """Wait until the notifier reports changes: a file written after "watching" is applied
     by the notifier's sets or by the catch-up its first set brings, after it is armed; what
     changed before that is read by a whole ingest, not by the watcher's own path."""
-    (folder / "armed.md").write_text("The notifier is armed once this note is indexed.", encoding="utf-8")
+    # Written aside and renamed in: one event, so one set of changes brings the file, and once
+    # it is listed only that set's end (under the index's write lock) may still be running.
+    temp = folder / ".armed.md.tmp"
+    temp.write_text("The notifier is armed once this note is indexed.", encoding="utf-8")
+    os.replace(temp, folder / "armed.md")
     eventually(lambda: str(folder / "armed.md") in indexed(index), "the notifier to be armed")
 
 
@@ -333,3 +337,21 @@ def test_a_dangling_link_made_while_watched_is_reported_as_a_whole_ingest_report
     assert [failure.path for failure in report.failed] == [str(folder / "dead.md"), str(folder / "self.md")]
     assert [failure.path for failure in whole.failed] == [failure.path for failure in report.failed]
     assert report.removed == 0
+
+
+def test_the_index_deleted_while_watching_stops_the_watch(watcher):
+    """Deleting the index made the next set of changes a new index of those files alone, which
+    `rag status` and `rag ls` showed as the whole; the watch now stops and says why."""
+    import shutil
+
+    from ragcli.locking import index_writer
+
+    folder, index, process, log = watcher
+    armed(folder, index)
+    with index_writer(index):  # the watcher is done writing: its sets hold this lock
+        shutil.rmtree(index)
+    (folder / "owls.md").write_text("Barn owls hunt by sound alone.", encoding="utf-8")
+    eventually(lambda: process.poll() is not None, "the watcher to stop")
+    assert process.returncode == 1
+    assert f"the index at {index} was deleted while watching" in log.read_text()
+    assert not index.exists()

@@ -23,17 +23,20 @@ Models are loaded once by the caller and reused for every set.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generator, Iterator, Sequence
 
 from ragcli.choices import DEFAULT_GROUP
 from ragcli.embedding.base import Embedder
+from ragcli.errors import NotIndexed
 from ragcli.ingest.changes import ingest_changes
 from ragcli.ingest.pipeline import ingest
 from ragcli.ingest.report import IngestReport
 from ragcli.types import ChunkSettings
 from ragcli.ingest.walk import FileFilter, resolve_roots
+from ragcli.store.ownership import is_index
 
 # Quiet time that ends a set of changes, and the longest a set keeps growing (milliseconds).
 STEP_MS = 50
@@ -220,6 +223,7 @@ def _apply_changes(
         elif raw:
             collector = _Collector()
             paths = [Path(path) for _, path in raw]
+            _require_index(index)
             report = ingest_changes(index, roots, paths, progress=collector, **options)
             batch = _batch("changes", report, collector)
         else:
@@ -232,6 +236,29 @@ def _apply_changes(
 
 
 def _full(index: Path, roots: list[Path], kind: str, options: dict) -> WatchBatch:
+    if kind != "initial":
+        _require_index(index)
     collector = _Collector()
     report = ingest(index, roots, progress=collector, **options)
     return _batch(kind, report, collector)
+
+
+def _require_index(index: Path) -> None:
+    """Stop where the index was deleted while watching: writing the next set of changes would
+    make a new index of those files alone, which `rag status` and `rag ls` would show as all.
+
+    An index missing for a moment (another process's `--rebuild` swapping folders) is looked
+    for once more before the watch stops.
+
+    Raises:
+        NotIndexed: the index folder is gone.
+    """
+    if is_index(index):
+        return
+    time.sleep(ARMED_MS / 1000)
+    if is_index(index):
+        return
+    raise NotIndexed(
+        f"the index at {index} was deleted while watching; nothing more was written: "
+        "run `rag ingest DIR --watch` again to index the folders afresh"
+    )
