@@ -355,3 +355,34 @@ def test_the_index_deleted_while_watching_stops_the_watch(watcher):
     assert process.returncode == 1
     assert f"the index at {index} was deleted while watching" in log.read_text()
     assert not index.exists()
+
+
+def test_a_file_replaced_by_a_link_to_another_file_of_the_folder_leaves_the_index(tmp_path, fake_embedder):
+    """`ln -sf first.md alias.md`: a whole ingest skips a link to a file of the folder (the file
+    is read as itself), yet the old alias.md stayed, with its old text, through the watcher and
+    through `rag ingest` (which said --include/--exclude left it out)."""
+    from ragcli.ingest.changes import ingest_changes
+    from ragcli.ingest.pipeline import ingest
+    from ragcli.store.status import list_documents
+    from ragcli.types import ChunkSettings
+
+    folder, index = tmp_path / "docs", tmp_path / "index"
+    folder.mkdir()
+    (folder / "first.md").write_text("The first note, about lighthouses.")
+    (folder / "alias.md").write_text("An old note about windmills.")
+    settings = dict(embedder=fake_embedder, chunking=ChunkSettings("word", 50, 0))
+    ingest(index, [folder], **settings)
+    (folder / "alias.md").unlink()
+    (folder / "alias.md").symlink_to(folder / "first.md")
+
+    report = ingest_changes(index, [folder], [folder / "alias.md"], **settings)
+    assert report.removed == 1
+    assert {doc["path"] for doc in list_documents(index)} == {str(folder / "first.md")}
+
+    (folder / "other.md").write_text("Another old note about orchards.")
+    ingest(index, [folder], **settings)
+    (folder / "other.md").unlink()
+    (folder / "other.md").symlink_to(folder / "first.md")
+    whole = ingest(index, [folder], **settings)
+    assert (whole.removed, whole.left_out) == (1, [])
+    assert {doc["path"] for doc in list_documents(index)} == {str(folder / "first.md")}

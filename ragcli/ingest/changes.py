@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 from ragcli.choices import DEFAULT_GROUP
 from ragcli.ingest.report import IngestReport
 from ragcli.ingest.run import IngestRun, open_run
-from ragcli.ingest.walk import FileFilter, files_to_read, hidden_or_lock_file
+from ragcli.ingest.walk import FileFilter, files_to_read, hidden_or_lock_file, link_into
 from ragcli.store.removal import apply_exclusions
 from ragcli.text import PART_SEPARATOR
 from ragcli.types import ChunkSettings, Progress
@@ -106,6 +106,9 @@ def _classify_changes(roots: Sequence[Path], changed: Iterable[Path], file_filte
 def _classify(root: Path, path: Path, file_filter: FileFilter, changes: _Changes) -> None:
     if path == root and not path.exists():
         return  # moved away or unmounted: its documents are kept, as `rag ingest` keeps them
+    if link_into(path, root):  # now a link to a file of the folder, which is read as itself
+        changes.gone.append(path)
+        return
     if path.is_dir() or path.is_file() or path.is_symlink():  # a dangling link is read, and fails
         found = files_to_read(
             root, path, file_filter, lambda folder, why: changes.unreadable.append((folder, why))

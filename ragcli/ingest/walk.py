@@ -168,7 +168,7 @@ def _walk(
             if (
                 not ignores.skips(path, False)
                 and file_filter.accepts(path.relative_to(root).as_posix())
-                and not _link_into(path, root)
+                and not link_into(path, root)
             ):
                 yield path
 
@@ -201,7 +201,7 @@ def hidden_or_lock_file(name: str) -> bool:
     return name.startswith((".", "~$"))
 
 
-def _link_into(path: Path, root: Path) -> bool:
+def link_into(path: Path, root: Path) -> bool:
     """A symlink whose target lies under `root` (walked there already)."""
     if not path.is_symlink():
         return False
@@ -299,7 +299,7 @@ def files_to_read(
     if path.is_dir():
         return list(_walk(path, root, file_filter, rules, on_error))
     accepted = file_filter.accepts(path.relative_to(root).as_posix())
-    return [path] if accepted and not _link_into(path, root) else []
+    return [path] if accepted and not link_into(path, root) else []
 
 
 def _through_linked_folder(root: Path, path: Path) -> bool:
