@@ -53,7 +53,15 @@ def run_watch(changes: Callable[[threading.Event], Iterator[WatchBatch]], roots:
 
 
 def change_line(change) -> str:
-    """`added PATH`, `updated PATH`, `removed PATH` or `failed PATH: reason`."""
+    """`added PATH`, `updated PATH`, `removed PATH`, `failed PATH: reason`, or a watched
+    folder `missing` or `back`."""
+    if change.status == "missing":
+        return (
+            f"missing {change.path}: moved, deleted or unmounted; its documents are kept, "
+            "and it is watched again once it is back"
+        )
+    if change.status == "back":
+        return f"back {change.path}: reading what changed, then watching it again"
     if change.status != "failed":
         return f"{change.status} {change.path}"
     reason = change.reason if change.path in change.reason else f"{change.path}: {change.reason}"

@@ -35,13 +35,16 @@ class IngestReport:
     # Files under the folders read that `rag rm` removed earlier, so still left out (naming one
     # adds it back); the CLI says so. Not part of the JSON report.
     removed_earlier: list[str] = field(default_factory=list, repr=False)
+    # Documents removed because their files are gone, by path: `rag ingest --watch` says each
+    # one, as it says each file added. Not part of the JSON report.
+    pruned: list[str] = field(default_factory=list, repr=False)
     # Chunks were written without their vectors, left for `rag embed` (a deferred run on a store
     # that can hold them so; Milvus cannot, so a deferred run there embeds as usual). Not in JSON.
     vectors_deferred: bool = field(default=False, repr=False)
 
     def to_dict(self) -> dict:
         data = asdict(self)
-        del data["left_out"], data["removed_earlier"], data["vectors_deferred"]
+        del data["left_out"], data["removed_earlier"], data["pruned"], data["vectors_deferred"]
         return data
 
 

@@ -30,7 +30,7 @@ from ragcli.ingest.remembered import META_KEY as ROOT_OPTIONS
 from ragcli.ingest.remembered import RootOptions, merged_root_options
 from ragcli.ingest.report import Failure, IngestReport
 from ragcli.ingest.splitting import page_starts
-from ragcli.ingest.walk import FileFilter, disk_path, display_path
+from ragcli.ingest.walk import FileFilter, disk_path, display_path, link_into
 from ragcli.locking import DEFAULT_TIMEOUT, index_writer
 from ragcli.store.chooser import create_backend
 from ragcli.store.errors import storage_errors
@@ -194,9 +194,11 @@ class IngestRun:
             and not _part_of(path, seen)
             and not any(Path(path).is_relative_to(folder) for folder in unreadable)
         }
-        self.report.left_out = sorted(path for path in unseen if _still_there(path))
+        self.report.left_out = sorted(path for path in unseen if _still_there(path, folders))
         kept = set(self.report.left_out)
-        self.remove([doc_id for path, doc_id in unseen.items() if path not in kept])
+        gone = {path: doc_id for path, doc_id in unseen.items() if path not in kept}
+        self.report.pruned = sorted(gone)
+        self.remove(list(gone.values()))
 
 
 @contextmanager
@@ -288,10 +290,14 @@ def remove_documents(store: Backend, doc_ids: list[int], report: IngestReport) -
             report.removed += store.delete_documents(doc_ids)
 
 
-def _still_there(path: str) -> bool:
-    """Whether a document's file exists; one that cannot be looked at is taken as there."""
+def _still_there(path: str, folders: Sequence[Path]) -> bool:
+    """Whether a document's file exists; one that cannot be looked at is taken as there. A folder
+    now at its path is not it, nor a link to another file of the folder (read as that file)."""
     try:
-        return disk_path(path).exists()
+        file = disk_path(path)
+        if any(file.is_relative_to(folder) and link_into(file, folder) for folder in folders):
+            return False
+        return file.exists() and not file.is_dir()
     except OSError:
         return True
 

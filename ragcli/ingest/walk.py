@@ -162,13 +162,13 @@ def _walk(
         ignores.enter(Path(folder))
         dirs[:] = sorted(d for d in dirs if _descends(Path(folder) / d, ignores, tell))
         for name in sorted(files):
-            if name.startswith("."):
+            if hidden_or_lock_file(name):
                 continue
             path = Path(folder) / name
             if (
                 not ignores.skips(path, False)
                 and file_filter.accepts(path.relative_to(root).as_posix())
-                and not _link_into(path, top)
+                and not link_into(path, root)
             ):
                 yield path
 
@@ -185,7 +185,7 @@ def _unreadable_folder(on_error: "Callable[[Path, str], None] | None") -> Callab
 
 def _descends(folder: Path, ignores: "IgnoreRules", tell: Callable[[Path, OSError], None]) -> bool:
     """Whether the walk goes into `folder`; one it cannot look into is told and left out."""
-    if folder.name.startswith("."):
+    if hidden_or_lock_file(folder.name):
         return False
     try:
         # An index folder inside the root holds ragcli's own files, never documents to read.
@@ -195,7 +195,13 @@ def _descends(folder: Path, ignores: "IgnoreRules", tell: Callable[[Path, OSErro
         return False
 
 
-def _link_into(path: Path, root: Path) -> bool:
+def hidden_or_lock_file(name: str) -> bool:
+    """A name the walk skips: a hidden file or folder, or the owner file (`~$report.docx`) Word,
+    Excel and PowerPoint keep beside a document while it is open, which is not a document."""
+    return name.startswith((".", "~$"))
+
+
+def link_into(path: Path, root: Path) -> bool:
     """A symlink whose target lies under `root` (walked there already)."""
     if not path.is_symlink():
         return False
@@ -273,18 +279,38 @@ def _rules_above(root: Path, path: Path) -> "IgnoreRules | None":
     return rules
 
 
-def files_to_read(root: Path, path: Path, file_filter: FileFilter) -> list[Path]:
+def files_to_read(
+    root: Path, path: Path, file_filter: FileFilter, on_error: "Callable[[Path, str], None] | None" = None
+) -> list[Path]:
     """The files a walk of `root` would read at or under `path` (a file or a folder a watcher
     saw change): patterns and ignore files matched from the root, as for a whole ingest. A root
-    that is a file was named explicitly and is read whatever the patterns say."""
+    that is a file was named explicitly and is read whatever the patterns say.
+
+    Args:
+        on_error: as for `walk_files`: told each folder under `path` the walk cannot enter.
+
+    Raises:
+        OSError: `path` itself cannot be looked at (it lies in a folder without permission)."""
     if path == root:
-        return list(walk_files(root, file_filter))
+        return list(walk_files(root, file_filter, on_error))
     rules = _rules_above(root, path)
-    if rules is None or rules.skips(path, is_folder=path.is_dir()):
+    if rules is None or _through_linked_folder(root, path) or rules.skips(path, is_folder=path.is_dir()):
         return []
     if path.is_dir():
-        return list(_walk(path, root, file_filter, rules))
-    return [path] if file_filter.accepts(path.relative_to(root).as_posix()) else []
+        return list(_walk(path, root, file_filter, rules, on_error))
+    accepted = file_filter.accepts(path.relative_to(root).as_posix())
+    return [path] if accepted and not link_into(path, root) else []
+
+
+def _through_linked_folder(root: Path, path: Path) -> bool:
+    """Whether `path` is, or lies in, a symlinked folder under `root`: a whole walk never
+    enters one (a link to `.` or to a folder elsewhere would read a tree twice, or forever)."""
+    folder = path
+    while folder != root and root in folder.parents:
+        if folder.is_symlink() and folder.is_dir():
+            return True
+        folder = folder.parent
+    return False
 
 
 def _generated_folder(path: Path) -> bool:

@@ -23,17 +23,20 @@ Models are loaded once by the caller and reused for every set.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Generator, Iterator, Sequence
 
 from ragcli.choices import DEFAULT_GROUP
 from ragcli.embedding.base import Embedder
+from ragcli.errors import NotIndexed
 from ragcli.ingest.changes import ingest_changes
 from ragcli.ingest.pipeline import ingest
 from ragcli.ingest.report import IngestReport
 from ragcli.types import ChunkSettings
 from ragcli.ingest.walk import FileFilter, resolve_roots
+from ragcli.store.ownership import is_index
 
 # Quiet time that ends a set of changes, and the longest a set keeps growing (milliseconds).
 STEP_MS = 50
@@ -82,8 +85,10 @@ class _Collector:
 
 
 def _batch(kind: str, report: IngestReport, collector: _Collector) -> WatchBatch:
+    # A whole ingest's removals (files deleted while no notifier was armed) are in its report.
+    pruned = [Change(path, "removed") for path in report.pruned]
     failed = [Change(f.path, "failed", f.reason) for f in report.failed]
-    return WatchBatch(kind, collector.changes + failed, report)
+    return WatchBatch(kind, collector.changes + pruned + failed, report)
 
 
 def watch(
@@ -129,39 +134,96 @@ def watch(
 
     yield _full(index, roots, "initial", options)
     watching = dict(stop_event=stop, step=step_ms, debounce=debounce_ms, force_polling=force_polling)
+    tracked = _Roots(roots)
     while not stop.is_set():
+        yield from tracked.arm()
+        present = tracked.present()
+        if not present:
+            tracked.wait_for_change(stop)
+            continue
         try:
             sets = watchfiles.watch(
-                *roots, raise_interrupt=False, yield_on_timeout=True, rust_timeout=ARMED_MS, **watching
+                *present, raise_interrupt=False, yield_on_timeout=True, rust_timeout=ARMED_MS, **watching
             )
-            yield from _apply_changes(sets, index, roots, options, stop)
-            break
+            if not (yield from _apply_changes(sets, index, present, options, stop, tracked)):
+                break
         except WatchfilesRustInternalError:
             # The notifier cannot report a path whose name is not UTF-8 ("Unable to decode
             # path") and gives up; a catch-up ingest (which walks such names fine) applies
             # what changed, and watching starts again.
-            batch = _full(index, roots, "changes", options)
+            batch = _full(index, present, "changes", options)
             if batch.changes:
                 yield batch
-    yield _full(index, roots, "final", options)
+    existing = [root for root in roots if _identity(root) is not None]
+    yield _full(index, existing, "final", options) if existing else WatchBatch("final")
+
+
+class _Roots:
+    """The watched roots and the folder or file each one was when the notifier was armed.
+
+    The notifier follows what it was armed on: a folder moved away (or a disk unmounted) is
+    still watched where it went, and a new folder made at its path, or a file an editor
+    replaced, is not watched at all. So a root gone or replaced ends the notifier, and it is
+    armed again on what is at the roots' paths now."""
+
+    def __init__(self, roots: list[Path]) -> None:
+        self.roots = roots
+        self.armed: dict[Path, tuple[int, int] | None] = {root: _identity(root) for root in roots}
+
+    def arm(self) -> Iterator[WatchBatch]:
+        """Take what is at each root now; a batch says which roots went missing or came back."""
+        before, self.armed = self.armed, {root: _identity(root) for root in self.roots}
+        changes = [
+            Change(str(root), "missing" if now is None else "back")
+            for root, now in self.armed.items()
+            if (before[root] is None) != (now is None)
+        ]
+        if changes:
+            yield WatchBatch("changes", changes)
+
+    def present(self) -> list[Path]:
+        return [root for root in self.roots if self.armed[root] is not None]
+
+    def changed(self) -> bool:
+        """Whether a root is gone, back or replaced since the notifier was armed."""
+        return any(_identity(root) != armed for root, armed in self.armed.items())
+
+    def wait_for_change(self, stop: threading.Event) -> None:
+        """With no root to watch, look for one to come back every `ARMED_MS` until `stop`."""
+        while not stop.wait(ARMED_MS / 1000) and not self.changed():
+            pass
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The file or folder at `path` (device and inode), or None where nothing is."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def _apply_changes(
-    sets: Iterator, index: Path, roots: list[Path], options: dict, stop: threading.Event
-) -> Iterator[WatchBatch]:
-    """Apply each set of changes the notifier reports (`ingest_changes`).
+    sets: Iterator, index: Path, roots: list[Path], options: dict, stop: threading.Event, tracked: _Roots
+) -> Generator[WatchBatch, None, bool]:
+    """Apply each set of changes the notifier reports (`ingest_changes`), until `stop` or
+    until a root is gone, back or replaced (`_Roots`): returns whether the notifier must be
+    armed again.
 
     The notifier is armed only once its generator runs, after the catch-up ingest: what
     changed in between is never reported. So its first set (empty when nothing changed for
     `ARMED_MS`) brings one more catch-up ingest, which reads only what changed."""
     armed = False
     for raw in sets:
+        if tracked.changed():
+            return True
         if not armed:
             armed = True
             batch = _full(index, roots, "changes", options)
         elif raw:
             collector = _Collector()
             paths = [Path(path) for _, path in raw]
+            _require_index(index)
             report = ingest_changes(index, roots, paths, progress=collector, **options)
             batch = _batch("changes", report, collector)
         else:
@@ -170,9 +232,33 @@ def _apply_changes(
             yield batch
         if stop.is_set():
             break
+    return False
 
 
 def _full(index: Path, roots: list[Path], kind: str, options: dict) -> WatchBatch:
+    if kind != "initial":
+        _require_index(index)
     collector = _Collector()
     report = ingest(index, roots, progress=collector, **options)
     return _batch(kind, report, collector)
+
+
+def _require_index(index: Path) -> None:
+    """Stop where the index was deleted while watching: writing the next set of changes would
+    make a new index of those files alone, which `rag status` and `rag ls` would show as all.
+
+    An index missing for a moment (another process's `--rebuild` swapping folders) is looked
+    for once more before the watch stops.
+
+    Raises:
+        NotIndexed: the index folder is gone.
+    """
+    if is_index(index):
+        return
+    time.sleep(ARMED_MS / 1000)
+    if is_index(index):
+        return
+    raise NotIndexed(
+        f"the index at {index} was deleted while watching; nothing more was written: "
+        "run `rag ingest DIR --watch` again to index the folders afresh"
+    )
