@@ -73,3 +73,15 @@ def support_quotes(support: Sentence, sources: Sequence[Source]) -> list[Sentenc
         return [support]
     every = [replace(s, passage=support.passage) for s in sentences_of([sources[support.passage].text])]
     return list_of(support, every) or [support]
+
+
+def quotes_hold(quoted: Sequence[Sentence], short: str) -> bool:
+    """Whether one of the `quoted` sentences holds every word of a generated short line.
+
+    A small model often copies its short line from a sentence that is not the answer ("why are
+    my copies slow?" -> "tidepool mirror", from the usage section, over a troubleshooting
+    section that gives the reason); the evidence chosen for the question does not quote that
+    sentence, so the line then says something the quotes under it do not.
+    """
+    words = set(re.findall(r"\w+", short.lower()))
+    return bool(words) and any(words <= set(re.findall(r"\w+", s.text.lower())) for s in quoted)
