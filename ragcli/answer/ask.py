@@ -75,7 +75,7 @@ from ragcli.answer.options import AskOptions, first_stage, needs_model, resolve_
 from ragcli.answer.prompting import PROMPT_VERSION, parse_citations, prompt_overhead, says_not_found
 from ragcli.answer.prompting import short_answer, strip_invalid_citations
 from ragcli.answer.qa_reader import reader_for
-from ragcli.answer.quoting import quoted_evidence, quotes_hold
+from ragcli.answer.quoting import agrees, quoted_evidence
 from ragcli.answer.readers import Reader
 from ragcli.answer.result import Answer
 from ragcli.answer.run import AnswerRun
@@ -351,9 +351,7 @@ class Asker(Closable):
                 lines, page = render(chosen), page_of(sources[evidence.passage], evidence)
                 pages = {evidence.passage + 1: page} if page is not None else {}
             else:
-                if held and short and is_short_line(short) and not quotes_hold(found.sentences, short):
-                    # Words from a sentence the question's own evidence does not quote: a line
-                    # above quotes that say something else misleads more than no line.
+                if held and short and not agrees(run.question, short, found):
                     held, cite, text, short, evidence = "", "", "", None, None
                 lines, sources, pages = quoted_evidence(found, sources, evidence)
         if held or cite:
