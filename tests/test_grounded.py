@@ -170,3 +170,51 @@ def test_a_removed_invented_citation_leaves_no_digit_as_the_short_answer(bowl_in
     assert answer.short is None and answer.to_dict()["short_answer"] is None
     assert "Pittsburgh Steelers in the divisional round" in answer.text
     assert not answer.text.startswith((".", "6", "["))
+
+
+README = """# Tidepool
+
+Tidepool copies folders between machines and keeps them in sync.
+
+## Usage
+
+Run `tidepool mirror SRC DEST` to copy a folder. Use `--dry-run` to see what would change.
+
+## Troubleshooting
+
+### Copies are slow
+
+Checksum verification reads every file twice. Pass `--no-verify` to skip it when you trust the network.
+"""
+
+
+@pytest.fixture
+def readme_index(tmp_path, isolated_home, monkeypatch):
+    from fakes import HashEmbedder
+    from ragcli.ingest.pipeline import ingest
+
+    fake = HashEmbedder(dimension=512)
+    monkeypatch.setattr("ragcli.generation.chooser.embedder_for", lambda *args, **kwargs: fake)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "README.md").write_text(README)
+    ingest(isolated_home, [tmp_path / "docs"], embedder=fake, group="medium")
+    return isolated_home
+
+
+def test_a_short_line_the_quoted_evidence_does_not_hold_is_left_out(readme_index):
+    # A small model copied its line from the usage section; the evidence for the question is
+    # the troubleshooting section, which says something else.
+    with Asker(readme_index, settings=load_settings(), generator=capable("tidepool mirror")) as asker:
+        pieces = list(asker.stream("why are my copies slow?", AUTO))
+    answer = pieces[-1]
+    assert "".join(pieces[:-1]) == answer.text and answer.short is None
+    assert "tidepool mirror" not in answer.text and answer.text.startswith('"')
+    assert '"Checksum verification reads every file twice." [1]' in answer.text
+
+
+def test_a_short_line_the_quoted_evidence_holds_is_shown_above_it(readme_index):
+    with Asker(readme_index, settings=load_settings(), generator=capable("--no-verify")) as asker:
+        pieces = list(asker.stream("why are my copies slow?", AUTO))
+    answer = pieces[-1]
+    assert "".join(pieces[:-1]) == answer.text and answer.short == "--no-verify"
+    assert answer.text.startswith('--no-verify [1]\n"') and "Checksum verification" in answer.text

@@ -75,11 +75,11 @@ from ragcli.answer.options import AskOptions, first_stage, needs_model, resolve_
 from ragcli.answer.prompting import PROMPT_VERSION, parse_citations, prompt_overhead, says_not_found
 from ragcli.answer.prompting import short_answer, strip_invalid_citations
 from ragcli.answer.qa_reader import reader_for
-from ragcli.answer.quoting import quoted_evidence
+from ragcli.answer.quoting import agrees, quoted_evidence
 from ragcli.answer.readers import Reader
 from ragcli.answer.result import Answer
 from ragcli.answer.run import AnswerRun
-from ragcli.answer.stages import Pipeline, is_short_line, prompt_sentences
+from ragcli.answer.stages import SHORT_WORDS, Pipeline, is_short_line, prompt_sentences
 from ragcli.answer.stages import without_echo, without_example_copies
 from ragcli.answer.summary import (
     SummaryCandidates,
@@ -324,30 +324,23 @@ class Asker(Closable):
         )
         messages = stages.prompt(run.question, shown)
         run.lap("prompt")
-        pieces: list[str] = []
-        shown_text = " ".join(source.text for source in shown).lower()
-        generated = stages.generate(generator, messages, options)
-        for piece in without_echo(without_example_copies(generated, messages, shown_text), run.question):
-            if not pieces:
-                run.timings["first_token"] = time.perf_counter() - run.started
-            pieces.append(piece)
-            yield piece
-        run.lap("generate")
-        text = "".join(pieces).strip()
+        # A short reply is held, shown only once the evidence under it is known to hold it.
+        text, held = yield from self._reply(run, generator, messages, shown)
         # An empty reply here is a copied example (dropped): the best sentence answers instead.
         if text and says_not_found(text):
+            yield from [held] if held else []
             return run.finish(text, sources, generator, stages.annotate)
         cited, _ = parse_citations(text, len(sources))
         # None for only a citation (an invented "[6]" too): the cited source's best sentence answers.
         short = short_answer(strip_invalid_citations(text, len(sources)))
         evidence = supporting_sentence(short or "", ranked, cited)
+        cite = ""
         if short and not cited and evidence is not None and evidence.text.lower().find(short.lower()) >= 0:
             # A short answer copied from a source (the factoid prompt asks for the words only):
             # cite the source the words were copied from.
             cite = f" [{evidence.passage + 1}]"
-            yield cite
-            text += cite
         pages: dict[int, int] = {}
+        lines: list[str] = []
         if evidence is not None and (not cited or short is None or is_short_line(short)):
             passages, budget = options.passages, options.evidence_chars
             found = stages.evidence(run.question, hits, embedder=embedder, passages=passages, budget=budget)
@@ -358,12 +351,37 @@ class Asker(Closable):
                 lines, page = render(chosen), page_of(sources[evidence.passage], evidence)
                 pages = {evidence.passage + 1: page} if page is not None else {}
             else:
+                if held and short and not agrees(run.question, short, found):
+                    held, cite, text, short, evidence = "", "", "", None, None
                 lines, sources, pages = quoted_evidence(found, sources, evidence)
+        if held or cite:
+            yield held + cite
+        text += cite
+        if lines:
             quoted = ("\n" if text else "") + "\n".join(lines)  # no blank first line after a dropped reply
             yield quoted
             text += quoted
         answer = run.finish(text, sources, generator, stages.annotate)
         return answer if answer.abstained else replace(answer, short=short, pages=pages)
+
+    def _reply(
+        self, run: AnswerRun, generator: Generator, messages: list[Message], shown: list[Source]
+    ) -> Iterator[str]:
+        """Stream the model's reply, except a short one (returned as held, not yielded):
+        `without_echo` gives a short reply whole, as its only piece. Returns (text, held)."""
+        pieces: list[str] = []
+        held = ""
+        shown_text = " ".join(source.text for source in shown).lower()
+        generated = self.pipeline.generate(generator, messages, run.options)
+        for piece in without_echo(without_example_copies(generated, messages, shown_text), run.question):
+            if not pieces:
+                run.timings["first_token"] = time.perf_counter() - run.started
+                held = piece if len(piece.split()) <= SHORT_WORDS else ""
+            pieces.append(piece)
+            if not held:
+                yield piece
+        run.lap("generate")
+        return "".join(pieces).strip(), held
 
     def _evidence(self, run: AnswerRun, hits: list[Hit], reader: Reader | None) -> Answer:
         """The evidence answer (`ragcli.answer.evidence`): no model runs."""

@@ -16,8 +16,9 @@ from typing import Mapping, Sequence
 
 from ragcli.answer.completion import is_numbered, list_of
 from ragcli.answer.context import Source
-from ragcli.answer.evidence import Evidence, page_of, quote
+from ragcli.answer.evidence import Evidence, asks_how_to, asks_why, page_of, quote
 from ragcli.answer.sentences import Sentence, sentences_of
+from ragcli.answer.stages import is_short_line
 
 _CITATION = re.compile(r"\[(\d+)\]")
 
@@ -73,3 +74,32 @@ def support_quotes(support: Sentence, sources: Sequence[Source]) -> list[Sentenc
         return [support]
     every = [replace(s, passage=support.passage) for s in sentences_of([sources[support.passage].text])]
     return list_of(support, every) or [support]
+
+
+def agrees(question: str, short: str, found: Evidence) -> bool:
+    """Whether a generated short line may stand above the evidence `found` for `question`.
+
+    A why- or how-to question is answered by a reason or a procedure, which the evidence style
+    picks by the shape of the text (a sentence stating a reason, numbered steps); a 0.5B model's
+    short line for it is a phrase copied from whatever sentence it chose ("why are my copies
+    slow?" -> "tidepool mirror", from the usage section, over a troubleshooting section giving
+    the reason). Such a line is kept only when a quoted sentence holds its words: above quotes
+    that say something else, it misleads more than no line. Other questions ask for a span (a
+    name, a number, a term) and keep the model's line: over factoid questions the same check
+    dropped lines that were right a quarter of the time.
+    """
+    if not is_short_line(short) or not (asks_why(question) or asks_how_to(question)):
+        return True
+    return quotes_hold(found.sentences, short)
+
+
+def quotes_hold(quoted: Sequence[Sentence], short: str) -> bool:
+    """Whether one of the `quoted` sentences holds every word of a generated short line.
+
+    A small model often copies its short line from a sentence that is not the answer ("why are
+    my copies slow?" -> "tidepool mirror", from the usage section, over a troubleshooting
+    section that gives the reason); the evidence chosen for the question does not quote that
+    sentence, so the line then says something the quotes under it do not.
+    """
+    words = set(re.findall(r"\w+", short.lower()))
+    return bool(words) and any(words <= set(re.findall(r"\w+", s.text.lower())) for s in quoted)
