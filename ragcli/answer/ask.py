@@ -79,8 +79,7 @@ from ragcli.answer.quoting import agrees, quoted_evidence
 from ragcli.answer.readers import Reader
 from ragcli.answer.result import Answer
 from ragcli.answer.run import AnswerRun
-from ragcli.answer.stages import SHORT_WORDS, Pipeline, is_short_line, prompt_sentences
-from ragcli.answer.stages import without_echo, without_example_copies
+from ragcli.answer.stages import Pipeline, is_short_line, prompt_sentences, reply_held_if_short
 from ragcli.answer.summary import (
     SummaryCandidates,
     asks_about_document,
@@ -325,7 +324,7 @@ class Asker(Closable):
         messages = stages.prompt(run.question, shown)
         run.lap("prompt")
         # A short reply is held, shown only once the evidence under it is known to hold it.
-        text, held = yield from self._reply(run, generator, messages, shown)
+        text, held = yield from reply_held_if_short(run, stages.generate, generator, messages, shown)
         # An empty reply here is a copied example (dropped): the best sentence answers instead.
         if text and says_not_found(text):
             yield from [held] if held else []
@@ -363,25 +362,6 @@ class Asker(Closable):
             text += quoted
         answer = run.finish(text, sources, generator, stages.annotate)
         return answer if answer.abstained else replace(answer, short=short, pages=pages)
-
-    def _reply(
-        self, run: AnswerRun, generator: Generator, messages: list[Message], shown: list[Source]
-    ) -> Iterator[str]:
-        """Stream the model's reply, except a short one (returned as held, not yielded):
-        `without_echo` gives a short reply whole, as its only piece. Returns (text, held)."""
-        pieces: list[str] = []
-        held = ""
-        shown_text = " ".join(source.text for source in shown).lower()
-        generated = self.pipeline.generate(generator, messages, run.options)
-        for piece in without_echo(without_example_copies(generated, messages, shown_text), run.question):
-            if not pieces:
-                run.timings["first_token"] = time.perf_counter() - run.started
-                held = piece if len(piece.split()) <= SHORT_WORDS else ""
-            pieces.append(piece)
-            if not held:
-                yield piece
-        run.lap("generate")
-        return "".join(pieces).strip(), held
 
     def _evidence(self, run: AnswerRun, hits: list[Hit], reader: Reader | None) -> Answer:
         """The evidence answer (`ragcli.answer.evidence`): no model runs."""

@@ -4,6 +4,7 @@ replaceable by any callable with the same signature; see `ragcli.answer.ask`).""
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, fields
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -122,6 +123,32 @@ def without_echo(pieces: Iterable[str], question: str) -> Iterator[str]:
             held = None
     if held and not echoes_question(held.strip(), question):
         yield held
+
+
+def reply_held_if_short(
+    run: Any,
+    generate: Callable[..., Iterator[str]],
+    generator: Generator,
+    messages: list[Message],
+    shown: list[Source],
+) -> Iterator[str]:
+    """Stream the model's reply (`generate`, then the filters above), except a short one:
+    `without_echo` gives a short reply whole, as its only piece, and it is returned as held,
+    not yielded, to be shown only once the evidence under it is known to hold it.
+    Returns (the reply's text, the held piece or "")."""
+    pieces: list[str] = []
+    held = ""
+    shown_text = " ".join(source.text for source in shown).lower()
+    generated = generate(generator, messages, run.options)
+    for piece in without_echo(without_example_copies(generated, messages, shown_text), run.question):
+        if not pieces:
+            run.timings["first_token"] = time.perf_counter() - run.started
+            held = piece if len(piece.split()) <= SHORT_WORDS else ""
+        pieces.append(piece)
+        if not held:
+            yield piece
+    run.lap("generate")
+    return "".join(pieces).strip(), held
 
 
 def stream_answer(generator: Generator, messages: Sequence[Message], options: AskOptions) -> Iterator[str]:
