@@ -14,14 +14,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from runner import rag
-
-DEADLINE = 180.0
+from test_watch import eventually
 
 
 def indexed(index: Path) -> set[str]:
@@ -29,18 +27,6 @@ def indexed(index: Path) -> set[str]:
     if result.returncode != 0:
         return set()
     return {doc["path"] for doc in json.loads(result.stdout)["documents"]}
-
-
-def eventually(check, what: str, deadline: float = DEADLINE):
-    """Poll `check` until it returns a true value; fail with `what` after `deadline` seconds."""
-    end = time.monotonic() + deadline
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > end:
-            pytest.fail(f"timed out waiting for: {what}")
-        time.sleep(0.3)
 
 
 @pytest.fixture
