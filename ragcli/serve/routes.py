@@ -146,7 +146,7 @@ def _page(request: Request) -> int | None:
 
 def _integer(value: str, name: str) -> int:
     """A path or query number: ASCII digits (not "٣", which int() reads), at most int64's
-    19 digits (a Milvus store made by ragcli 0.1.0 has 19-digit chunk ids)."""
+    19 digits (most of a Milvus store's 63-bit chunk ids have 19)."""
     if not (value.isascii() and value.isdigit()) or len(value) > 19 or int(value) >= 2**63:
         raise HTTPProblem(400, f"{name} {value!r}: give a whole number")
     return int(value)

@@ -6,9 +6,9 @@ const $ = (id) => document.getElementById(id);
 const fileUrl = (path, page) =>
   "/files/" + encodeURIComponent(path) + (page ? "#page=" + page : "");
 
-// A stored id past 2**53 (in a Milvus store made by ragcli 0.1.0, before ids were kept below it) is
-// more than a JavaScript number holds: it is kept as its exact digits, so /chunks/ID asks for
-// the chunk that was found. Browsers without the reviver's source text keep the number.
+// An id past 2**53 (a Milvus store's ids are 63-bit hashes) is more than a JavaScript number
+// holds: it is kept as its exact digits, so /chunks/ID asks for the chunk that was found.
+// Browsers without the reviver's source text keep the number.
 const exactIds = (key, value, context) =>
   Number.isInteger(value) && !Number.isSafeInteger(value) && context ? context.source : value;
 const parseJson = (text) => JSON.parse(text, exactIds);
