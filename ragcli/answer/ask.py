@@ -350,8 +350,8 @@ class Asker(Closable):
                 lines, page = render(chosen), page_of(sources[evidence.passage], evidence)
                 pages = {evidence.passage + 1: page} if page is not None else {}
             else:
-                if held and short and not agrees(run.question, short, found):
-                    held, cite, text, short, evidence = "", "", "", None, None
+                if held and short and not agrees(run.question, short, found):  # its sentence stays quoted
+                    held, cite, text, short = "", "", "", None
                 lines, sources, pages = quoted_evidence(found, sources, evidence)
         if held or cite:
             yield held + cite
