@@ -7,27 +7,14 @@ Only generous deadlines: every check polls until it holds or a minute or more ha
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import signal
-import subprocess
 import time
 from pathlib import Path
 
-import pytest
 
 from runner import rag
-
-RAG = shutil.which("rag") or "rag"
-DEADLINE = 180.0
-
-
-def indexed(index: Path) -> set[str]:
-    result = rag("ls", "--json", "--index", str(index))
-    if result.returncode != 0:
-        return set()
-    return {doc["path"] for doc in json.loads(result.stdout)["documents"]}
+from watching import eventually, indexed, watcher_fixture
 
 
 def bm25_paths(index: Path, words: str) -> list[str]:
@@ -36,41 +23,7 @@ def bm25_paths(index: Path, words: str) -> list[str]:
     return result.stdout.split()
 
 
-def eventually(check, what: str, deadline: float = DEADLINE):
-    """Poll `check` until it returns a true value; fail with `what` after `deadline` seconds."""
-    end = time.monotonic() + deadline
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > end:
-            pytest.fail(f"timed out waiting for: {what}")
-        time.sleep(0.5)
-
-
-@pytest.fixture
-def watcher(tmp_path, isolated_home):
-    folder = tmp_path / "notes"
-    folder.mkdir()
-    (folder / "first.md").write_text("The lighthouse keeper polished the brass lens.", encoding="utf-8")
-    err = (tmp_path / "watch.err").open("w")
-    out = (tmp_path / "watch.out").open("w")
-    process = subprocess.Popen(
-        [RAG, "ingest", str(folder), "--watch", "--index", str(isolated_home)], stdout=out, stderr=err
-    )
-    log = tmp_path / "watch.err"
-    try:
-        eventually(
-            lambda: "watching" in log.read_text() or process.poll() is not None, "the watcher to start"
-        )
-        assert process.poll() is None, log.read_text()
-        yield folder, isolated_home, process, log
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        err.close()
-        out.close()
+watcher = watcher_fixture()
 
 
 def test_watcher_follows_create_modify_save_rename_delete_burst_and_stops_on_ctrl_c(watcher):

@@ -2,14 +2,13 @@
 a file replaced by a folder of its name, the watched folder moved away and back, editors'
 lock files. The watcher must index what a whole `rag ingest` of the folder would, no more.
 
-A real watcher process (`python -m ragcli`, this checkout's code, real watchfiles, the default
-embedding model). Changes are applied in the order they happen, so a sentinel file written
+A real watcher process (the installed `rag`, real watchfiles, the default embedding model).
+Changes are applied in the order they happen, so a sentinel file written
 last and seen in the index means every change before it was applied: no timing is assumed.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -19,36 +18,10 @@ from pathlib import Path
 import pytest
 
 from runner import rag
-from test_watch import eventually
+from watching import eventually, indexed, watcher_fixture
 
 
-def indexed(index: Path) -> set[str]:
-    result = rag("ls", "--json", "--index", str(index))
-    if result.returncode != 0:
-        return set()
-    return {doc["path"] for doc in json.loads(result.stdout)["documents"]}
-
-
-@pytest.fixture
-def watcher(tmp_path, isolated_home):
-    folder = tmp_path / "notes"
-    folder.mkdir()
-    (folder / "first.md").write_text("The lighthouse keeper polished the brass lens.", encoding="utf-8")
-    log = tmp_path / "watch.err"
-    with log.open("w") as err:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "ragcli", "ingest", str(folder), "--watch", "--index", str(isolated_home)],
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-        )
-        try:
-            eventually(lambda: "watching" in log.read_text() or process.poll() is not None, "the watcher")
-            assert process.poll() is None, log.read_text()
-            yield folder, isolated_home, process, log
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+watcher = watcher_fixture()
 
 
 def armed(folder: Path, index: Path) -> None:
