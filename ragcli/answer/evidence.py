@@ -168,12 +168,13 @@ def rank_source_sentences(
     sentences, headings = [], []
     heading: dict[int, Sentence] = {}  # passage -> the heading over the sentences read so far
     for sentence in sentences_of(texts):
-        if is_title(sentence.text) or asks(sentence.text):
+        title, asking = is_title(sentence.text), asks(sentence.text)
+        if title or asking:
             heading[sentence.passage] = sentence
         over = heading.get(sentence.passage)
         if over is not None and "\f" in texts[sentence.passage][over.start : sentence.start]:
             over = None  # a heading on an earlier page
-        if not is_title(sentence.text) or asks(sentence.text):
+        if asking or not title:
             sentences.append(sentence)
             headings.append(over.text if over is not None and over is not sentence else "")
     return score_sentences(question, sentences, embedder=embedder, headings=headings)
@@ -231,7 +232,7 @@ def select_evidence(
     after them) when it alone describes a side of a comparison.
     """
     best = ranked[0]
-    documents = [_sentences(source, number) for number, source in enumerate(sources)]
+    documents = [source_sentences(source, number) for number, source in enumerate(sources)]
     several = asks_for_several(question)
     chosen = Selection(
         int(budget * (SEVERAL_BUDGET if several else 1.0)),
@@ -347,7 +348,7 @@ def _add_reason(
             return
 
 
-def _sentences(source: Source, number: int) -> list[Sentence]:
+def source_sentences(source: Source, number: int) -> list[Sentence]:
     """A source's sentences in document order, headings and terms included, as passage `number`."""
     return [replace(s, passage=number) for s in sentences_of([source.text])]
 
@@ -361,7 +362,7 @@ def _from_reserve(
     for source in reserve:
         if read & set(source.chunk_ids):
             continue
-        every = _sentences(source, len(chosen.sources))
+        every = source_sentences(source, len(chosen.sources))
         found = side_description(side, [every])
         if found is not None:
             chosen.sources.append(replace(source, number=len(chosen.sources) + 1))
@@ -389,7 +390,8 @@ def quoted_under(
     read = [s for s in ranked if s.passage < passages] or list(ranked)
     chosen = select_evidence(question, sources, read, budget)
     if chosen.add(support):
-        whole_steps(chosen, [_sentences(source, number) for number, source in enumerate(chosen.sources)])
+        documents = [source_sentences(source, number) for number, source in enumerate(chosen.sources)]
+        whole_steps(chosen, documents)
     return chosen
 
 

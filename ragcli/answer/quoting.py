@@ -16,8 +16,8 @@ from typing import Mapping, Sequence
 
 from ragcli.answer.completion import is_numbered, list_of
 from ragcli.answer.context import Source
-from ragcli.answer.evidence import Evidence, asks_how_to, asks_why, page_of, quote
-from ragcli.answer.sentences import Sentence, sentences_of
+from ragcli.answer.evidence import Evidence, asks_how_to, asks_why, page_of, quote, source_sentences
+from ragcli.answer.sentences import Sentence
 from ragcli.answer.stages import is_short_line
 
 _CITATION = re.compile(r"\[(\d+)\]")
@@ -72,8 +72,7 @@ def support_quotes(support: Sentence, sources: Sequence[Source]) -> list[Sentenc
     procedure in order, since a step quoted alone is a procedure cut in the middle."""
     if not is_numbered(support.text):
         return [support]
-    every = [replace(s, passage=support.passage) for s in sentences_of([sources[support.passage].text])]
-    return list_of(support, every) or [support]
+    return list_of(support, source_sentences(sources[support.passage], support.passage)) or [support]
 
 
 def agrees(question: str, short: str, found: Evidence) -> bool:
