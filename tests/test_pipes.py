@@ -263,6 +263,32 @@ def test_a_line_too_long_on_stdin_is_skipped_and_the_others_are_answered(tmp_pat
     assert [json.loads(row)["question"] for row in answers.stdout.splitlines()] == ["bees", "gear box"]
 
 
+@pytest.mark.parametrize("encoding", ["utf-8", "ascii"])
+def test_bytes_the_stream_encoding_cannot_hold_end_no_command(tmp_path, indexed, isolated_home, encoding):
+    """Python reads and writes stdio strictly under most locales: a Latin-1 byte on stdin, or
+    a character an ASCII terminal cannot show, ended `rag` with a traceback."""
+    env = {**os.environ, "PYTHONIOENCODING": encoding}
+    done = subprocess.run(
+        [RAG, "query", "-", "--mode", "bm25", "-k", "1", "--format", "tsv"],
+        input="bees \xff\ngear b\u00f6x\n".encode("latin-1"),
+        capture_output=True,
+        env=env,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = done.stdout.decode("ascii" if encoding == "ascii" else "utf-8").splitlines()[1:]
+    assert [row.split("\t")[0] for row in rows] == ["bees \\xff", "gear b\\xf6x"]
+    assert b"Traceback" not in done.stderr and b"UnicodeDecodeError" not in done.stderr
+    (indexed / "caf\u00e9.txt").write_text("the caf\u00e9 keeps bees on the roof \u2026 and honey")
+    ingest(isolated_home, [indexed], embedder=HashEmbedder())
+    shown = subprocess.run(
+        [RAG, "query", "roof honey", "--mode", "bm25", "-k", "1", "--jsonl"], capture_output=True, env=env
+    )
+    assert shown.returncode == 0, shown.stderr
+    hit = json.loads(shown.stdout)  # valid JSON, whatever the encoding could hold
+    assert hit["path"].endswith("caf\u00e9.txt") and "\u2026" in hit["text"]
+
+
 # -- control characters in names -------------------------------------------------------------
 def test_control_characters_in_names_are_escaped_in_human_output(tmp_path, indexed):
     evil = str(indexed / EVIL)

@@ -229,6 +229,7 @@ def main() -> None:
 
         enable()
     _plain_help_and_errors_off_a_terminal()
+    _forgiving_streams()
     try:
         app(prog_name="rag", complete_var=COMPLETE_VAR)
     except BrokenPipeError:
@@ -246,6 +247,24 @@ def main() -> None:
             sys.stdout.flush()
         except BrokenPipeError:
             silence_stdout()
+
+
+def _forgiving_streams() -> None:
+    """Bytes that are not text in the stream's encoding end neither a pipe nor the command.
+
+    Python reads and writes stdio strictly under most locales (`en_US.UTF-8`, or
+    `PYTHONIOENCODING=ascii`): one Latin-1 line on stdin, or an answer's "…" on an ASCII
+    terminal, raised a traceback. Stdin keeps such bytes as surrogates (searched and shown as
+    U+FFFD, echoed as the byte it was, like a non-UTF-8 file name); stdout and stderr write
+    what their encoding cannot hold as a backslash escape.
+    """
+    for stream, forgiving in (
+        (sys.stdin, "surrogateescape"),
+        (sys.stdout, "backslashreplace"),
+        (sys.stderr, "backslashreplace"),
+    ):
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors=forgiving)
 
 
 def _plain_help_and_errors_off_a_terminal() -> None:

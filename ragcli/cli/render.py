@@ -235,7 +235,18 @@ def warn_if_no_index(path: Path, command: str, failing: str) -> None:
 # -- machine formats ----------------------------------------------------------------------
 def _dumps(value: Any) -> str:
     # backslashreplace turns a lone surrogate (a non-UTF-8 file name byte) into a JSON escape.
-    return _utf8(json.dumps(value, ensure_ascii=False, default=str))
+    # An output encoding that cannot hold every character (PYTHONIOENCODING=ascii) gets JSON's
+    # own \\u escapes: the stream's backslash escapes ("\\xe9") are not JSON.
+    return _utf8(json.dumps(value, ensure_ascii=not _stdout_is_unicode(), default=str))
+
+
+def _stdout_is_unicode() -> bool:
+    import codecs
+
+    try:
+        return codecs.lookup(sys.stdout.encoding or "utf-8").name.startswith("utf")
+    except LookupError:
+        return False
 
 
 def emit_json(kind: str, payload: dict[str, Any]) -> None:
