@@ -227,6 +227,8 @@ def test_head_1_exits_0(tmp_path, indexed):
         ("ls", "--json", "--format", "csv"),
         ("status", "--format", "paths"),
         ("doctor", "--json", "--format", "tsv"),
+        ("completions",),
+        ("completions", "tcsh"),
     ],
     ids=" ".join,
 )
@@ -234,6 +236,8 @@ def test_bad_or_contradictory_input_exits_2(tmp_path, indexed, args):
     result = run(*args, tmp=tmp_path)
     assert result.returncode == 2, result.stdout + result.stderr
     assert result.stdout == ""
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error")]
+    assert len(errors) == 1 and result.stderr.rstrip().endswith(errors[0]), result.stderr  # one line
 
 
 def test_stdin_queries_in_table_format_do_what_was_asked(tmp_path, indexed):

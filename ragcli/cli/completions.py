@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Callable
+from typing import Annotated, Callable, Optional
 
 import typer
 
@@ -40,11 +40,16 @@ def script(shell: str) -> str:
     return get_completion_script(prog_name="rag", complete_var=COMPLETE_VAR, shell=shell).strip() + "\n"
 
 
-def completions(shell: Annotated[Shell, typer.Argument(help="bash, zsh or fish.")]) -> None:
+def completions(
+    shell: Annotated[Optional[Shell], typer.Argument(help="bash, zsh or fish.", show_default=False)] = None,
+) -> None:
     """Print the completion script for a shell.
 
     Example: rag completions bash > ~/.local/share/bash-completion/completions/rag
     """
+    if shell is None:  # click's own message for a missing choice runs over four lines
+        choices = ", ".join(choice.value for choice in Shell)
+        raise typer.BadParameter(f"give the shell to complete for: {choices}", param_hint="SHELL")
     typer.echo(script(shell.value), nl=False)
 
 
