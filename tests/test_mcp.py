@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -58,7 +59,10 @@ def test_lists_four_tools_with_described_schemas(index, env):
     assert set(tools) == {"search", "ask", "get", "status"}
     search = tools["search"].input_schema
     assert search["required"] == ["query"]
-    assert set(search["properties"]) == {"query", "mode", "top_k", "group", "filters"}
+    assert set(search["properties"]) == {
+        *("query", "mode", "top_k", "group", "filters"),
+        *("min_score", "rerank", "fusion", "require", "exclude"),  # as POST /query and `rag query`
+    }
     assert all(prop.get("description") for prop in search["properties"].values())
     assert tools["ask"].input_schema["required"] == ["question"]
     assert set(tools["get"].input_schema["properties"]) == {"path", "page", "chunk_id"}
@@ -174,6 +178,38 @@ def test_ask_takes_a_group_and_no_argument_is_silently_dropped(index, env):
         texts[2]
         == "rag: error: status: bad arguments: verbose: not an argument of this tool (it takes: no arguments)"
     )
+
+
+def test_search_takes_what_rag_query_and_post_query_take(index, env):
+    """An agent could not set a score floor, a reranker, the fusion or a keyword filter:
+    `rag query` and POST /query take them, the search tool did not."""
+
+    async def body(session):
+        search = partial(session.call_tool, "search")
+        plain = {"query": "lighthouse", "mode": "bm25", "top_k": 10}
+        return [
+            await search(plain),
+            await search({**plain, "require": ["Eddystone"]}),
+            await search({**plain, "exclude": ["Eddystone"]}),
+            await search({**plain, "min_score": 1e9}),
+            await search({**plain, "rerank": "keyword", "require": ["lighthouse"], "top_k": 2}),
+            await search({"query": "lighthouse", "mode": "hybrid", "fusion": "rrf", "top_k": 2}),
+            await search({**plain, "rerank": "nonesuch"}),
+            await search({**plain, "min_score": "high"}),
+        ]
+
+    results = session_run(index, env, body)
+    assert not any(result.is_error for result in results[:6]), [
+        r.content[0].text[:300] for r in results if r.is_error
+    ]
+    hits = [result.structured_content["hits"] for result in results[:6]]
+    everything, required, excluded, floor, reranked, fused = hits
+    assert required and all("eddystone" in hit["text"].lower() for hit in required)
+    assert excluded and not any("eddystone" in hit["text"].lower() for hit in excluded)
+    assert len(required) + len(excluded) == len(everything)
+    assert floor == [] and len(reranked) == 2 and len(fused) == 2
+    assert results[6].is_error and "rerank" in results[6].content[0].text
+    assert results[7].is_error and "min_score" in results[7].content[0].text
 
 
 def test_missing_index_is_a_tool_error_not_a_crash(tmp_path, env):

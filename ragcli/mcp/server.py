@@ -30,7 +30,7 @@ from ragcli import __version__
 from ragcli.call_options import argument_problems
 from ragcli.mcp.tools import IndexTools
 from ragcli.mcp.worker import WorkerTools
-from ragcli.choices import ANSWER_STYLES, EVIDENCE_CHARS, MAX_EVIDENCE_CHARS, MODES
+from ragcli.choices import ANSWER_STYLES, EVIDENCE_CHARS, FUSIONS, MAX_EVIDENCE_CHARS, MODES, RERANKERS
 from ragcli.errors import RagError
 
 INSTRUCTIONS = (
@@ -42,6 +42,8 @@ INSTRUCTIONS = (
 
 # Built from the one choice list each (a tuple subscript means every member, as `Literal[a, b]`).
 Mode = Literal[MODES]  # type: ignore[valid-type]
+Reranker = Literal[RERANKERS]  # type: ignore[valid-type]
+Fusion = Literal[FUSIONS]  # type: ignore[valid-type]
 AnswerStyle = Literal[ANSWER_STYLES]  # type: ignore[valid-type]
 Filters = Optional[dict[str, Union[str, list[str]]]]
 FILTERS_HELP = (
@@ -170,6 +172,28 @@ class ToolHandlers:
             ),
         ] = None,
         filters: Annotated[Filters, Field(description=FILTERS_HELP)] = None,
+        min_score: Annotated[
+            Optional[float],
+            Field(allow_inf_nan=False, description="Drop hits scoring below this (hybrid: the fused score)."),
+        ] = None,
+        rerank: Annotated[
+            Optional[Reranker],
+            Field(
+                description="Rerank the hits: keyword (keep hits holding every `require` word and no "
+                "`exclude` word), cross-encoder (the model of the rerank_model setting), llm (the local "
+                "model scores each passage; slow)."
+            ),
+        ] = None,
+        fusion: Annotated[
+            Optional[Fusion],
+            Field(description="How hybrid fuses its rankings: adaptive (the default), rrf or score."),
+        ] = None,
+        require: Annotated[
+            Optional[list[str]], Field(description="Words or phrases every hit must contain.")
+        ] = None,
+        exclude: Annotated[
+            Optional[list[str]], Field(description="Words or phrases no hit may contain.")
+        ] = None,
     ) -> CallToolResult:
         """Search the indexed documents; returns the best matching passages, best first.
 
@@ -178,7 +202,18 @@ class ToolHandlers:
         and text. Use `get` with the path to read the whole document.
         """
         return await _run(
-            ctx, self._tools.search, query=query, mode=mode, top_k=top_k, group=group, filters=filters
+            ctx,
+            self._tools.search,
+            query=query,
+            mode=mode,
+            top_k=top_k,
+            group=group,
+            filters=filters,
+            min_score=min_score,
+            rerank=rerank,
+            fusion=fusion,
+            require=require,
+            exclude=exclude,
         )
 
     async def ask(
