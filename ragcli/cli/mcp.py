@@ -25,11 +25,11 @@ def mcp(
     """Serve the index as a Model Context Protocol server on stdin/stdout.
 
     Tools: search (query, mode, top_k, group, filters, min_score, rerank, fusion, require,
-    exclude -> hits with path, page, score, text, chunk_id), ask (question -> answer, citations, support, abstained), get (path[+page] or
-    chunk_id -> stored text) and status. The search models start loading at launch (in a
-    worker process) and stay loaded. Stdout carries only protocol messages; logs go to
-    stderr. An MCP client starts this command itself; see the README for the configuration
-    lines.
+    exclude -> hits with path, page, score, text, chunk_id), ask (question -> answer,
+    citations, support, abstained), get (path[+page] or chunk_id -> stored text) and status.
+    The search models start loading at launch (in a worker process) and stay loaded. Stdout
+    carries only protocol messages; logs go to stderr. An MCP client starts this command
+    itself; see the README for the configuration lines.
 
     Examples:
 
