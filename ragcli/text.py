@@ -75,7 +75,63 @@ _LOOK_BACK = 16
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
     """Character ``(start, end)`` of each non-empty sentence of `text`, stripped: "3.14",
-    "U.S. Army" and a numbered item's "2." stay whole. Linear in ``len(text)``."""
+    "U.S. Army" and a numbered item's "2." stay whole, and so does a fenced code block
+    (```` ``` ```` or ``~~~``), whose lines are code, not prose. Linear in ``len(text)``."""
+    if "```" not in text and "~~~" not in text:
+        return _prose_spans(text)
+    result, start = [], 0
+    for block_start, block_end in code_blocks(text):
+        result += [(start + a, start + b) for a, b in _prose_spans(text[start:block_start])]
+        block = text[block_start:block_end].strip()
+        if block:
+            offset = block_start + text[block_start:block_end].index(block[0])
+            result.append((offset, offset + len(block)))
+        start = block_end
+    return result + [(start + a, start + b) for a, b in _prose_spans(text[start:])]
+
+
+def code_blocks(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each fenced code block of `text`, fences included.
+
+    A block runs from a line opening with ``` or ~~~ to the next line of the same fence alone,
+    or to the end of the text. `text` may be a passage cut from a document: one that ends
+    inside a block ends the block; one that starts inside a block starts with a block up to
+    its first fence when that fence is bare and a blank line follows it (an opening fence is
+    followed by its code, a closing one by the prose after the block).
+    """
+    blocks, opened = [], None
+    for number, fence in enumerate(_FENCE_LINE.finditer(text)):
+        bare = not fence.group(2).strip()
+        if opened is None:
+            if number == 0 and bare and _BLANK_LINE_AFTER.match(text, fence.end()):
+                blocks.append((0, fence.end()))
+            else:
+                opened = fence
+        elif bare and fence.group(1)[0] == opened.group(1)[0] and len(fence.group(1)) >= len(opened.group(1)):
+            blocks.append((opened.start(), fence.end()))
+            opened = None
+    if opened is not None:
+        blocks.append((opened.start(), len(text)))
+    return blocks
+
+
+def code_lines(sentence: str) -> list[str] | None:
+    """The non-blank lines of code of a sentence that is a code block (`code_blocks`), its
+    fences left out; None for any other sentence."""
+    lines = sentence.strip().split("\n")
+    opens, closes = _FENCE_LINE.fullmatch(lines[0]), len(lines) > 1 and _FENCE_LINE.fullmatch(lines[-1])
+    if not (opens or (closes and not closes.group(2).strip())):
+        return None
+    inner = lines[1 if opens else 0 : -1 if closes else None]
+    return [line.rstrip() for line in inner if line.strip()]
+
+
+_FENCE_LINE = re.compile(r"^[ \t]*(`{3,}|~{3,})([^\n]*)$", re.M)
+_BLANK_LINE_AFTER = re.compile(r"\n[^\S\n]*\n")
+
+
+def _prose_spans(text: str) -> list[tuple[int, int]]:
+    """`sentence_spans` of text without code blocks."""
     spans, start = [], 0
     for match in _SENTENCE_END.finditer(text):
         if _PARAGRAPH_BREAK.search(match.group()) is None and (

@@ -569,3 +569,24 @@ def test_a_quoted_sentence_announcing_a_list_brings_its_items():
         "Which log levels does the tool support?", [md_hit(config), md_hit(output, 2)]
     )
     assert 'including:" [2]\n"- silent" [2]\n"- error" [2]\n"- verbose" [2]' in found.text
+
+
+DEPLOY = (
+    "# Deploying the site\n\n## Install\n\nInstall the command line tool first. "
+    "Run these commands in a terminal:\n\n"
+    "```bash\n# the tool and a new site\npip install sitegen\nsitegen init mysite\n```\n\n"
+    "Then edit `site.toml` to set your site's title.\n"
+)
+
+
+def test_a_code_block_is_quoted_line_by_line_as_written():
+    """A Markdown code block was quoted as one flattened line ("```bash pip install sitegen
+    sitegen init mysite ```"): commands a user could not copy, split at a comment line."""
+    found = answer_with_evidence("how do I install sitegen?", [hit(DEPLOY)])
+    assert found.text.split("\n") == [
+        '"Run these commands in a terminal:" [1]',
+        '"# the tool and a new site" [1]',
+        '"pip install sitegen" [1]',
+        '"sitegen init mysite" [1]',
+        '"Then edit `site.toml` to set your site\'s title." [1]',
+    ]

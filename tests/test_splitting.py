@@ -19,6 +19,7 @@ from ragcli.ingest.splitting import (
     validate_settings,
 )
 from ragcli.types import ChunkSettings
+from ragcli.text import code_lines, sentence_spans
 
 ADALFLOW = "https://github.com/SylphAI-Inc/AdalFlow/blob/main/"
 
@@ -262,6 +263,34 @@ def test_sentence_units_are_the_answers_sentences():
         "1. Mix the flour.",
         "2. Add salt.",
     ]
+
+
+def test_a_fenced_code_block_is_one_sentence():
+    """Code is not prose: a comment line ("# Note. This"), a line ending with ":" or a "- "
+    line inside a fenced block cut it into pieces that read as neither code nor sentences."""
+    code = "```python\ndef f():\n    # Note. This works.\n    - not a list\n    return 1\n```"
+    text = f"Run this:\n\n{code}\nThen go. Done.\n\n~~~\nopen block at the end: \nStill code."
+    assert [t.strip() for t in texts(text, "sentence", 1, 0)] == [
+        "Run this:",
+        code,
+        "Then go.",
+        "Done.",
+        "~~~\nopen block at the end: \nStill code.",
+    ]
+    assert texts("Inline ``` fences. Are prose.", "sentence", 1, 0) == ["Inline ``` fences.", " Are prose."]
+
+
+def test_a_passage_cut_inside_a_code_block_keeps_its_prose_prose():
+    """A passage that starts inside a block starts with its closing fence: read as an opening
+    one, the prose after it was quoted line by line as code."""
+    cut = "npm x --y\n```\n\nOnly the named package. Is exempt.\n\n```bash\nnpm z\n```\n"
+    assert [cut[a:b] for a, b in sentence_spans(cut)] == [
+        "npm x --y\n```",
+        "Only the named package.",
+        "Is exempt.",
+        "```bash\nnpm z\n```",
+    ]
+    assert code_lines("npm x --y\n```") == ["npm x --y"] and code_lines("Is exempt.") is None
 
 
 def test_chinese_semicolon_does_not_end_a_sentence():

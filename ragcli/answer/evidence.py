@@ -56,6 +56,7 @@ from ragcli.answer.structure import is_label, paragraph_label
 from ragcli.choices import EVIDENCE_CHARS
 from ragcli.embedding.base import Embedder
 from ragcli.types import Hit
+from ragcli.text import code_lines
 
 if TYPE_CHECKING:
     from ragcli.answer.readers import Reader
@@ -148,6 +149,9 @@ def quote(sentence: Sentence, also: Sequence[int] = ()) -> str:
     A Markdown heading is quoted without its marks ("## Method" -> "Method"): its words are
     still the source's, word for word."""
     cited = " ".join(f"[{passage + 1}]" for passage in (sentence.passage, *also))
+    code = code_lines(sentence.text)
+    if code:  # a Markdown code block: its lines, one quote each (flattened, commands ran together)
+        return "\n".join(f'"{line}" {cited}' for line in code)
     return f'"{" ".join(_HEADING_MARKS.sub("", sentence.text, count=1).split())}" {cited}'
 
 
