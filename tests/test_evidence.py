@@ -569,3 +569,26 @@ def test_a_quoted_sentence_announcing_a_list_brings_its_items():
         "Which log levels does the tool support?", [md_hit(config), md_hit(output, 2)]
     )
     assert 'including:" [2]\n"- silent" [2]\n"- error" [2]\n"- verbose" [2]' in found.text
+
+
+ALBUM = """# Tags
+
+Every photo in the album can carry tags.
+A tag names a place, a person or an event in the photo.
+Written in a caption, a tag starts with a hash sign and holds no spaces, e.g.
+
+```text
+#harbour-lights
+```
+
+Tags are shared between the albums of one library.
+"""
+
+
+def test_the_example_a_sentence_announces_with_e_g_is_quoted_with_it():
+    """A page written one sentence a line puts the example after "e.g." on lines of its own
+    (here a short code block, which is no heading either)."""
+    found = answer_with_evidence("How is a tag written in a caption?", [md_hit(ALBUM)])
+    lines = found.text.split("\n")
+    at = next(i for i, line in enumerate(lines) if line.endswith('holds no spaces, e.g." [1]'))
+    assert lines[at + 1] == '"```text #harbour-lights ```" [1]'

@@ -29,10 +29,15 @@ _NUMBERED = re.compile(rf"^\s*(?:{_NUMBER})\s")
 _LIST_ITEM = re.compile(rf"^\s*(?:[-*+\u2022]|{_NUMBER}|[A-Za-z][.)]|\([A-Za-z]\))\s")
 
 
+_CODE_FENCES = ("```", "~~~")
+
+
 def is_title(text: str) -> bool:
-    """A heading or a title line ("Victoria (Australia)"): short, no full stop; no evidence."""
+    """A heading or a title line ("Victoria (Australia)"): short, no full stop; no evidence. A
+    fenced code block (a Markdown example, "```bash\\n@scope/name\\n```") is none, however
+    short: it is what the sentence before it announces ("..., e.g."), not a section's title."""
     text = text.strip()
-    if is_list_item(text):
+    if is_list_item(text) or text.startswith(_CODE_FENCES):
         return False
     short = len(text.split()) < 5 and len(text) < 40  # (CJK text has no spaces: count characters too)
     return text.startswith("#") or (short and not text.endswith((".", "!", "?", ":", "。", "！", "？")))
@@ -200,8 +205,14 @@ def _list_block(block: Sequence[Sentence], chosen: Selection, passage: int) -> N
 
 
 def introduces_list(sentence: Sentence) -> bool:
-    """A sentence ending with a colon announces what follows (a list, steps, an example)."""
-    return sentence.text.rstrip().endswith(":")
+    """A sentence ending with a colon announces what follows (a list, steps, an example), and
+    so does one ending with "e.g." or "for example": written one sentence a line, a page puts
+    the example on the lines after it ("... followed by a slash, e.g." over a code block)."""
+    return bool(_ANNOUNCES.search(sentence.text.rstrip()))
+
+
+# The end of a sentence that announces what follows it.
+_ANNOUNCES = re.compile(r"(?::|\b(?:e\.g\.|i\.e\.|for example,?|for instance,?))$", re.IGNORECASE)
 
 
 def bring_list(intro: Sentence, every: Sequence[Sentence], chosen: Selection) -> None:
