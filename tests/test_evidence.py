@@ -592,3 +592,24 @@ def test_the_example_a_sentence_announces_with_e_g_is_quoted_with_it():
     lines = found.text.split("\n")
     at = next(i for i, line in enumerate(lines) if line.endswith('holds no spaces, e.g." [1]'))
     assert lines[at + 1] == '"```text #harbour-lights ```" [1]'
+
+
+def test_a_question_asking_for_a_settings_values_quotes_the_list_its_entry_announces():
+    """ "Type=" names a setting, so "type" counts as a word of the question's topic, and the
+    entry's sentence announcing the values brings them."""
+    page = (
+        "SETTINGS\n\n"
+        "Mode=\n    Chooses how the uploader sends files to the server. One of fast, careful or\n"
+        "    resumable:\n\n"
+        "    •   fast sends every file at once.\n\n"
+        "    •   careful checks each file before it is sent.\n\n"
+        "    •   resumable continues a broken transfer where it stopped.\n\n"
+        "Type=\n    Configures the kind of server the uploader talks to. One of ftp, sftp or http:\n\n"
+        "    •   ftp is the plain file transfer protocol.\n\n"
+        "    •   sftp sends files over ssh.\n\n"
+        "    •   http posts each file to a web server.\n\n"
+        "Retries=\n    Takes a number of retries to take when a transfer fails. Defaults to 3.\n\n"
+        "Timeout=\n    Takes a value in seconds: the transfer is given up after it. Defaults to 30.\n"
+    )
+    found = answer_with_evidence("Which values can Type= take in an uploader config?", [hit(page)])
+    assert all(word in found.text for word in ("ftp", "sftp", "http")), found.text
