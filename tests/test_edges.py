@@ -66,3 +66,24 @@ def test_a_long_sentence_is_not_cut_where_the_text_at_hand_starts_with_spaces():
     ):
         rows = windows(text, size, step)
         assert widened(rows, at).start == rows[at][1]
+
+
+def test_a_chunk_opening_with_a_sentence_that_points_back_brings_the_one_it_points_at():
+    """ "This behaviour ..." alone does not say what it is about: the statement before it, at the
+    end of the chunk before, comes too (one sentence, not past a heading)."""
+    text = (
+        "# Release\n\nThe tool writes the new number to the manifest. "
+        "If run in a repository, it also creates a release commit and tag. "
+        "This behaviour is controlled by the tag setting. It can be turned off on the command line."
+    )
+    at = text.index("This behaviour")
+    rows = [(1, 0, at, text[:at]), (2, at, len(text), text[at:])]
+    chunk = widened(rows, 1)
+    assert chunk.text.startswith("If run in a repository") and text[chunk.start : chunk.end] == chunk.text
+    plain = text.replace("This behaviour is", "The tag setting is")
+    rows = [(1, 0, at, plain[:at]), (2, at, len(plain), plain[at:])]
+    assert widened(rows, 1).start == at  # a sentence that points nowhere is left alone
+    headed = "Intro words of the page here.\n\n# Tags\n\nThis setting turns tags on."
+    at = headed.index("This")
+    rows = [(1, 0, at, headed[:at]), (2, at, len(headed), headed[at:])]
+    assert widened(rows, 1).start == at  # the sentence before is a heading's
