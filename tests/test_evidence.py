@@ -613,3 +613,44 @@ def test_a_question_asking_for_a_settings_values_quotes_the_list_its_entry_annou
     )
     found = answer_with_evidence("Which values can Type= take in an uploader config?", [hit(page)])
     assert all(word in found.text for word in ("ftp", "sftp", "http")), found.text
+
+
+FIELD = (
+    "The {nth} field on each line of the ledger file ({name}). {what} It is checked when the ledger "
+    "is read, and a line whose {name} cannot be read is reported with its number and skipped. The "
+    "report goes to the standard error, and the rest of the ledger is still read.\n\n"
+)
+LEDGER = "LEDGER(5)\n\nDESCRIPTION\n\nEach line of the ledger file records one payment.\n\n" + "".join(
+    FIELD.format(nth=nth, name=name, what=what)
+    for nth, name, what in [
+        ("first", "payer", "This field names who paid."),
+        ("second", "payee", "This field names who was paid."),
+        ("third", "amount", "This field gives the sum paid, in cents."),
+    ]
+)
+
+
+def test_a_question_asking_for_several_things_reads_on_past_the_chunk_that_matched(
+    tmp_path, isolated_home, monkeypatch
+):
+    """The fields of a record are enumerated over several chunks: the answer reads on into the
+    chunks after the one that matched, so it quotes more than the first field."""
+    from fakes import HashEmbedder
+    from ragcli.ingest.pipeline import ingest
+    from ragcli.types import ChunkSettings
+
+    fake = HashEmbedder(dimension=512)
+    monkeypatch.setattr("ragcli.generation.chooser.embedder_for", lambda *args, **kwargs: fake)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "ledger.txt").write_text(LEDGER)
+    ingest(
+        isolated_home,
+        [tmp_path / "docs"],
+        embedder=fake,
+        group="medium",
+        chunking=ChunkSettings("token", 10, 2),
+    )
+    one_hit = AskOptions(query=QueryOptions(mode="bm25", top_k=1), use_cache=False)
+    with Asker(isolated_home, settings=load_settings()) as asker:
+        answer = asker.ask("What fields are on each line of the ledger file?", one_hit)
+    assert "(payee)" in answer.text and "(amount)" in answer.text, answer.text

@@ -115,3 +115,35 @@ def _agree(overlap: str, following: str) -> bool:
     """Whether a chunk's text from where the next one starts is that one's beginning (the two
     windows were cut from the same text)."""
     return following.startswith(overlap)
+
+
+def read_on(hits: Sequence[Hit], neighbours: Neighbours, count: int) -> list[Hit]:
+    """The hits, the first `count` of them each read on into the chunks after it in its document
+    (`READ_ON_CHARS` more characters at most, up to a page break): a question asking for several
+    things is answered by an enumeration (a man page's fields, a reference page's entries), which
+    often runs on past the end of the chunk that matched its first items."""
+    return [_read_on(hit, neighbours) if rank < count else hit for rank, hit in enumerate(hits)]
+
+
+# Characters a passage is read on by, past its chunk's end, for a question asking for several things.
+READ_ON_CHARS = 1500
+
+
+def _read_on(hit: Hit, neighbours: Neighbours) -> Hit:
+    chunk, order, more = hit.chunk, hit.chunk.order, ""
+    while len(more) < READ_ON_CHARS and "\f" not in chunk.text + more:
+        end = chunk.end + len(more)
+        rows = neighbours(chunk.doc_id, chunk.group, order)
+        after = next((row for row in rows if row[1] <= end < row[2] and row[1] > chunk.start), None)
+        if after is None:
+            break
+        more += after[3][end - after[1] :]
+        order += 1
+    truncated = "\f" not in more and len(more) >= READ_ON_CHARS  # its last sentence may be cut
+    more = more.split("\f")[0]
+    if truncated or len(more) > READ_ON_CHARS:  # to the last whole sentence within the limit
+        spans = sentence_spans(more)[:-1] if truncated else sentence_spans(more)
+        more = more[: max((end for _, end in spans if end <= READ_ON_CHARS), default=0)]
+    if not more:
+        return hit
+    return replace(hit, chunk=replace(chunk, text=chunk.text + more, end=chunk.end + len(more)))
