@@ -66,3 +66,43 @@ def test_a_long_sentence_is_not_cut_where_the_text_at_hand_starts_with_spaces():
     ):
         rows = windows(text, size, step)
         assert widened(rows, at).start == rows[at][1]
+
+
+def test_a_chunk_opening_with_a_sentence_that_points_back_brings_the_one_it_points_at():
+    """ "This behaviour ..." alone does not say what it is about: the statement before it, at the
+    end of the chunk before, comes too (one sentence, not past a heading)."""
+    text = (
+        "# Release\n\nThe tool writes the new number to the manifest. "
+        "If run in a repository, it also creates a release commit and tag. "
+        "This behaviour is controlled by the tag setting. It can be turned off on the command line."
+    )
+    at = text.index("This behaviour")
+    rows = [(1, 0, at, text[:at]), (2, at, len(text), text[at:])]
+    chunk = widened(rows, 1)
+    assert chunk.text.startswith("If run in a repository") and text[chunk.start : chunk.end] == chunk.text
+    plain = text.replace("This behaviour is", "The tag setting is")
+    rows = [(1, 0, at, plain[:at]), (2, at, len(plain), plain[at:])]
+    assert widened(rows, 1).start == at  # a sentence that points nowhere is left alone
+    headed = "Intro words of the page here.\n\n# Tags\n\nThis setting turns tags on."
+    at = headed.index("This")
+    rows = [(1, 0, at, headed[:at]), (2, at, len(headed), headed[at:])]
+    assert widened(rows, 1).start == at  # the sentence before is a heading's
+
+
+def test_read_on_adds_the_next_chunks_up_to_a_sentence_end_within_the_limit():
+    from ragcli.answer.edges import READ_ON_CHARS, read_on
+
+    text = "".join(f"Field number {n} of the record holds its own value. " for n in range(200))
+    rows = windows(text, 300, 250)
+
+    def neighbours(doc: int, group: str, order: int):
+        return [row for row in rows if row[0] - 1 in (order - 1, order + 1)]
+
+    first, second = read_on([hit_of(rows[0]), hit_of(rows[1])], neighbours, 1)
+    assert second.chunk == hit_of(rows[1]).chunk  # beyond `count`: as it was
+    assert text[first.chunk.start : first.chunk.end] == first.chunk.text
+    assert rows[0][2] + READ_ON_CHARS - 60 < first.chunk.end <= rows[0][2] + READ_ON_CHARS
+    assert first.chunk.text.endswith("value.")
+    paged = text[:400] + "\f" + text[400:]
+    rows = windows(paged, 300, 250)
+    assert "\f" not in read_on([hit_of(rows[0])], neighbours, 1)[0].chunk.text

@@ -590,3 +590,88 @@ def test_a_code_block_is_quoted_line_by_line_as_written():
         '"sitegen init mysite" [1]',
         '"Then edit `site.toml` to set your site\'s title." [1]',
     ]
+
+
+ALBUM = """# Tags
+
+Every photo in the album can carry tags.
+A tag names a place, a person or an event in the photo.
+Written in a caption, a tag starts with a hash sign and holds no spaces, e.g.
+
+```text
+#harbour-lights
+```
+
+Tags are shared between the albums of one library.
+"""
+
+
+def test_the_example_a_sentence_announces_with_e_g_is_quoted_with_it():
+    """A page written one sentence a line puts the example after "e.g." on lines of its own
+    (here a short code block, which is no heading either)."""
+    found = answer_with_evidence("How is a tag written in a caption?", [md_hit(ALBUM)])
+    lines = found.text.split("\n")
+    at = next(i for i, line in enumerate(lines) if line.endswith('holds no spaces, e.g." [1]'))
+    assert lines[at + 1] == '"```text #harbour-lights ```" [1]'
+
+
+def test_a_question_asking_for_a_settings_values_quotes_the_list_its_entry_announces():
+    """ "Type=" names a setting, so "type" counts as a word of the question's topic, and the
+    entry's sentence announcing the values brings them."""
+    page = (
+        "SETTINGS\n\n"
+        "Mode=\n    Chooses how the uploader sends files to the server. One of fast, careful or\n"
+        "    resumable:\n\n"
+        "    •   fast sends every file at once.\n\n"
+        "    •   careful checks each file before it is sent.\n\n"
+        "    •   resumable continues a broken transfer where it stopped.\n\n"
+        "Type=\n    Configures the kind of server the uploader talks to. One of ftp, sftp or http:\n\n"
+        "    •   ftp is the plain file transfer protocol.\n\n"
+        "    •   sftp sends files over ssh.\n\n"
+        "    •   http posts each file to a web server.\n\n"
+        "Retries=\n    Takes a number of retries to take when a transfer fails. Defaults to 3.\n\n"
+        "Timeout=\n    Takes a value in seconds: the transfer is given up after it. Defaults to 30.\n"
+    )
+    found = answer_with_evidence("Which values can Type= take in an uploader config?", [hit(page)])
+    assert all(word in found.text for word in ("ftp", "sftp", "http")), found.text
+
+
+FIELD = (
+    "The {nth} field on each line of the ledger file ({name}). {what} It is checked when the ledger "
+    "is read, and a line whose {name} cannot be read is reported with its number and skipped. The "
+    "report goes to the standard error, and the rest of the ledger is still read.\n\n"
+)
+LEDGER = "LEDGER(5)\n\nDESCRIPTION\n\nEach line of the ledger file records one payment.\n\n" + "".join(
+    FIELD.format(nth=nth, name=name, what=what)
+    for nth, name, what in [
+        ("first", "payer", "This field names who paid."),
+        ("second", "payee", "This field names who was paid."),
+        ("third", "amount", "This field gives the sum paid, in cents."),
+    ]
+)
+
+
+def test_a_question_asking_for_several_things_reads_on_past_the_chunk_that_matched(
+    tmp_path, isolated_home, monkeypatch
+):
+    """The fields of a record are enumerated over several chunks: the answer reads on into the
+    chunks after the one that matched, so it quotes more than the first field."""
+    from fakes import HashEmbedder
+    from ragcli.ingest.pipeline import ingest
+    from ragcli.types import ChunkSettings
+
+    fake = HashEmbedder(dimension=512)
+    monkeypatch.setattr("ragcli.generation.chooser.embedder_for", lambda *args, **kwargs: fake)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "ledger.txt").write_text(LEDGER)
+    ingest(
+        isolated_home,
+        [tmp_path / "docs"],
+        embedder=fake,
+        group="medium",
+        chunking=ChunkSettings("token", 10, 2),
+    )
+    one_hit = AskOptions(query=QueryOptions(mode="bm25", top_k=1), use_cache=False)
+    with Asker(isolated_home, settings=load_settings()) as asker:
+        answer = asker.ask("What fields are on each line of the ledger file?", one_hit)
+    assert "(payee)" in answer.text and "(amount)" in answer.text, answer.text

@@ -8,7 +8,8 @@ with the same signature; the ones marked *optional* are skipped when set to None
 2. **Rewrite** (only with ``rewrite="multi"|"hyde"``): ``rewrite(question, how, query_options,
    generator_factory) -> [SearchRequest]`` (`ragcli.retrieval.rewrite.rewrite`).
 3. **Retrieve**: ``retrieve(requests, search) -> [Hit]`` runs each request through the
-   `Searcher` and fuses several with RRF (`ragcli.retrieval.rewrite.retrieve_all`). With a reranker
+   `Searcher` and fuses several with RRF (`ragcli.retrieval.rewrite.retrieve_all`). Each hit is
+   widened to whole sentences (`ragcli.answer.edges`). With a reranker
    or a rewrite, ``max(top_k, candidates)`` hits are fetched first.
 4. **Rerank** (only when ``query.rerank`` is set): ``rerank(question, hits, query_options,
    generator_factory) -> [Hit]`` (`ragcli.retrieval.rerank.rerank`); hits are then cut to ``top_k``.
@@ -21,7 +22,8 @@ Which of the answering steps below run is the answer style: ``auto`` (the defaul
    documents." with ``abstained=True`` and the model is never called.
 6. **Evidence** (``answer_style="evidence"``): ``evidence(question, hits, embedder=, passages=,
    budget=, reader=) -> Evidence``: the passage that answers, quoted and cited, under the
-   reader's short line when it has one (`ragcli.answer.evidence.answer_with_evidence`); then
+   reader's short line when it has one (`ragcli.answer.evidence.answer_with_evidence`; for a
+   question asking for several things, from passages read on into their documents); then
    steps 9-10. No language model is loaded. With ``answer_style="generative"`` steps 6-8 below run.
 6. **Build context**: ``build_context(hits, budget=, count_tokens=) -> [Source]`` dedupes,
    merges adjacent chunks, fits ``n_ctx - max_tokens - prompt`` tokens and numbers the
@@ -66,9 +68,9 @@ from typing import TYPE_CHECKING, Any, Iterator
 from ragcli.answer.cache import AnswerCache, cache_key, code_identity, file_identity, index_state
 from ragcli.answer.comparison import side_names
 from ragcli.answer.context import Source, build_context, context_budget, prefer_own_files
-from ragcli.answer.edges import whole_sentences
+from ragcli.answer.edges import read_on, whole_sentences
 from ragcli.answer.evidence import excerpts, page_of, quoted_under, rank_source_sentences, render
-from ragcli.answer.evidence import supporting_sentence
+from ragcli.answer.evidence import asks_for_several, supporting_sentence
 from ragcli.answer.model_summary import final_prompt
 from ragcli.answer.model_summary import prompt_overhead as summary_overhead
 from ragcli.answer.options import AskOptions, first_stage, needs_model, resolve_style
@@ -80,15 +82,8 @@ from ragcli.answer.readers import Reader
 from ragcli.answer.result import Answer
 from ragcli.answer.run import AnswerRun
 from ragcli.answer.stages import Pipeline, is_short_line, prompt_sentences, reply_held_if_short
-from ragcli.answer.summary import (
-    SummaryCandidates,
-    asks_about_document,
-    document_subject,
-    extractive_summary,
-    file_name_globs,
-    named_documents,
-    summary_candidates,
-)
+from ragcli.answer.summary import SummaryCandidates, asks_about_document, document_subject, extractive_summary
+from ragcli.answer.summary import file_name_globs, named_documents, summary_candidates
 from ragcli.answer.unknown import unknown_names
 from ragcli.config import Settings
 from ragcli.generation.llama import Generator, Message, check_gguf, load_generator
@@ -364,8 +359,11 @@ class Asker(Closable):
         return answer if answer.abstained else replace(answer, short=short, pages=pages)
 
     def _evidence(self, run: AnswerRun, hits: list[Hit], reader: Reader | None) -> Answer:
-        """The evidence answer (`ragcli.answer.evidence`): no model runs."""
+        """The evidence answer (`ragcli.answer.evidence`): no model runs. For a question asking
+        for several things, the passages read are read on into their documents (`read_on`)."""
         options = run.options
+        several = options.passages if asks_for_several(run.question) else 0
+        hits = read_on(hits, self.searcher.store.neighbour_chunks, several)
         found = self.pipeline.evidence(
             run.question,
             hits + self._side_hits(run.question, hits, options.query),

@@ -29,10 +29,15 @@ _NUMBERED = re.compile(rf"^\s*(?:{_NUMBER})\s")
 _LIST_ITEM = re.compile(rf"^\s*(?:[-*+\u2022]|{_NUMBER}|[A-Za-z][.)]|\([A-Za-z]\))\s")
 
 
+_CODE_FENCES = ("```", "~~~")
+
+
 def is_title(text: str) -> bool:
-    """A heading or a title line ("Victoria (Australia)"): short, no full stop; no evidence."""
+    """A heading or a title line ("Victoria (Australia)"): short, no full stop; no evidence. A
+    fenced code block (a Markdown example, "```bash\\n@scope/name\\n```") is none, however
+    short: it is what the sentence before it announces ("..., e.g."), not a section's title."""
     text = text.strip()
-    if is_list_item(text):
+    if is_list_item(text) or text.startswith(_CODE_FENCES):
         return False
     short = len(text.split()) < 5 and len(text) < 40  # (CJK text has no spaces: count characters too)
     return text.startswith("#") or (short and not text.endswith((".", "!", "?", ":", "。", "！", "？")))
@@ -200,8 +205,48 @@ def _list_block(block: Sequence[Sentence], chosen: Selection, passage: int) -> N
 
 
 def introduces_list(sentence: Sentence) -> bool:
-    """A sentence ending with a colon announces what follows (a list, steps, an example)."""
-    return sentence.text.rstrip().endswith(":")
+    """A sentence ending with a colon announces what follows (a list, steps, an example), and
+    so does one ending with "e.g." or "for example": written one sentence a line, a page puts
+    the example on the lines after it ("... followed by a slash, e.g." over a code block)."""
+    return bool(_ANNOUNCES.search(sentence.text.rstrip()))
+
+
+# The end of a sentence that announces what follows it.
+_ANNOUNCES = re.compile(r"(?::|\b(?:e\.g\.|i\.e\.|for example,?|for instance,?))$", re.IGNORECASE)
+
+
+def announced_lists(chosen: Selection, documents: Sequence[Sequence[Sentence]]) -> None:
+    """Each chosen sentence whose next sentence announces a list ("Type= Configures the start-up
+    type." then "One of simple, exec, forking or idle:") brings that sentence: a reference entry
+    names its subject first and enumerates its values, options or fields after it, so for a
+    question asking for several things the enumeration is the answer. (`bring_lists` then brings
+    the list's items.)"""
+    for sentence in list(chosen.chosen):
+        every = documents[sentence.passage]
+        after = next((s for s in every if s.start > sentence.start), None)
+        if after is not None and introduces_list(after) and not is_title(sentence.text):
+            chosen.add(ranked_copy(after, every))
+
+
+def bring_lists(chosen: Selection, documents: Sequence[Sequence[Sentence]]) -> None:
+    """A chosen sentence that announces what follows ("... levels are available, including:")
+    brings it, as the best sentence does: its list's items, else the one line after it (an
+    example, a command). One whose list does not fit at all is taken back out: quoted alone,
+    it points at an answer without giving it."""
+    for intro in [s for s in chosen.chosen[1:] if introduces_list(s)]:
+        every = documents[intro.passage]
+        after = [s for s in every if s.start > intro.start]
+        if not after or chosen.has(after[0]):
+            continue  # the document ends there, or what it announces is quoted already
+        was_cut = intro.passage in chosen.cut
+        if is_list_item(after[0].text):
+            bring_list(intro, every, chosen)
+        else:
+            chosen.add(after[0])
+        if not chosen.has(after[0]):
+            chosen.drop(intro)
+            if not was_cut:
+                chosen.cut.discard(intro.passage)
 
 
 def bring_list(intro: Sentence, every: Sequence[Sentence], chosen: Selection) -> None:

@@ -100,7 +100,13 @@ def question_terms(question: str) -> set[str]:
     """The question's content terms: analysed words minus the words of its form."""
     terms = set(analyze(question))
     form = set(FORM_WORDS) | {t for m in _HOW_ADJECTIVE.finditer(question) for t in analyze(m.group(1))}
+    form -= {t for m in _CODE_WORD.finditer(question) for t in analyze(m.group())}
     return (terms - form) or terms
+
+
+# A word written as code names a setting, an option or a field ("Type=", "--name", "`kind`"),
+# whatever English word it is: reference pages name their settings with ordinary words.
+_CODE_WORD = re.compile(r"`[^`]+`|\b\w[\w.-]*=|(?<![\w-])--?\w[\w-]*")
 
 
 def lexical_scores(
