@@ -258,10 +258,11 @@ def complete(
 
 
 # Words that open a sentence leaning on the one before it ("This makes ...", "They should ...",
-# "To achieve this, ..."): quoted alone, such a sentence does not say what it is about.
+# "To achieve this, ...", "To do so, ...", "For this we use ..."): quoted alone, such a sentence
+# does not say what it is about.
 _REFERS_BACK = re.compile(
     r"^[\"'(]*(?:this|that|these|those|it|they|such|thus|hence|therefore|otherwise|"
-    r"to (?:\w+ ){1,2}(?:this|that|it))\b",
+    r"to (?:\w+ ){1,2}(?:this|that|it|so)|(?:for|with|by|after) (?:this|that|these|those))\b",
     re.IGNORECASE,
 )
 
@@ -269,6 +270,39 @@ _REFERS_BACK = re.compile(
 def refers_back(text: str) -> bool:
     """Whether a sentence opens by pointing back at the one before it."""
     return bool(_REFERS_BACK.match(text.strip()))
+
+
+def join_leaning(chosen: Selection, documents: Sequence[Sequence[Sentence]]) -> None:
+    """Each chosen sentence with the sentences leaning on each other around it, as the best
+    sentence has: the one before a sentence that opens by pointing back ("To do so, log in ...")
+    and the one after it that points back at it ("The next step is to upload the crate." ->
+    "For this we use the publish command."). Quoted apart, the first says not what it is
+    about, the second leaves out how. Neither crosses a heading or a page break."""
+    for sentence in [s for s in chosen.chosen if not is_title(s.text)]:
+        every, text = documents[sentence.passage], chosen.sources[sentence.passage].text
+        at = next((i for i, s in enumerate(every) if s.start == sentence.start), None)
+        if at is None:
+            continue
+        back = at
+        while back > 0 and refers_back(every[back].text) and _joined(every[back - 1], every[back], text):
+            if not chosen.add(every[back - 1]):
+                break
+            back -= 1
+        ahead = at
+        while ahead + 1 < len(every) and refers_back(every[ahead + 1].text):
+            if not _joined(every[ahead], every[ahead + 1], text) or not chosen.add(every[ahead + 1]):
+                break
+            ahead += 1
+
+
+def _joined(first: Sentence, second: Sentence, text: str) -> bool:
+    """Whether two neighbouring sentences read on from one to the other: no heading between
+    them and no page break."""
+    return (
+        not is_title(first.text)
+        and not is_title(second.text)
+        and "\f" not in text[first.start : second.start]
+    )
 
 
 def _section(best: Sentence, every: Sequence[Sentence], text: str) -> list[Sentence]:
