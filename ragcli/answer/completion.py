@@ -22,6 +22,8 @@ FOLLOWING = 2
 PRECEDING = 1
 # At most this many lines after a sentence introducing a list are read as that list.
 LIST_LINES = 40
+# An unmarked list item is a phrase or a short sentence, not a paragraph of prose.
+ITEM_CHARS = 100
 # A step's number: "2.", "2)", "(2)", "2.1." (an outline's), or a roman numeral ("IV.", "iv)").
 _NUMBER = rf"\d{{1,3}}(?:\.\d{{1,3}})*[.)]|\(\d{{1,3}}\)|(?:{ROMAN_NUMERAL})[.)]"
 _NUMBERED = re.compile(rf"^\s*(?:{_NUMBER})\s")
@@ -210,6 +212,47 @@ def bring_list(intro: Sentence, every: Sequence[Sentence], chosen: Selection) ->
     if following and is_list_item(following[0].text):
         following = _list_run(following, -1)
     _list_block(following[:LIST_LINES], chosen, intro.passage)
+
+
+def bring_lists(chosen: Selection, documents: Sequence[Sequence[Sentence]]) -> None:
+    """A chosen sentence that announces what follows ("... levels are available, including:")
+    brings it, as the best sentence does: its list's items (marked, or `unmarked_items`), else
+    the one line after it (an example, a command). One whose list does not fit at all is taken
+    back out: quoted alone, it points at an answer without giving it."""
+    for intro in [s for s in chosen.chosen[1:] if introduces_list(s)]:
+        every = documents[intro.passage]
+        after = [s for s in every if s.start > intro.start]
+        if not after or chosen.has(after[0]):
+            continue  # the document ends there, or what it announces is quoted already
+        was_cut = intro.passage in chosen.cut
+        unmarked = unmarked_items(after, chosen.sources[intro.passage].text)
+        if is_list_item(after[0].text):
+            bring_list(intro, every, chosen)
+        elif len(unmarked) > 1:
+            chosen.add_list(unmarked, intro.passage)
+        else:
+            chosen.add(after[0])
+        if not chosen.has(after[0]):
+            chosen.drop(intro)
+            if not was_cut:
+                chosen.cut.discard(intro.passage)
+
+
+def unmarked_items(after: Sequence[Sentence], text: str) -> list[Sentence]:
+    """The items of a list without bullets or numbers after its introduction: the sentences
+    after it that each stand alone as a paragraph, are short (`ITEM_CHARS`) and announce
+    nothing themselves. A web page's list items are read as paragraphs of their own, with no
+    mark to tell them from the prose after them; so the run counts only where prose ends it in
+    the passage (a run to the passage's end may be a page's footer lines, or a list cut short)."""
+    items = []
+    for sentence in after[:LIST_LINES]:
+        end = sentence.start + len(sentence.text)
+        before, following = text.rfind("\n\n", 0, sentence.start), text.find("\n\n", end)
+        paragraph = text[before + 1 if before >= 0 else 0 : following if following >= 0 else len(text)]
+        if len(sentence.text) > ITEM_CHARS or paragraph.strip() != sentence.text or introduces_list(sentence):
+            return items
+        items.append(sentence)
+    return items if len(after) > LIST_LINES else []
 
 
 def complete(

@@ -37,10 +37,9 @@ from ragcli.analysis import analyze
 from ragcli.answer.comparison import missing_sides, side_description, side_names
 from ragcli.answer.completion import (
     Selection,
-    bring_list,
+    bring_lists,
     complete,
     introduces_list,
-    is_list_item,
     is_numbered,
     is_title,
     join_leaning,
@@ -271,27 +270,6 @@ def select_evidence(
     bring_lists(chosen, documents)
     whole_steps(chosen, documents)
     return chosen
-
-
-def bring_lists(chosen: Selection, documents: Sequence[Sequence[Sentence]]) -> None:
-    """A chosen sentence that announces what follows ("... levels are available, including:")
-    brings it, as the best sentence does: its list's items, else the one line after it (an
-    example, a command). One whose list does not fit at all is taken back out: quoted alone,
-    it points at an answer without giving it."""
-    for intro in [s for s in chosen.chosen[1:] if introduces_list(s)]:
-        every = documents[intro.passage]
-        after = [s for s in every if s.start > intro.start]
-        if not after or chosen.has(after[0]):
-            continue  # the document ends there, or what it announces is quoted already
-        was_cut = intro.passage in chosen.cut
-        if is_list_item(after[0].text):
-            bring_list(intro, every, chosen)
-        else:
-            chosen.add(after[0])
-        if not chosen.has(after[0]):
-            chosen.drop(intro)
-            if not was_cut:
-                chosen.cut.discard(intro.passage)
 
 
 def describe_labels(chosen: Selection, documents: Sequence[Sequence[Sentence]]) -> None:
