@@ -291,10 +291,10 @@ def test_a_sentence_chosen_beside_the_best_brings_the_next_one_pointing_back_at_
 def test_a_list_without_marks_is_brought_whole_by_a_sentence_announcing_it():
     """A web page's list items are paragraphs of their own, without bullets: a sentence chosen
     beside the best one that announced such a list brought only its first item."""
-    config = "Configuration\n\nThe compression level of the packer is set in packer.toml. Other settings live there too."
+    config = "Configuration\n\nThe compression level of the packer is set in packer.toml. Other settings too."
     levels = (
-        "Levels\n\nThe accepted values are:\n\n0: no compression\n\n1: fast compression\n\n9: best compression"
-        '\n\n"s": favour small archives over speed\n\nIt is recommended to try several levels on your own '
+        "Levels\n\nThe accepted values are:\n\n0: no compression\n\n1: fast compression"
+        '\n\n9: best compression\n\n"s": favour small archives over speed\n\nIt is recommended to try several levels on your own '
         "data, since results vary from archive to archive and from one release to the next."
     )
     hits = [chunk_hit(1, "config.html", config, 1), chunk_hit(2, "levels.html", levels, 2)]
