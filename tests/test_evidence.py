@@ -295,7 +295,8 @@ def test_a_list_without_marks_is_brought_whole_by_a_sentence_announcing_it():
     levels = (
         "Levels\n\nThe accepted values are:\n\n0: no compression\n\n1: fast compression"
         '\n\n9: best compression\n\n"s": favour small archives over speed\n\n'
-        "It is recommended to try several levels on your own data, since results vary from archive to archive and from one release to the next."
+        "It is recommended to try several levels on your own data, since results vary from archive "
+        "to archive and from one release to the next."
     )
     hits = [chunk_hit(1, "config.html", config, 1), chunk_hit(2, "levels.html", levels, 2)]
     found = answer_with_evidence("what values can I give the compression level of the packer?", hits).text
