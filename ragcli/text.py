@@ -57,9 +57,11 @@ TITLE_CHARS = 60
 # A blank line ends a sentence, whatever comes before it ("... to 72 °C.", "... by J. R. R.").
 _PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n")
 # "U.S. Army", "Dr. Smith", "St. Louis": a period after initials or a title ends no sentence; a
-# unit's letter after a degree sign ("72 °C. Stir") is no initial.
+# unit's letter after a degree sign ("72 °C. Stir") is no initial. "e.g." and "i.e." introduce
+# what follows them, often a name ("a version control system (e.g. Git)"), and never end one.
 _ABBREVIATION = re.compile(
-    r"(?:(?<!°)\b(?:[A-Z]\.){1,3}|\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Mt|No|vs|v|Gen|Col|Lt|Rev)\.)[\"')\]]*$"
+    r"(?:(?<!°)\b(?:[A-Z]\.){1,3}|\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Mt|No|vs|v|Gen|Col|Lt|Rev|[Ee]\.g|[Ii]\.e)\.)"
+    r"[\"')\]]*$"
 )
 # What starts a line of its own, never a wrapped paragraph's next line: a bullet, a heading,
 # a quote or table row, or an item's number ("2.", "b)") with a space after it. A long list

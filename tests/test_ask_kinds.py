@@ -139,3 +139,21 @@ def test_verbose_says_when_the_answer_abstained(env):
         done = rag("ask", "-v", "What is the capital of Australia?", env=env)
         assert done.returncode == 0 and "could not find" in done.stdout
         assert "abstained" in done.stderr and "answered" not in done.stderr, done.stderr
+
+
+def test_a_sentence_is_quoted_whole_past_an_e_g_before_a_name(tmp_path):
+    """ "(e.g. Git)" ended a sentence at "e.g.": the quote stopped there and "Git)." was a line of
+    its own."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "lockfile.md").write_text(
+        "# The lock file\n\nThe lock file records the exact version of every dependency. When in doubt, "
+        "commit the lock file to your version control system (e.g. Git). Then everyone builds the "
+        "same tree, i.e. The one you tested.\n",
+        encoding="utf-8",
+    )
+    assert rag("ingest", str(docs)).returncode == 0
+    done = rag("ask", "should I commit the lock file to version control?", "--json")
+    answer = json.loads(done.stdout)["answer"]
+    assert '"When in doubt, commit the lock file to your version control system (e.g. Git)." [1]' in answer
+    assert '"Then everyone builds the same tree, i.e. The one you tested." [1]' in answer, answer

@@ -256,6 +256,9 @@ def test_a_sentence_pointing_back_brings_what_it_points_at():
         ("This makes review easier.", True),
         ('"They should be small."', True),
         ("To achieve this, split early.", True),
+        ("To do so, log in first.", True),
+        ("For this we use the publish command.", True),
+        ("For example, publish it.", False),
         ("Thistles grow here.", False),
         ("The drying room has no windows.", False),
     ],
@@ -264,6 +267,42 @@ def test_refers_back(sentence, back):
     from ragcli.answer.completion import refers_back
 
     assert refers_back(sentence) is back
+
+
+def test_a_sentence_chosen_beside_the_best_brings_the_next_one_pointing_back_at_it():
+    """A sentence quoted to cover the question's other words ("upload") was cut from the next
+    one, which says how ("For this you run the ship command.")."""
+    accounts = (
+        "Accounts\n\nEvery author needs an account on the registry before sharing a library. "
+        "Lost passwords are reset by mail. Names are unique."
+    )
+    shipping = (
+        "Packaging\n\nLibraries are checked before they are listed. A token proves who you are. "
+        "To get one, open the settings page. The final step is to upload the archive. "
+        "For this you run the ship command. Downloads start at once."
+    )
+    hits = [chunk_hit(1, "accounts.md", accounts, 1), chunk_hit(2, "shipping.md", shipping, 2)]
+    question = "how do I get an account on the registry and upload my library archive with a token?"
+    found = answer_with_evidence(question, hits).text
+    assert '"The final step is to upload the archive." [2]\n"For this you run the ship command." [2]' in found
+    assert "Downloads start" not in found  # only the sentence leaning on it
+
+
+def test_a_list_without_marks_is_brought_whole_by_a_sentence_announcing_it():
+    """A web page's list items are paragraphs of their own, without bullets: a sentence chosen
+    beside the best one that announced such a list brought only its first item."""
+    config = "Configuration\n\nThe compression level of the packer is set in packer.toml. Other settings too."
+    levels = (
+        "Levels\n\nThe accepted values are:\n\n0: no compression\n\n1: fast compression"
+        '\n\n9: best compression\n\n"s": favour small archives over speed\n\n'
+        "It is recommended to try several levels on your own data, since results vary from archive "
+        "to archive and from one release to the next."
+    )
+    hits = [chunk_hit(1, "config.html", config, 1), chunk_hit(2, "levels.html", levels, 2)]
+    found = answer_with_evidence("what values can I give the compression level of the packer?", hits).text
+    items = ["0: no compression", "1: fast compression", "9: best compression", '"s": favour small archives']
+    assert all(f'"{item}' in found for item in items), found
+    assert found.index("The accepted values are:") < found.index("0: no") < found.index("9: best")
 
 
 def test_a_sentence_two_sources_share_is_quoted_once():

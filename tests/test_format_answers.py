@@ -251,3 +251,39 @@ def test_a_mails_sender_is_found_by_name(docs):
     assert [hit["path"] for hit in found] == [str(docs / "delivery.eml")]
     by_address = rag("query", "valve", "--filter", "from=j.mueller@firma.example", "--json")
     assert json.loads(by_address.stdout)["hits"]  # the metadata keeps the bare address
+
+
+def _generated_page(title: str, content: str) -> str:
+    """A page as documentation generators write it: site chrome drawn by CSS and script
+    around a <main> that holds the page's own text."""
+    return (
+        f"<html><head><title>{title} - The Garden Book</title></head><body>"
+        '<div id="help-popup"><h2>Keyboard shortcuts</h2>'
+        "<p>Press S or / to search in the book</p><p>Press ? to show this help</p></div>"
+        '<ul class="theme-popup" role="menu"><li><button>Auto</button></li>'
+        "<li><button>Light</button></li><li><button>Coal</button></li></ul>"
+        '<h1 class="menu-title">The Garden Book</h1>'
+        f"<main>{content}</main>"
+        "</body></html>"
+    )
+
+
+def test_a_generated_pages_site_chrome_is_not_read_as_its_text(docs):
+    """Every page of a generated book led with its keyboard-help popup and theme menu, and a
+    question about a page quoted them ("Keyboard shortcuts (sections: Auto; Light; ...")."""
+    (docs / "compost.html").write_text(
+        _generated_page(
+            "Composting",
+            "<h1>Composting</h1><p>A compost heap turns kitchen scraps and leaves into soil.</p>"
+            "<h2>Turning the heap</h2><p>Turn the heap every two weeks so air reaches its centre.</p>",
+        ),
+        encoding="utf-8",
+    )
+    (docs / "pruning.html").write_text(
+        _generated_page("Pruning", "<h1>Pruning</h1><p>Prune roses in late winter.</p>"), encoding="utf-8"
+    )
+    answer = _ask(docs, "what is the composting page about?")["answer"]
+    assert "A compost heap turns kitchen scraps" in answer
+    assert not any(chrome in answer for chrome in ("Keyboard", "Press S", "Coal")), answer
+    page = rag("get", str(docs / "compost.html")).stdout
+    assert page.startswith("Composting\n\nA compost heap"), page

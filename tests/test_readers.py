@@ -459,6 +459,22 @@ def test_html_table_cells_hidden_nodes_and_entities(tmp_path):
     assert "title" not in document.metadata
 
 
+def test_html_main_landmark_is_the_page_unless_there_are_several(tmp_path):
+    """Site chrome drawn by CSS (a help popup, a theme menu) sits outside <main>; a page with two
+    main landmarks side by side says nothing about which is the page, so all of it is read."""
+    chrome = '<div id="help"><p>Press ? to show this help</p></div><ul role="menu"><li>Coal</li></ul>'
+    one = tmp_path / "one.html"
+    one.write_text(
+        f"<body>{chrome}<main><p>Tea</p><div role='main'><p>Café</p></div></main></body>", encoding="utf-8"
+    )
+    assert read_document(one).text == "Tea\n\nCafé"
+    two = tmp_path / "two.html"
+    two.write_text(
+        f"<body>{chrome}<main><p>Tea</p></main><div role='main'><p>Café</p></div></body>", encoding="utf-8"
+    )
+    assert read_document(two).text.startswith("Press ? to show this help")
+
+
 # --- binary detection -----------------------------------------------------------------
 
 

@@ -22,6 +22,8 @@ FOLLOWING = 2
 PRECEDING = 1
 # At most this many lines after a sentence introducing a list are read as that list.
 LIST_LINES = 40
+# An unmarked list item is a phrase or a short sentence, not a paragraph of prose.
+ITEM_CHARS = 100
 # A step's number: "2.", "2)", "(2)", "2.1." (an outline's), or a roman numeral ("IV.", "iv)").
 _NUMBER = rf"\d{{1,3}}(?:\.\d{{1,3}})*[.)]|\(\d{{1,3}}\)|(?:{ROMAN_NUMERAL})[.)]"
 _NUMBERED = re.compile(rf"^\s*(?:{_NUMBER})\s")
@@ -228,19 +230,30 @@ def announced_lists(chosen: Selection, documents: Sequence[Sequence[Sentence]]) 
             chosen.add(ranked_copy(after, every))
 
 
+def bring_list(intro: Sentence, every: Sequence[Sentence], chosen: Selection) -> None:
+    """The list after its introduction: a marked list's items only, else the lines after it."""
+    following = [s for s in every if s.start > intro.start]
+    if following and is_list_item(following[0].text):
+        following = _list_run(following, -1)
+    _list_block(following[:LIST_LINES], chosen, intro.passage)
+
+
 def bring_lists(chosen: Selection, documents: Sequence[Sequence[Sentence]]) -> None:
     """A chosen sentence that announces what follows ("... levels are available, including:")
-    brings it, as the best sentence does: its list's items, else the one line after it (an
-    example, a command). One whose list does not fit at all is taken back out: quoted alone,
-    it points at an answer without giving it."""
+    brings it, as the best sentence does: its list's items (marked, or `unmarked_items`), else
+    the one line after it (an example, a command). One whose list does not fit at all is taken
+    back out: quoted alone, it points at an answer without giving it."""
     for intro in [s for s in chosen.chosen[1:] if introduces_list(s)]:
         every = documents[intro.passage]
         after = [s for s in every if s.start > intro.start]
         if not after or chosen.has(after[0]):
             continue  # the document ends there, or what it announces is quoted already
         was_cut = intro.passage in chosen.cut
+        unmarked = unmarked_items(after, chosen.sources[intro.passage].text)
         if is_list_item(after[0].text):
             bring_list(intro, every, chosen)
+        elif len(unmarked) > 1:
+            chosen.add_list(unmarked, intro.passage)
         else:
             chosen.add(after[0])
         if not chosen.has(after[0]):
@@ -249,12 +262,21 @@ def bring_lists(chosen: Selection, documents: Sequence[Sequence[Sentence]]) -> N
                 chosen.cut.discard(intro.passage)
 
 
-def bring_list(intro: Sentence, every: Sequence[Sentence], chosen: Selection) -> None:
-    """The list after its introduction: a marked list's items only, else the lines after it."""
-    following = [s for s in every if s.start > intro.start]
-    if following and is_list_item(following[0].text):
-        following = _list_run(following, -1)
-    _list_block(following[:LIST_LINES], chosen, intro.passage)
+def unmarked_items(after: Sequence[Sentence], text: str) -> list[Sentence]:
+    """The items of a list without bullets or numbers after its introduction: the sentences
+    after it that each stand alone as a paragraph, are short (`ITEM_CHARS`) and announce
+    nothing themselves. A web page's list items are read as paragraphs of their own, with no
+    mark to tell them from the prose after them; so the run counts only where prose ends it in
+    the passage (a run to the passage's end may be a page's footer lines, or a list cut short)."""
+    items = []
+    for sentence in after[:LIST_LINES]:
+        end = sentence.start + len(sentence.text)
+        before, following = text.rfind("\n\n", 0, sentence.start), text.find("\n\n", end)
+        paragraph = text[before + 1 if before >= 0 else 0 : following if following >= 0 else len(text)]
+        if len(sentence.text) > ITEM_CHARS or paragraph.strip() != sentence.text or introduces_list(sentence):
+            return items
+        items.append(sentence)
+    return items if len(after) > LIST_LINES else []
 
 
 def complete(
@@ -303,10 +325,11 @@ def complete(
 
 
 # Words that open a sentence leaning on the one before it ("This makes ...", "They should ...",
-# "To achieve this, ..."): quoted alone, such a sentence does not say what it is about.
+# "To achieve this, ...", "To do so, ...", "For this we use ..."): quoted alone, such a sentence
+# does not say what it is about.
 _REFERS_BACK = re.compile(
     r"^[\"'(]*(?:this|that|these|those|it|they|such|thus|hence|therefore|otherwise|"
-    r"to (?:\w+ ){1,2}(?:this|that|it))\b",
+    r"to (?:\w+ ){1,2}(?:this|that|it|so)|(?:for|with|by|after) (?:this|that|these|those))\b",
     re.IGNORECASE,
 )
 
@@ -314,6 +337,39 @@ _REFERS_BACK = re.compile(
 def refers_back(text: str) -> bool:
     """Whether a sentence opens by pointing back at the one before it."""
     return bool(_REFERS_BACK.match(text.strip()))
+
+
+def join_leaning(chosen: Selection, documents: Sequence[Sequence[Sentence]]) -> None:
+    """Each chosen sentence with the sentences leaning on each other around it, as the best
+    sentence has: the one before a sentence that opens by pointing back ("To do so, log in ...")
+    and the one after it that points back at it ("The next step is to upload the crate." ->
+    "For this we use the publish command."). Quoted apart, the first says not what it is
+    about, the second leaves out how. Neither crosses a heading or a page break."""
+    for sentence in [s for s in chosen.chosen if not is_title(s.text)]:
+        every, text = documents[sentence.passage], chosen.sources[sentence.passage].text
+        at = next((i for i, s in enumerate(every) if s.start == sentence.start), None)
+        if at is None:
+            continue
+        back = at
+        while back > 0 and refers_back(every[back].text) and _joined(every[back - 1], every[back], text):
+            if not chosen.add(every[back - 1]):
+                break
+            back -= 1
+        ahead = at
+        while ahead + 1 < len(every) and refers_back(every[ahead + 1].text):
+            if not _joined(every[ahead], every[ahead + 1], text) or not chosen.add(every[ahead + 1]):
+                break
+            ahead += 1
+
+
+def _joined(first: Sentence, second: Sentence, text: str) -> bool:
+    """Whether two neighbouring sentences read on from one to the other: no heading between
+    them and no page break."""
+    return (
+        not is_title(first.text)
+        and not is_title(second.text)
+        and "\f" not in text[first.start : second.start]
+    )
 
 
 def _section(best: Sentence, every: Sequence[Sentence], text: str) -> list[Sentence]:

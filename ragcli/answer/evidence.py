@@ -13,15 +13,14 @@ retrieved text holds them, so the answer a user sees is that text, chosen by its
    is a list item) brings the list (the items' own lines first: bullets, numbers, a definition
    list's terms); any other brings the sentences after it in its section (up to the next
    heading or term: the explaining sentence after a statement, a definition's next sentence,
-   an option's description) and the one before it; a sentence opening by pointing back ("This
-   makes ...", "To achieve this, ...") brings the one before it too (`refers_back`). A
-   why-question gets the best sentence stating a reason (`gives_reason`) if none chosen does.
+   an option's description) and the one before it, and what a sentence pointing back leans
+   on. A why-question gets the best sentence stating a reason (`gives_reason`) if none has.
 3. Question terms still uncovered (the other side of a comparison) bring the best sentence
    that covers them, then sentences scoring nearly as well as the best fill what is left.
-4. Any chosen sentence announcing a list brings its items (`bring_lists`), and a numbered step
-   chosen for any reason brings the other steps of its procedure (`whole_steps`). All of it
-   stays within a budget of characters (`AskOptions.evidence_chars`) and is quoted in document
-   order, each line cited; a list cut short says so on a line of its own.
+4. Any chosen sentence brings the neighbour pointing back at it or that it points back at
+   (`join_leaning`), the list it announces (`bring_lists`), and a step, its whole procedure
+   (`whole_steps`). All within a budget of characters (`AskOptions.evidence_chars`), quoted in
+   document order, each line cited; a list cut short says so on a line of its own.
 
 A short line (a number, date or name the question's wh-word asks for) may come first: the
 reader decides it (`ragcli.answer.readers`), and only from the quoted evidence. Each citation's
@@ -44,6 +43,7 @@ from ragcli.answer.completion import (
     introduces_list,
     is_numbered,
     is_title,
+    join_leaning,
     ranked_copy,
     refers_back,
     steps_after,
@@ -270,6 +270,7 @@ def select_evidence(
             break
         if sentence.lexical > 0 and sentence.text != best.text:
             chosen.add(sentence)
+    join_leaning(chosen, documents)
     describe_labels(chosen, documents)
     if several:
         announced_lists(chosen, documents)

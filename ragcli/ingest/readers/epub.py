@@ -68,7 +68,7 @@ class EpubReader:
 
     suffixes: tuple[str, ...] = (".epub",)
     file_type = "epub"
-    version = "2"  # 2: a chapter's title is its first heading, not its <title>
+    version = "3"  # 2: a chapter's title is its first heading, not its <title>; 3: only its <main>
 
     def read(self, path: Path) -> Document:
         """Raises: ReaderError: not an EPUB, DRM-encrypted, corrupt or over the container limits."""

@@ -139,6 +139,36 @@ def _title(tree: Any, selectors: tuple[str, ...]) -> str | None:
     return None
 
 
+# The page's main-content landmark (HTML's <main>, or ARIA's role="main" in older themes).
+_MAIN = "main, [role='main']"
+
+
+def _main_content(tree: Any) -> Any | None:
+    """The page's one main-content element with text, or None where it has none or several.
+
+    Generated documentation (mdBook, Sphinx and MkDocs themes, Docusaurus) wraps each page in
+    site chrome that is hidden or drawn by CSS and script rather than by markup: a keyboard-help
+    popup, a theme menu, the book's name as a heading. Read as text, that chrome leads every page
+    and is quoted as if it were content. The landmark marks what the page is about, so when a
+    page has exactly one (a landmark nested in another counts once), the rest is left out.
+    """
+    landmarks = tree.css(_MAIN)
+    outermost = [node for node in landmarks if not any(_inside(node, other) for other in landmarks)]
+    if len(outermost) != 1 or not outermost[0].text(strip=True):
+        return None
+    return outermost[0]
+
+
+def _inside(node: Any, other: Any) -> bool:
+    """Whether `node` is a descendant of `other`."""
+    parent = node.parent
+    while parent is not None:
+        if parent == other:
+            return True
+        parent = parent.parent
+    return False
+
+
 def extract_html(html: str, *, chapter: bool = False) -> tuple[str, str | None]:
     """Return the visible text of an HTML page and its title.
 
@@ -157,7 +187,7 @@ def extract_html(html: str, *, chapter: bool = False) -> tuple[str, str | None]:
     tree.strip_tags(_NOISE_TAGS)
     for node in tree.css(_HIDDEN):
         node.decompose()
-    root = tree.body if tree.body is not None else tree.root
+    root = _main_content(tree) or (tree.body if tree.body is not None else tree.root)
     return (_tidy(_walk(root)) if root is not None else ""), title
 
 
@@ -166,7 +196,7 @@ class HtmlReader:
 
     suffixes: tuple[str, ...] = (".html", ".htm")
     file_type = "html"
-    version = "1"
+    version = "2"  # 2: a page with one main-content landmark is read from it alone
 
     def read(self, path: Path) -> Document:
         """Read an HTML file (UTF-8, or UTF-16 with a BOM) into a Document.
