@@ -200,3 +200,36 @@ def test_an_index_that_counted_link_targets_is_reanalysed_when_opened(isolated_h
         assert tokens.split() == ["read", "guid", "first"]
     finally:
         store.close()
+
+
+def test_entry_point_a_passage_deep_in_a_text_file_matches_the_files_name(isolated_home, tmp_path):
+    """`rag query "ls human-readable sizes"` ranked du's manual above ls's: the ls manual's option
+    list never says "ls" (its name is in the file name and the first lines only), and a plain
+    text file had no title to carry it to every chunk, as an HTML or Markdown page's title does."""
+    from runner import rag
+
+    folder = tmp_path / "man"
+    folder.mkdir()
+    options = "".join(
+        f"       -{letter}     an option of the listing, number {letter}\n" for letter in "abcdefg"
+    )
+    (folder / "ls.1.txt").write_text(
+        "LS(1)\n\nNAME\n       ls - list directory contents\n\n"
+        + options * 3
+        + "       -h, --human-readable\n              print sizes like 1K 234M 2G\n",
+        encoding="utf-8",
+    )
+    (folder / "du.1.txt").write_text(
+        "DU(1)\n\nNAME\n       du - estimate file space usage\n\n"
+        "       -h, --human-readable\n              print sizes in powers of 1024\n",
+        encoding="utf-8",
+    )
+    for number in range(40):  # the other manuals of a system: "ls" is a rare word among them
+        (folder / f"tool{number}.1.txt").write_text(
+            f"TOOL{number}(1)\n\nNAME\n       tool{number} - a tool that does task {number}\n",
+            encoding="utf-8",
+        )
+    ingest(isolated_home, [folder], embedder=HashEmbedder(), chunking=ChunkSettings("word", 60, 0))
+    done = rag("query", "ls human-readable sizes", "--mode", "bm25", "-k", "1", "--format", "paths", stdin="")
+    assert done.returncode == 0, done.stderr
+    assert [Path(path).name for path in done.stdout.splitlines()] == ["ls.1.txt"]

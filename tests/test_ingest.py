@@ -66,7 +66,8 @@ def test_a_reader_whose_version_changed_reads_its_files_again(tmp_path, isolated
 
     root = write_corpus(tmp_path / "docs")
     run(isolated_home, root, HashEmbedder())
-    monkeypatch.setattr(type(reader_for(root / "tea.txt")), "version", "2")
+    reader = type(reader_for(root / "tea.txt"))
+    monkeypatch.setattr(reader, "version", str(int(reader.version) + 1))
     report = run(isolated_home, root, HashEmbedder())
     assert (report.updated, report.unchanged) == (2, 1)  # the two text files, not the Markdown one
     again = run(isolated_home, root, HashEmbedder())
