@@ -353,3 +353,20 @@ def test_root_options_stored_with_one_group_per_root_are_read_and_kept():
         RootOptions("medium", (), ("_sources",)),
         RootOptions("fine", ("*.md",), ()),
     ]
+
+
+def test_a_text_file_whose_name_is_not_utf8_is_titled_with_escapes(tmp_path, isolated_home):
+    """A text file is titled by its name; a name that is not valid UTF-8 is stored as its path
+    is (`bad_\\xff`), not refused by the database."""
+    import os
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    with open(os.path.join(os.fsencode(root), b"bad_\xff.txt"), "wb") as handle:
+        handle.write("Tea is picked in spring.".encode())
+    run(isolated_home, root, HashEmbedder())
+    store = Store.open(isolated_home)
+    try:
+        assert store.db.execute("SELECT title FROM documents").fetchall() == [("bad_\\xff",)]
+    finally:
+        store.close()
