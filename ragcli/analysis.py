@@ -12,7 +12,7 @@ whole beside its split words, as Lucene's WordDelimiterGraphFilter does with
 question about them could only match by luck; whole, the rare exact token carries its own
 (high) idf. A chunk is indexed with its document's title (`term_string`).
 `ANALYZER_VERSION` names this analysis: an index built with another is
-re-analysed when opened (migration m015).
+re-analysed when opened (migrations m015, m016).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ _TERMS = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+)")
 
 # Bumped whenever `index_terms` changes what it returns for some text; stored in the index
 # meta (`bm25_analyzer`) by the migration that re-analyses older indexes.
-ANALYZER_VERSION = 2
+ANALYZER_VERSION = 3
 # Sentence punctuation and brackets around a token are not part of it ("(see --depth)." ->
 # "--depth"); an empty call "()" is dropped too, so `join()` and `join` are one term.
 _LEADING = "\"'`([{<\u2018\u201c"
@@ -45,6 +45,14 @@ _ASCII_WORDS = re.compile(r"[a-z0-9]+")  # `_TERMS`' words in lower-cased ASCII 
 # written with and without the hyphen: their split words match both spellings, and kept
 # whole they rewarded one spelling (-0.007 nDCG@10 for BM25 on Cranfield).
 _COMPOUND = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
+# A Markdown link's target, `[text](/commands/npm-audit)` or `[text](https://...)`: markup that
+# readers never see, only the link text is. Its words would count again the text's own words
+# (a page of cross-references scores for "audit" twice a link), so BM25 indexes the text alone.
+# Only targets that look like a URL, a path or an anchor: `[Ca(2+)](i)` in a formula stays.
+_LINK_TARGET = re.compile(
+    r"\]\((?:[a-zA-Z][\w+.-]*:[^\s()]*|\.{0,2}/[^\s()]*|#[^\s()]*|[^\W\d_][\w-]*(?:/[\w.#-]+)+/?"
+    r"|[\w-]+\.(?:md|markdown|html?|rst|txt)(?:#[^\s()]*)?)(?:\s+\"[^\"]*\")?\)"
+)
 # Longer "tokens" are URLs or run-together text, not something a user types as one term.
 MAX_WHOLE = 40
 
@@ -165,6 +173,8 @@ def _technical(text: str) -> list[str]:
 def index_terms(text: str) -> list[str]:
     """BM25's terms of a chunk or query: its words (`analyze`), then its technical tokens whole."""
     text = unicodedata.normalize("NFKC", text)
+    if "](" in text:
+        text = _LINK_TARGET.sub("]", text)
     return _words(text) + _technical(text)
 
 

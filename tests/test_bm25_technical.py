@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from fakes import HashEmbedder
 from ragcli.analysis import ANALYZER_VERSION, analyze, index_terms, technical_terms
-from ragcli.ingest.pipeline import ingest_documents
+from ragcli.ingest.pipeline import ingest, ingest_documents
 from ragcli.retrieval.bm25 import BM25Retriever
 from ragcli.store.local.database import Store
 from ragcli.types import ChunkSettings, Document
@@ -132,3 +134,102 @@ def test_every_chunk_carries_its_documents_title(isolated_home):
         assert len(hits) == len(rows)  # every chunk of the manual, not only its first
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(
+    ("linked", "plain"),
+    [
+        ("See [`npm audit`](/commands/npm-audit) for details.", "See `npm audit` for details."),
+        ("the [original PR](https://github.com/npm/cli/pull/129).", "the [original PR]."),
+        ('a [guide](docs/guide.md#setup "Setup") here', "a [guide] here"),
+        ("[config](../using-npm/config#workspaces) and [top](#top)", "[config] and [top]"),
+    ],
+)
+def test_markdown_link_targets_are_not_indexed(linked, plain):
+    """A link's target is markup: only its text counts, as in the rendered page."""
+    assert index_terms(linked) == index_terms(plain)
+
+
+def test_brackets_that_are_no_link_keep_their_words():
+    """`[Ca(2+)](i)` is a formula, not a link: its `(i)` stays."""
+    assert "i" in index_terms("a rise in [Ca(2+)](i) was seen")
+
+
+def test_entry_point_a_page_of_links_does_not_outrank_the_page_they_point_to(isolated_home, tmp_path):
+    """`rag query --mode bm25 workspaces` put a page that only links to the workspaces guide
+    above the guide: each link's target (`/using-npm/workspaces#workspaces`) counted the word
+    again, so two links weighed as six mentions."""
+    from runner import rag
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "guide.md").write_text(
+        "Workspaces group several packages in one repository. Each of the workspaces has its "
+        "own package file, and all workspaces share a single lock file at the root.\n",
+        encoding="utf-8",
+    )
+    link = "[workspaces](/using-npm/workspaces#workspaces)"
+    (folder / "commands.md").write_text(
+        f"Run a script in every package of the project, or only in some {link}; list the "
+        f"installed packages of {link} with their versions and the folders they live in.\n",
+        encoding="utf-8",
+    )
+    ingest(isolated_home, [folder], embedder=HashEmbedder(), chunking=WHOLE)
+    done = rag("query", "workspaces", "--mode", "bm25", "--format", "paths", stdin="")
+    assert done.returncode == 0, done.stderr
+    assert [Path(path).name for path in done.stdout.splitlines()] == ["guide.md", "commands.md"]
+
+
+def test_an_index_that_counted_link_targets_is_reanalysed_when_opened(isolated_home):
+    """Terms written before link targets were left out are made again (migration m016) on open."""
+    linked = Document(path="links.md", text="Read the [guide](/using-npm/workspaces) first.", file_type="md")
+    ingest_documents(isolated_home, [linked], embedder=HashEmbedder(), group="medium", chunking=WHOLE)
+    store = Store.open(isolated_home)
+    db = store.db
+    db.execute("BEGIN")
+    db.execute("UPDATE chunks SET tokens = 'read guid use npm workspac first'")
+    db.execute("UPDATE meta SET value = 2 WHERE key = 'bm25_analyzer'")
+    db.execute("DELETE FROM _sqlite_migrations WHERE name = 'm016_bm25_without_link_targets'")
+    db.execute("COMMIT")
+    store.close()
+
+    store = Store.open(isolated_home)
+    try:
+        assert store.get_meta("bm25_analyzer") == str(ANALYZER_VERSION)
+        tokens = store.db.execute("SELECT tokens FROM chunks").fetchone()[0]
+        assert tokens.split() == ["read", "guid", "first"]
+    finally:
+        store.close()
+
+
+def test_entry_point_a_passage_deep_in_a_text_file_matches_the_files_name(isolated_home, tmp_path):
+    """`rag query "ls human-readable sizes"` ranked du's manual above ls's: the ls manual's option
+    list never says "ls" (its name is in the file name and the first lines only), and a plain
+    text file had no title to carry it to every chunk, as an HTML or Markdown page's title does."""
+    from runner import rag
+
+    folder = tmp_path / "man"
+    folder.mkdir()
+    options = "".join(
+        f"       -{letter}     an option of the listing, number {letter}\n" for letter in "abcdefg"
+    )
+    (folder / "ls.1.txt").write_text(
+        "LS(1)\n\nNAME\n       ls - list directory contents\n\n"
+        + options * 3
+        + "       -h, --human-readable\n              print sizes like 1K 234M 2G\n",
+        encoding="utf-8",
+    )
+    (folder / "du.1.txt").write_text(
+        "DU(1)\n\nNAME\n       du - estimate file space usage\n\n"
+        "       -h, --human-readable\n              print sizes in powers of 1024\n",
+        encoding="utf-8",
+    )
+    for number in range(40):  # the other manuals of a system: "ls" is a rare word among them
+        (folder / f"tool{number}.1.txt").write_text(
+            f"TOOL{number}(1)\n\nNAME\n       tool{number} - a tool that does task {number}\n",
+            encoding="utf-8",
+        )
+    ingest(isolated_home, [folder], embedder=HashEmbedder(), chunking=ChunkSettings("word", 60, 0))
+    done = rag("query", "ls human-readable sizes", "--mode", "bm25", "-k", "1", "--format", "paths", stdin="")
+    assert done.returncode == 0, done.stderr
+    assert [Path(path).name for path in done.stdout.splitlines()] == ["ls.1.txt"]

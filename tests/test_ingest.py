@@ -66,7 +66,8 @@ def test_a_reader_whose_version_changed_reads_its_files_again(tmp_path, isolated
 
     root = write_corpus(tmp_path / "docs")
     run(isolated_home, root, HashEmbedder())
-    monkeypatch.setattr(type(reader_for(root / "tea.txt")), "version", "2")
+    reader = type(reader_for(root / "tea.txt"))
+    monkeypatch.setattr(reader, "version", str(int(reader.version) + 1))
     report = run(isolated_home, root, HashEmbedder())
     assert (report.updated, report.unchanged) == (2, 1)  # the two text files, not the Markdown one
     again = run(isolated_home, root, HashEmbedder())
@@ -352,3 +353,20 @@ def test_root_options_stored_with_one_group_per_root_are_read_and_kept():
         RootOptions("medium", (), ("_sources",)),
         RootOptions("fine", ("*.md",), ()),
     ]
+
+
+def test_a_text_file_whose_name_is_not_utf8_is_titled_with_escapes(tmp_path, isolated_home):
+    """A text file is titled by its name; a name that is not valid UTF-8 is stored as its path
+    is (`bad_\\xff`), not refused by the database."""
+    import os
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    with open(os.path.join(os.fsencode(root), b"bad_\xff.txt"), "wb") as handle:
+        handle.write("Tea is picked in spring.".encode())
+    run(isolated_home, root, HashEmbedder())
+    store = Store.open(isolated_home)
+    try:
+        assert store.db.execute("SELECT title FROM documents").fetchall() == [("bad_\\xff",)]
+    finally:
+        store.close()

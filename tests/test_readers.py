@@ -136,6 +136,13 @@ def test_modified_is_the_file_mtime_in_utc(tmp_path):
 # --- plain text -----------------------------------------------------------------------
 
 
+def test_a_text_file_is_titled_by_its_file_name(tmp_path):
+    """Plain text has no markup to name it: its title is its file name without the suffix."""
+    path = tmp_path / "ls.1.txt"
+    path.write_text("LS(1)\n\nNAME\n       ls - list directory contents\n", encoding="utf-8")
+    assert read_document(path).metadata["title"] == "ls.1"
+
+
 def test_chinese_text_round_trips():
     document = read_document(DOCS / "chinese_tea.txt")
     assert document.file_type == "txt"

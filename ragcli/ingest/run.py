@@ -318,9 +318,14 @@ def document_record(doc: Document, content_hash: str) -> dict:
         "size": meta.pop("size", len(doc.text)),
         "modified": meta.pop("modified", None),
         "created": meta.pop("created", None),
-        "title": meta.pop("title", None),
+        "title": _valid_title(meta.pop("title", None)),
         "metadata": meta,
     }
+
+
+def _valid_title(title: Any) -> Any:
+    """A title taken from a file name (a text file's, a table's) in valid UTF-8, as the name is."""
+    return display_path(title) if isinstance(title, str) else title
 
 
 def read_hash(digest: str, reader: Any) -> str:

@@ -109,11 +109,17 @@ def read_text_file(path: Path) -> str:
 
 
 class TextReader:
-    """Reads plain text files as they are."""
+    """Reads plain text files as they are, titled by their file name.
+
+    Plain text has no markup to name it, so its file name is its only title (`ls.1.txt` is
+    `ls.1`, `vpn-setup.txt` is `vpn-setup`); as every title, it joins the BM25 terms of the
+    file's chunks, so a passage deep in a long file still matches a question naming the file's
+    subject (`what does ls -h do`), as a titled HTML or Markdown page's passages do.
+    """
 
     suffixes: tuple[str, ...] = (".txt", ".text", ".rst")
     file_type = "txt"
-    version = "1"
+    version = "2"  # 2: titled by the file name
 
     def read(self, path: Path) -> Document:
         """Read a plain text file into a Document.
@@ -121,4 +127,4 @@ class TextReader:
         Raises:
             ReaderError: The file cannot be read or is not valid Unicode text.
         """
-        return build_document(path, read_text_file(path), self.file_type)
+        return build_document(path, read_text_file(path), self.file_type, title=path.stem)

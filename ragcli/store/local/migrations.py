@@ -151,3 +151,12 @@ def m015_bm25_whole_technical_tokens(db):
     from ragcli.store.local.postings import rebuild_postings
 
     rebuild_postings(db.conn, MIGRATION_BATCH)
+
+
+@migrations()
+def m016_bm25_without_link_targets(db):
+    # The analyzer no longer indexes the targets of Markdown links (`[npm audit](/commands/
+    # npm-audit)` counts "npm audit" once, not twice; ragcli.analysis, ANALYZER_VERSION 3).
+    from ragcli.store.local.postings import rebuild_postings
+
+    rebuild_postings(db.conn, MIGRATION_BATCH)

@@ -14,4 +14,5 @@ MIGRATION_NAMES = (
     "m007_bm25_postings",
     "m014_bm25_deleted",
     "m015_bm25_whole_technical_tokens",
+    "m016_bm25_without_link_targets",
 )
