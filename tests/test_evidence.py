@@ -651,7 +651,7 @@ def test_the_example_a_sentence_announces_with_e_g_is_quoted_with_it():
     found = answer_with_evidence("How is a tag written in a caption?", [md_hit(ALBUM)])
     lines = found.text.split("\n")
     at = next(i for i, line in enumerate(lines) if line.endswith('holds no spaces, e.g." [1]'))
-    assert lines[at + 1] == '"```text #harbour-lights ```" [1]'
+    assert lines[at + 1] == '"#harbour-lights" [1]'  # the code block's line, as written
 
 
 def test_a_question_asking_for_a_settings_values_quotes_the_list_its_entry_announces():
