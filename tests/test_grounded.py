@@ -180,6 +180,16 @@ Tidepool copies folders between machines and keeps them in sync.
 
 Run `tidepool mirror SRC DEST` to copy a folder. Use `--dry-run` to see what would change.
 
+## Storage
+
+Tidepool can copy to several destinations:
+
+* a local folder or an external drive
+* an SFTP server
+* any S3-compatible object store
+
+Each destination is configured in `tidepool.toml`.
+
 ## Troubleshooting
 
 ### Copies are slow
@@ -218,3 +228,14 @@ def test_a_short_line_the_quoted_evidence_holds_is_shown_above_it(readme_index):
     answer = pieces[-1]
     assert "".join(pieces[:-1]) == answer.text and answer.short == "--no-verify"
     assert answer.text.startswith('--no-verify [1]\n"') and "Checksum verification" in answer.text
+
+
+@pytest.mark.parametrize("reply", ["an SFTP server", "tidepool.toml"])
+def test_a_list_question_gets_its_list_quoted_and_no_short_line(readme_index, reply):
+    """A small model's short line for a list question named one item, or a phrase beside the
+    list, above quotes holding the whole list: it read as the complete answer."""
+    with Asker(readme_index, settings=load_settings(), generator=capable(reply)) as asker:
+        answer = asker.ask("which destinations can tidepool copy to?", AUTO)
+    assert answer.short is None and answer.text.startswith('"')
+    for item in ("a local folder or an external drive", "an SFTP server", "any S3-compatible object store"):
+        assert f'"* {item}" [1]' in answer.text

@@ -16,7 +16,8 @@ from typing import Mapping, Sequence
 
 from ragcli.answer.completion import is_numbered, list_of
 from ragcli.answer.context import Source
-from ragcli.answer.evidence import Evidence, asks_how_to, asks_why, page_of, quote, source_sentences
+from ragcli.answer.evidence import Evidence, asks_for_several, asks_how_to, asks_why, page_of, quote
+from ragcli.answer.evidence import source_sentences
 from ragcli.answer.sentences import Sentence
 from ragcli.answer.stages import is_short_line
 
@@ -85,9 +86,16 @@ def agrees(question: str, short: str, found: Evidence) -> bool:
     the reason). Such a line is kept only when a quoted sentence holds its words: above quotes
     that say something else, it misleads more than no line. Other questions ask for a span (a
     name, a number, a term) and keep the model's line: over factoid questions the same check
-    dropped lines that were right a quarter of the time.
+    dropped lines that were right a quarter of the time. A question asking for several things
+    ("which storage backends ...?") is answered by the list the evidence quotes; a short line
+    above it names one item ("an SFTP server") or a phrase near the list ("tidepool.toml"),
+    which reads as the whole answer, so none is shown.
     """
-    if not is_short_line(short) or not (asks_why(question) or asks_how_to(question)):
+    if not is_short_line(short):
+        return True
+    if asks_for_several(question):
+        return False
+    if not (asks_why(question) or asks_how_to(question)):
         return True
     return quotes_hold(found.sentences, short)
 
