@@ -14,6 +14,13 @@ from ragcli.answer.sentences import score_sentences, sentences_of
     ("question", "sides"),
     [
         ("tar vs zip vs rar, which one compresses best?", ["tar", "zip", "rar"]),
+        # sides listed with "vs" before "what's the difference", and a question's clause after a dash
+        (
+            "dev-dependencies vs build-dependencies, what's the difference?",
+            ["dev-dependencies", "build-dependencies"],
+        ),
+        ("git fetch vs git pull - which one should I use?", ["fetch", "pull"]),
+        ("tar vs. zip \u2014 which is faster?", ["tar", "zip"]),
         ("What is the difference between a latte and a cappuccino?", ["latte", "cappuccino"]),
         ("what's the difference between git fetch and git pull?", ["fetch", "pull"]),
         ("reset --soft, --mixed and --hard: what's the difference?", ["--soft", "--mixed", "--hard"]),

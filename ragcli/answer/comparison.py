@@ -34,6 +34,8 @@ _COMPARED = re.compile(
 _WITH = re.compile(r"\s+(?:with|to|against|versus|vs\.?)\s+", re.IGNORECASE)
 _AND = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+", re.IGNORECASE)
 _OPTION = re.compile(r"(?<!\S)--?[A-Za-z][\w-]*")
+# What ends the sides of "X vs Y": a comma, colon or semicolon, or a dash between spaces.
+_CLAUSE_END = re.compile(r"[,:;]|\s[-\u2013\u2014]+\s")
 
 
 def comparison_sides(question: str) -> list[str]:
@@ -56,10 +58,12 @@ def side_names(question: str) -> list[tuple[str, ...]]:
 def _compared_parts(text: str) -> list[str]:
     """The parts of a question that name the things it compares, before they are cleaned."""
     between, listed, compare = _BETWEEN.search(text), _LISTED.search(text), _COMPARE.search(text)
-    if between or listed:
-        return _AND.split((between or listed).group("sides"))
-    if _VERSUS.search(text):
-        return _VERSUS.split(re.split(r"[,:;]", text, maxsplit=1)[0])
+    if between or listed:  # "X vs Y, what's the difference?" lists its sides with "vs"
+        return [
+            side for part in _AND.split((between or listed).group("sides")) for side in _VERSUS.split(part)
+        ]
+    if _VERSUS.search(text):  # the question's own clause after the sides: "X vs Y - which is faster"
+        return _VERSUS.split(_CLAUSE_END.split(text, maxsplit=1)[0])
     if compare:
         return _AND.split(_WITH.sub(" and ", compare.group("sides"), count=1))
     compared = _COMPARED.search(text)
