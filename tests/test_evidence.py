@@ -347,6 +347,44 @@ def test_a_why_question_gets_the_sentence_stating_the_reason_from_another_source
     assert "The reason is" not in plain.text  # only a why-question asks for the reason
 
 
+def test_a_why_question_gets_the_reason_a_reference_page_gives_as_a_purpose():
+    # Reference pages say why by what a thing is for, rarely with "because".
+    guide = (
+        "Lock files\n\nThe lock file lists the exact version of every package. "
+        "It is written by the tool and should not be edited by hand. "
+        "When in doubt, commit the lock file to your repository."
+    )
+    faq = (
+        "Questions\n\nThe tool reads the lock file before it resolves anything. "
+        "A lock file in the repository gives repeatable installs on every machine, by ensuring "
+        "that the same versions are fetched each time."
+    )
+    hits = [chunk_hit(1, "guide.md", guide, 1), chunk_hit(2, "faq.md", faq, 2)]
+    found = answer_with_evidence("why should I commit the lock file to my repository?", hits)
+    assert '"A lock file in the repository gives repeatable installs on every machine' in found.text
+    plain = answer_with_evidence("should I commit the lock file to my repository?", hits)
+    assert "repeatable installs" not in plain.text  # only a why-question asks for the reason
+
+
+@pytest.mark.parametrize(
+    "sentence, reason",
+    [
+        ("The purpose of the lock file is to record a build that worked.", True),
+        ("Keep the cache on a local disk so as to avoid slow network reads.", True),
+        ("The push is refused, since it would drop commits on the server.", True),
+        ("Write the file first, otherwise the data is lost.", True),
+        ("This means that a merge carries every commit of the branch.", True),
+        ("The option exists since 2.0 and is off by default.", False),  # a date, not a cause
+        ("Otherwise, if the file is unwritable, the tool asks first.", False),  # a condition
+        ("All sizes are in bytes unless otherwise noted.", False),
+    ],
+)
+def test_a_reason_is_told_by_its_cause_purpose_or_consequence(sentence: str, reason: bool):
+    from ragcli.answer.evidence import gives_reason
+
+    assert gives_reason(sentence) is reason
+
+
 def test_a_side_described_only_in_a_passage_not_read_joins_the_sources():
     table = (
         "Drinks compared\n\nThe latte and the cappuccino are both on the menu. "

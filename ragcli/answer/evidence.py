@@ -88,8 +88,20 @@ _HOW_TO = re.compile(
     re.IGNORECASE,
 )
 _WHY = re.compile(r"\b(?:why|how come)\b", re.IGNORECASE)
+# How documentation states a reason: a cause ("because", "due to", "since"), a purpose ("so that",
+# "in order to", "the purpose of ... is", "to ensure", "to avoid"), or a consequence ("this
+# means", "as a result", "a consequence of this is"). A reference page says why a tool does
+# something by what it is for ("Cargo uses the lockfile to provide deterministic builds ..., by
+# ensuring that ...") more often than with "because". "since" counts only after a comma and not
+# before a version ("since 2.0" dates a change), "otherwise" only after a comma ("..., otherwise
+# the data is lost"; "Otherwise, if ..." opens the other case of a condition, and "unless
+# otherwise noted" states no reason).
 _REASON = re.compile(
-    r"\b(?:because|reasons?|due to|caused by|so that|as a result|this is why|that is why)\b", re.IGNORECASE
+    r"\b(?:because|reasons?|due to|caused by|so that|so as to|in order to|as a result|this is why"
+    r"|that is why|purposes?|intended (?:to|for)|ensur(?:e|es|ing)|to avoid|to prevent|consequences?"
+    r"|consequently|therefore|hence|(?:this|which|that) means)\b"
+    r"|,\s*since\s+(?!v?\d)|[,;]\s*otherwise\b",
+    re.IGNORECASE,
 )
 
 
