@@ -239,3 +239,11 @@ def test_a_list_question_gets_its_list_quoted_and_no_short_line(readme_index, re
     assert answer.short is None and answer.text.startswith('"')
     for item in ("a local folder or an external drive", "an SFTP server", "any S3-compatible object store"):
         assert f'"* {item}" [1]' in answer.text
+
+
+def test_a_plural_question_whose_quotes_hold_no_list_keeps_its_short_line(readme_index):
+    """ "which files does checksum verification read twice?" names a plural, but is answered by
+    a phrase, not a list: on factoid questions such lines are right as often as any other."""
+    with Asker(readme_index, settings=load_settings(), generator=capable("every file")) as asker:
+        answer = asker.ask("which files does checksum verification read twice?", AUTO)
+    assert answer.short == "every file" and answer.text.startswith("every file [1]")

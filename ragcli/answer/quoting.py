@@ -14,7 +14,7 @@ import re
 from dataclasses import replace
 from typing import Mapping, Sequence
 
-from ragcli.answer.completion import is_numbered, list_of
+from ragcli.answer.completion import is_list_item, is_numbered, list_of
 from ragcli.answer.context import Source
 from ragcli.answer.evidence import Evidence, asks_for_several, asks_how_to, asks_why, page_of, quote
 from ragcli.answer.evidence import source_sentences
@@ -87,13 +87,15 @@ def agrees(question: str, short: str, found: Evidence) -> bool:
     that say something else, it misleads more than no line. Other questions ask for a span (a
     name, a number, a term) and keep the model's line: over factoid questions the same check
     dropped lines that were right a quarter of the time. A question asking for several things
-    ("which storage backends ...?") is answered by the list the evidence quotes; a short line
-    above it names one item ("an SFTP server") or a phrase near the list ("tidepool.toml"),
-    which reads as the whole answer, so none is shown.
+    ("which storage backends ...?") whose quotes hold a list is answered by that list; a short
+    line above it names one item ("an SFTP server") or a phrase near the list
+    ("tidepool.toml"), which reads as the whole answer, so none is shown. (Without a list
+    quoted, the question is read as a factoid: "what causes strain in structures?" has a plural
+    noun, and its short line is the answer.)
     """
     if not is_short_line(short):
         return True
-    if asks_for_several(question):
+    if asks_for_several(question) and any(is_list_item(s.text) for s in found.sentences):
         return False
     if not (asks_why(question) or asks_how_to(question)):
         return True
