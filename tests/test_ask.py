@@ -239,11 +239,12 @@ def test_coined_words_are_lower_case_words_cut_into_pieces_and_slips_are_known()
     from ragcli.answer.unknown import coined_words, misspells
 
     def pieces(word):  # as a WordPiece vocabulary cuts them
-        return {"webpack": 2, "summarize": 3, "gitsubmodules": 5, "git": 2}.get(word, 1)
+        return {"webpack": 2, "summarize": 3, "gitsubmodules": 5, "git": 2, "txt": 2}.get(word, 1)
 
     assert coined_words("how do I configure webpack for the browser?", pieces) == ["webpack"]
     # a request for a summary and a document's file name are not what the pages must name
     assert coined_words("summarize the gitsubmodules manual", pieces) == []
+    assert coined_words("what is the gitsubmodules.txt file for?", pieces) == []
     assert coined_words("Webpack and Git, with git", pieces) == ["git"]  # capitalised: a name
     assert misspells("cynaobacteria", {"cyanobacteria"}) and misspells("consts", {"consists"})
     assert not misspells("conda", {"conf"})  # two edits in five letters

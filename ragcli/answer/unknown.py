@@ -65,7 +65,7 @@ def coined_words(question: str, pieces: Callable[[str], int]) -> list[str]:
     of a question's form ("how", "what"), of a request for a summary ("summarize") or the file
     name of a document ("the gitsubmodules manual"): the pages say these under their own names."""
     subject = document_subject(question)
-    documents = {name.lower() for name in named_documents(question)}
+    documents = {word.lower() for name in named_documents(question) for word in _WORD.findall(name)}
     coined = []
     for match in _WORD.finditer(subject):
         word = re.sub(r"['’]s$", "", match.group()).strip("'’-")
