@@ -59,6 +59,15 @@ def test_why_quotes_the_sentence_that_explains(env):
     assert "hemocyanin" in answer["answer"]
 
 
+def test_a_tool_no_document_names_abstains_though_written_in_lower_case(env):
+    """A word the embedding model cuts into pieces (a tool's name, not a common word) that no
+    document holds makes the answer abstain; a slip of a word the passages hold does not, nor
+    does a common word they lack."""
+    assert ask(env, "how long do I bake sourdough bread in a thermomix?")["abstained"]
+    assert not ask(env, "how long do I bake sourdough bread in a dutch ovne?")["abstained"]
+    assert not ask(env, "how long should I bake sourdough bread, roughly?")["abstained"]
+
+
 def test_a_procedure_is_quoted_with_all_its_steps_in_order(env):
     answer = ask(env, "how do I bake sourdough bread?")["answer"]
     starts = [answer.find(f'"{n}. ') for n in range(1, 6)]

@@ -235,6 +235,22 @@ def test_the_names_of_a_question_are_its_capitalised_words_inside_a_sentence():
     assert question_names("Can I keep the index under $HOME or ${XDG_DATA_HOME} or %APPDATA%?") == []
 
 
+def test_coined_words_are_lower_case_words_cut_into_pieces_and_slips_are_known():
+    from ragcli.answer.unknown import coined_words, misspells
+
+    def pieces(word):  # as a WordPiece vocabulary cuts them
+        return {"webpack": 2, "summarize": 3, "gitsubmodules": 5, "git": 2, "txt": 2}.get(word, 1)
+
+    assert coined_words("how do I configure webpack for the browser?", pieces) == ["webpack"]
+    # a request for a summary and a document's file name are not what the pages must name
+    assert coined_words("summarize the gitsubmodules manual", pieces) == []
+    assert coined_words("what is the gitsubmodules.txt file for?", pieces) == []
+    assert coined_words("Webpack and Git, with git", pieces) == ["git"]  # capitalised: a name
+    assert misspells("cynaobacteria", {"cyanobacteria"}) and misspells("consts", {"consists"})
+    assert not misspells("conda", {"conf"})  # two edits in five letters
+    assert not misspells("deb", {"dep"}) and not misspells("pypi", {"api"})  # short; first letter
+
+
 def test_an_acronym_whose_words_stand_in_the_passages_is_a_known_name():
     from fakes import hits_for
     from ragcli.answer.unknown import spelled_out, unknown_names

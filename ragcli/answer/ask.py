@@ -84,7 +84,7 @@ from ragcli.answer.run import AnswerRun
 from ragcli.answer.stages import Pipeline, is_short_line, prompt_sentences, reply_held_if_short
 from ragcli.answer.summary import SummaryCandidates, asks_about_document, document_subject, extractive_summary
 from ragcli.answer.summary import file_name_globs, named_documents, summary_candidates
-from ragcli.answer.unknown import unknown_names
+from ragcli.answer.unknown import unknown_names, word_pieces
 from ragcli.config import Settings
 from ragcli.generation.llama import Generator, Message, check_gguf, load_generator
 from ragcli.retrieval.rewrite import SearchRequest, reusing
@@ -243,7 +243,9 @@ class Asker(Closable):
             return
         run = AnswerRun(question, options, started)
         hits = whole_sentences(self._retrieve(run), self.searcher.store.neighbour_chunks)
-        if not hits or unknown_names(question, hits, self._search, options.query):
+        # A keyword-only question loads no embedding model, so reads no coined word as a name.
+        pieces = word_pieces(self.searcher.embedder()) if options.query.mode != "bm25" else None
+        if not hits or unknown_names(question, hits, self._search, options.query, pieces):
             answer = run.abstain()
         elif asks_about_document(question):
             answer = yield from self._summary(run, hits, style)

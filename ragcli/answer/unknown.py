@@ -7,6 +7,15 @@ written with a capital letter that does not start the question or a sentence of 
 aside), with the capitalised words right after it; an environment variable ("$HOME") is none.
 Names found in the retrieved passages are known; any other is looked up in the whole index with
 a keyword search (BM25), and a name no document holds makes the answer abstain.
+
+Users write the names of tools in lower case too ("configure webpack", "upload it to pypi"). A
+word the embedding model's vocabulary does not hold whole (its tokenizer cuts it into pieces:
+"web ##pack", "ng ##in ##x") is a coined word, a name or a term of art, not one of the common
+words of English the vocabulary was built from ("slowly", "everyone", "developing"). A common
+word the documents lack is usually the asker's wording of something they say in other words;
+a coined word they lack is a thing they never name, and is treated as a name
+(`coined_words`). A coined word one or two typing slips away from a word of the retrieved
+passages is that word misspelt ("cynaobacteria"), and is known (`misspells`).
 """
 
 from __future__ import annotations
@@ -16,6 +25,9 @@ from dataclasses import replace
 from typing import Callable, Sequence
 
 from ragcli.analysis import analyze
+from ragcli.answer.sentences import FORM_WORDS
+from ragcli.answer.summary import document_subject, named_documents
+from ragcli.embedding.base import Embedder
 from ragcli.retrieval.search import QueryOptions
 from ragcli.types import Hit
 
@@ -47,6 +59,62 @@ def question_names(question: str) -> list[str]:
     return list(dict.fromkeys(" ".join(words) for words in names))
 
 
+def coined_words(question: str, pieces: Callable[[str], int]) -> list[str]:
+    """The question's words written in lower case that `pieces` (the embedding model's tokenizer:
+    how many tokens it cuts a word into) cuts into two or more, and that are more than the words
+    of a question's form ("how", "what"), of a request for a summary ("summarize") or the file
+    name of a document ("the gitsubmodules manual"): the pages say these under their own names."""
+    subject = document_subject(question)
+    documents = {word.lower() for name in named_documents(question) for word in _WORD.findall(name)}
+    coined = []
+    for match in _WORD.finditer(subject):
+        word = re.sub(r"['’]s$", "", match.group()).strip("'’-")
+        variable = subject[match.start() - 1 : match.start()] in _VARIABLE_SIGILS
+        if not word.islower() or word in documents or variable:
+            continue
+        if set(analyze(word)) - FORM_WORDS and pieces(word) > 1:
+            coined.append(word)
+    return list(dict.fromkeys(coined))
+
+
+def word_pieces(embedder: Embedder) -> Callable[[str], int]:
+    """How many tokens the embedding model cuts a word into (see `coined_words`)."""
+    return lambda word: len(embedder.token_offsets(word))
+
+
+def misspells(word: str, words: set[str]) -> bool:
+    """Whether `word` is one of `words` mistyped: the same first letter, one edit away (two from
+    six letters on; an edit inserts, drops, replaces or swaps two letters). A word of under four
+    letters is never taken for a slip: too many words lie one edit from it ("deb", "dep").
+    These are the defaults of Lucene's spell checker (min prefix 1, min query length 4) and of
+    Elasticsearch's fuzzy matching ("AUTO": one edit from 3 letters, two from 6)."""
+    if len(word) < 4:
+        return False
+    edits = 1 if len(word) < 6 else 2
+    return any(
+        other[:1] == word[:1] and abs(len(other) - len(word)) <= edits and _edits(word, other, edits) <= edits
+        for other in words
+    )
+
+
+def _edits(a: str, b: str, limit: int) -> int:
+    """The optimal-string-alignment distance of `a` and `b` (Levenshtein with transpositions);
+    any value past `limit` is returned as ``limit + 1``."""
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        current = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = a[i - 1] != b[j - 1]
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        if min(current) > limit:
+            return limit + 1
+        previous2, previous = previous, current
+    return previous[-1]
+
+
 def spelled_out(name: str, texts: Sequence[str]) -> bool:
     """Whether `name` is an acronym ("UN", "V&A", "NFL") whose words, capitalised, stand in one
     of the texts ("United Nations", "Victoria and Albert", "National Football League"): the
@@ -65,6 +133,7 @@ def unknown_names(
     hits: Sequence[Hit],
     search: Callable[[str, QueryOptions], list[Hit]],
     options: QueryOptions,
+    pieces: Callable[[str], int] | None = None,
 ) -> list[str]:
     """The question's names that no indexed document holds (see the module docstring).
 
@@ -76,14 +145,18 @@ def unknown_names(
         hits: the retrieved hits (names found in them are known without a search).
         search: the index's search.
         options: the question's retrieval options (group, filters, ``--doc``) to search within.
+        pieces: how many tokens the embedding model cuts a word into; None reads no coined
+            word as a name (a keyword-only question loads no model).
     """
     texts = [hit.chunk.text for hit in hits]
     seen = {term for text in texts for term in analyze(text)}
     lookup = replace(options, mode="bm25", top_k=1, rerank=None, require=(), exclude=(), min_score=None)
+    coined = coined_words(question, pieces) if pieces is not None else []
+    words = {word.lower() for text in texts for word in _WORD.findall(text)} if coined else set()
     missing = []
-    for name in question_names(question):
+    for name in [*question_names(question), *coined]:
         terms = set(analyze(name))
-        if terms & seen or spelled_out(name, texts):
+        if terms & seen or spelled_out(name, texts) or (name in coined and misspells(name, words)):
             continue
         found = search(name, lookup)
         if not terms & {term for hit in found for term in analyze(hit.chunk.text)}:
