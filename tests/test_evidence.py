@@ -211,7 +211,7 @@ def test_a_sentence_announcing_a_list_brings_the_list():
 
 
 def test_a_question_asking_for_several_things_quotes_each_of_them():
-    from ragcli.answer.evidence import asks_for_several
+    from ragcli.answer.intent import asks_for_several
 
     assert asks_for_several("Which sort orders can tidy use?") and asks_for_several("List the options")
     assert not asks_for_several("Which sort order does tidy use by default?")
@@ -380,7 +380,7 @@ def test_a_why_question_gets_the_reason_a_reference_page_gives_as_a_purpose():
     ],
 )
 def test_a_reason_is_told_by_its_cause_purpose_or_consequence(sentence: str, reason: bool):
-    from ragcli.answer.evidence import gives_reason
+    from ragcli.answer.intent import gives_reason
 
     assert gives_reason(sentence) is reason
 

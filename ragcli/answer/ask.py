@@ -70,7 +70,8 @@ from ragcli.answer.comparison import side_names
 from ragcli.answer.context import Source, build_context, context_budget, prefer_own_files
 from ragcli.answer.edges import read_on, whole_sentences
 from ragcli.answer.evidence import excerpts, page_of, quoted_under, rank_source_sentences, render
-from ragcli.answer.evidence import asks_for_several, supporting_sentence
+from ragcli.answer.evidence import supporting_sentence
+from ragcli.answer.intent import asks_for_several
 from ragcli.answer.model_summary import final_prompt
 from ragcli.answer.model_summary import prompt_overhead as summary_overhead
 from ragcli.answer.options import AskOptions, first_stage, needs_model, resolve_style

@@ -16,8 +16,9 @@ from typing import Mapping, Sequence
 
 from ragcli.answer.completion import is_list_item, is_numbered, list_of
 from ragcli.answer.context import Source
-from ragcli.answer.evidence import Evidence, asks_for_several, asks_how_to, asks_why, page_of, quote
+from ragcli.answer.evidence import Evidence, page_of, quote
 from ragcli.answer.evidence import source_sentences
+from ragcli.answer.intent import asks_for_several, asks_how_to, asks_why
 from ragcli.answer.sentences import Sentence
 from ragcli.answer.stages import is_short_line
 
