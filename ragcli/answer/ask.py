@@ -81,7 +81,7 @@ from ragcli.answer.qa_reader import reader_for
 from ragcli.answer.quoting import agrees, quoted_evidence
 from ragcli.answer.readers import Reader
 from ragcli.answer.result import Answer
-from ragcli.answer.run import AnswerRun
+from ragcli.answer.run import STAGE_TIMINGS, AnswerRun
 from ragcli.answer.stages import Pipeline, is_short_line, prompt_sentences, reply_held_if_short
 from ragcli.answer.summary import SummaryCandidates, asks_about_document, document_subject, extractive_summary
 from ragcli.answer.summary import file_name_globs, named_documents, summary_candidates
@@ -488,13 +488,5 @@ class Asker(Closable):
         if record is None:
             return None
         elapsed = time.perf_counter() - started
-        timings = {
-            "rewrite": 0.0,
-            "retrieve": 0.0,
-            "rerank": 0.0,
-            "prompt": 0.0,
-            "first_token": elapsed,
-            "generate": 0.0,
-            "total": elapsed,
-        }
+        timings = dict.fromkeys(STAGE_TIMINGS, 0.0) | {"first_token": elapsed, "total": elapsed}
         return replace(Answer.from_dict(record), cached=True, timings=timings)

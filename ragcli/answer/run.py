@@ -15,6 +15,11 @@ from ragcli.generation.llama import Generator
 from ragcli.types import Hit
 
 
+# An answer's timings, in the order its JSON lists them (then "total"): seconds each stage took,
+# "first_token" from the start of the call.
+STAGE_TIMINGS = ("rewrite", "retrieve", "rerank", "prompt", "first_token", "generate")
+
+
 class AnswerRun:
     """The state of answering one question: options, clocks and the hits seen so far."""
 
@@ -34,10 +39,7 @@ class AnswerRun:
     def _totals(self) -> dict[str, float]:
         total = time.perf_counter() - self.started
         self.timings.setdefault("first_token", total)
-        return {
-            name: self.timings.get(name, 0.0)
-            for name in ("rewrite", "retrieve", "rerank", "prompt", "first_token", "generate")
-        } | {"total": total}
+        return {name: self.timings.get(name, 0.0) for name in STAGE_TIMINGS} | {"total": total}
 
     def abstain(
         self,
