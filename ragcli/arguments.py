@@ -142,7 +142,9 @@ def query_fields(given: Mapping[str, Any], what: str = "search") -> dict[str, An
     plain = {name: plain_value(value) for name, value in given.items()}
     values = checked(plain, field_types(QueryOptions), what)
     if "filters" in values:
-        values["filters"] = parse_filters(filter_pairs(values["filters"]) or ())
+        written = values["filters"]
+        command_line = isinstance(written, CommandLineFilters)
+        values["filters"] = parse_filters(filter_pairs(written) or (), command_line=command_line)
     return values
 
 
@@ -177,14 +179,23 @@ def checked_queries(queries: Any) -> Any:
     return queries
 
 
-def filter_pairs(filters: JsonFilters) -> list[str] | None:
-    """`{"file_type": ["pdf", "md"], "modified": ">=2024-01-01"}` -> the CLI's key=value pairs
-    (what `Index.query_options` parses); pairs stay as they are (one string is one pair), None
-    stays None.
+class CommandLineFilters(tuple):
+    """`--filter` values as the command line gave them: an error about one names it
+    `--filter 'key=value'`; elsewhere filters are named as JSON writes them."""
+
+
+def filter_pairs(filters: JsonFilters, *, numbers: bool = True) -> list[str | tuple[str, str]] | None:
+    """The filters as written, for `ragcli.retrieval.filters.parse_filters`: ``key=value``
+    strings stay as they are (one string is one pair); a mapping
+    (`{"file_type": ["pdf", "md"], "modified": ">=2024-01-01"}`) gives a (key, value) pair for
+    each of its values; None stays None.
+
+    Args:
+        numbers: take a number as a value (the Python API); the JSON front ends take strings.
 
     Raises:
         UsageError: a key with an empty list of values (it would filter nothing out), or a
-            value that is not a string or a number.
+            value that is not a string (or a number, where taken).
     """
     if filters is None:
         return None
@@ -193,17 +204,31 @@ def filter_pairs(filters: JsonFilters) -> list[str] | None:
     if not isinstance(filters, Mapping):
         if not hasattr(filters, "__iter__"):
             raise UsageError(f"filters must be key=value strings or a mapping, not {filters!r}")
-        return [_filter_text("filters", pair) for pair in filters]
-    pairs: list[str] = []
+        return [_filter_text(f"filters[{number}]", pair, False) for number, pair in enumerate(filters)]
+    pairs: list[str | tuple[str, str]] = []
     for key, value in filters.items():
         values = list(value) if isinstance(value, (list, tuple, set, frozenset)) else [value]
         if not values:
-            raise UsageError(f"filters: {key}: give at least one value, or leave {key} out")
-        pairs.extend(f"{key}={_filter_text(key, item)}" for item in values)
+            raise UsageError(f"filters.{key}: give at least one value, or leave {key} out")
+        pairs.extend((str(key), _filter_text(f"filters.{key}", item, numbers)) for item in values)
     return pairs
 
 
-def _filter_text(name: str, value: Any) -> str:
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise UsageError(f"filters: {name}: {value!r} is not a filter value; give a string")
+def _filter_text(name: str, value: Any, numbers: bool) -> str:
+    """`value` as a filter's text.
+
+    Raises:
+        UsageError: it is not a string (or a number, when `numbers`); the message shows it as
+            JSON writes it, since the JSON front ends pass it on as it came.
+    """
+    kinds = (str, int, float) if numbers else (str,)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        import json
+
+        try:
+            shown = json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError):
+            shown = repr(value)
+        example = '"file_type=pdf"' if name.startswith("filters[") else '"pdf"'
+        raise UsageError(f"{name}: {shown} is not a filter value; write a string, e.g. {example}")
     return str(value)

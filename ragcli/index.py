@@ -204,8 +204,11 @@ class Index(IndexWrites, Closable):
         import glob
         from dataclasses import replace
 
+        from ragcli.retrieval.filters import ParsedFilters
+
         path = self.get(doc).path
-        return replace(query, filters={**query.filters, "path": (glob.escape(path),)})
+        forms = getattr(query.filters, "forms", {})  # how the other keys were written
+        return replace(query, filters=ParsedFilters({**query.filters, "path": (glob.escape(path),)}, forms))
 
     # -- models ---------------------------------------------------------------------------
     def embedder(self, *, fresh: bool = False, notify: Callable[[str], None] | None = None) -> "Embedder":

@@ -15,19 +15,19 @@ from ragcli.errors import UsageError
         (None, None),
         (
             {"file_type": ["pdf", "md"], "modified": ">=2024-01-01"},
-            ["file_type=pdf", "file_type=md", "modified=>=2024-01-01"],
+            [("file_type", "pdf"), ("file_type", "md"), ("modified", ">=2024-01-01")],
         ),
         (["file_type=pdf"], ["file_type=pdf"]),
         ({}, []),
     ],
 )
-def test_filters_become_the_clis_pairs(filters, pairs):
+def test_filters_become_pairs_as_written(filters, pairs):
     assert filter_pairs(filters) == pairs
 
 
 def test_a_key_with_no_values_is_refused():
     with pytest.raises(
-        UsageError, match=r"^filters: file_type: give at least one value, or leave file_type out$"
+        UsageError, match=r"^filters.file_type: give at least one value, or leave file_type out$"
     ):
         filter_pairs({"file_type": [], "modified": ">=2024-01-01"})
 

@@ -37,7 +37,8 @@ def index(docs, loads):  # noqa: F811
         ({"options": {"top_k": 3}}, "options must be QueryOptions, not dict"),
         # as `rag mcp` and `rag serve` pass them: no silent default group, no empty filter
         ({"group": ""}, "--group '': give a group's name"),
-        ({"filters": {"file_type": ""}}, "--filter 'file_type=': no value after '='"),
+        ({"filters": {"file_type": ""}}, 'filters.file_type: an empty value; write a value, e.g. "pdf"'),
+        ({"filters": ["file_type="]}, 'filters: "file_type=": no value after "="'),
     ],
 )
 def test_bad_search_arguments_are_usage_errors(index, given, message):

@@ -129,9 +129,37 @@ def test_bad_arguments_and_errors_come_back_as_one_line_tool_errors(index, env):
     assert all(result.is_error for result in results), texts
     assert all(text.startswith("rag: error: ") and "\n" not in text for text in texts), texts
     assert "top_k" in texts[0] and "mode" in texts[1]
-    assert "unknown filter key 'colour'" in texts[2]
+    assert "filters.colour: unknown filter key; known keys are " in texts[2]
     assert "no chunk 99999" in texts[3] and "chunk_id" in texts[4] and "nonesuch" in texts[5]
     assert not after.is_error and after.structured_content["hits"]  # the server carried on
+
+
+def test_a_filter_error_names_the_filter_as_the_tool_call_wrote_it(index, env):
+    """The tools' `filters` object was reported as a `--filter` flag the agent never wrote."""
+    objects = [
+        (
+            {"modified": "yesterday"},
+            'filters.modified: "yesterday" is not a date; write an ISO date such as ">=',
+        ),
+        ({"file_type": "=pdf"}, 'filters.file_type: "=pdf" has one "=" too many; write "pdf"'),
+        ({"file_type": True}, 'filters.file_type: true is not a filter value; write a string, e.g. "pdf"'),
+        ({"colour": "red"}, "filters.colour: unknown filter key; known keys are "),
+    ]
+
+    async def body(session):
+        calls = [("search", {"query": "lighthouse"}), ("ask", {"question": "Who built the Pharos?"})]
+        return [
+            await session.call_tool(tool, {**text, "filters": filters})
+            for filters, _ in objects
+            for tool, text in calls
+        ]
+
+    results = session_run(index, env, body)
+    for number, result in enumerate(results):
+        said = objects[number // 2][1]
+        text = result.content[0].text
+        assert result.is_error and "--filter" not in text and "\n" not in text, text
+        assert text.startswith(f"rag: error: {said}") or said in text, text
 
 
 def test_an_argument_of_another_json_type_is_refused_as_the_http_api_refuses_it(index, env):

@@ -69,6 +69,11 @@ def test_tsv_fields_read_back_exactly_with_backslashes_escaped(tricky):
         ("title<", "no value after '<'"),
         ("modified>=", "no value after '>='"),
         ("file_type==txt", "write --filter 'file_type=txt'"),
+        (
+            "modified=yesterday",
+            "'yesterday' is not a date; write an ISO date such as --filter 'modified>=2024-01-01'",
+        ),
+        ("nokey", "write key=value, e.g. --filter file_type=pdf"),
     ],
 )
 def test_a_filter_without_a_value_is_a_usage_error_naming_it(tricky, pair, said):

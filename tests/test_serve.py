@@ -201,7 +201,7 @@ def test_an_empty_list_of_filter_values_is_refused_over_http_and_mcp(server):
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
-    error = "filters: file_type: give at least one value, or leave file_type out"
+    error = "filters.file_type: give at least one value, or leave file_type out"
     for path, text in (("/query", {"query": "lighthouse"}), ("/ask", {"question": "Who built the Pharos?"})):
         refused = post(server, path, {**text, "filters": {"file_type": []}})
         assert refused.status_code == 422 and refused.json() == {"error": error}, path
@@ -215,7 +215,7 @@ def test_an_empty_list_of_filter_values_is_refused_over_http_and_mcp(server):
                 )
 
     found = anyio.run(main)
-    assert found.is_error and found.content[0].text == f"rag: error: {error}"
+    assert found.is_error and found.content[0].text == f"rag: error: search: bad arguments: {error}"
 
 
 # -- another process changes the index ------------------------------------------------------

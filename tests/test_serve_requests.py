@@ -40,6 +40,37 @@ def test_a_bad_body_gets_one_json_error_line(server, content, content_type, stat
     assert words in response.json()["error"] and "Traceback" not in response.text
 
 
+# Filter errors name the filter as the JSON caller wrote it, never as a `--filter` flag.
+JSON_FILTER_ERRORS = [
+    (
+        {"modified": "yesterday"},
+        'filters.modified: "yesterday" is not a date; write an ISO date such as ">=2024-01-01" '
+        "(or 2024, 2024-05, 2024-05-01T10:00)",
+    ),
+    ({"file_type": ""}, 'filters.file_type: an empty value; write a value, e.g. "pdf"'),
+    ({"modified": ">="}, 'filters.modified: no value after ">="; write a value, e.g. ">=2024-01-01"'),
+    ({"file_type": "=pdf"}, 'filters.file_type: "=pdf" has one "=" too many; write "pdf"'),
+    ({"": "pdf"}, 'filters: "" is not a key; write a metadata key, e.g. {"file_type": "pdf"}'),
+    ({"file_type": True}, 'filters.file_type: true is not a filter value; write a string, e.g. "pdf"'),
+    ({"file_type": ["md", 3]}, 'filters.file_type: 3 is not a filter value; write a string, e.g. "pdf"'),
+    ({"colour": "red"}, "filters.colour: unknown filter key; known keys are "),
+    (["nokey"], 'filters: "nokey": write key=value, e.g. "file_type=pdf" or "modified>=2024-01-01"'),
+    (["modified=yesterday"], 'filters: "modified=yesterday": "yesterday" is not a date; write an ISO date'),
+    ([7], 'filters[0]: 7 is not a filter value; write a string, e.g. "file_type=pdf"'),
+]
+
+
+@pytest.mark.parametrize(("filters", "said"), JSON_FILTER_ERRORS)
+def test_a_filter_error_names_the_filter_as_the_json_body_wrote_it(server, filters, said):
+    """`{"filters": {"modified": "yesterday"}}` was answered "--filter 'modified=yesterday': ...",
+    a flag the client never wrote; a value of another JSON type got the schema's union noise."""
+    for path, text in (("/query", {"query": "lighthouse"}), ("/ask", {"question": "Who built the Pharos?"})):
+        refused = post(server, path, {**text, "filters": filters})
+        error = refused.json()["error"]
+        assert refused.status_code == 422 and error.startswith(said), (path, error)
+        assert "--filter" not in error and "\n" not in error
+
+
 def test_a_blank_question_or_a_wrong_type_is_refused_as_by_the_cli(server, setup):
     blank = post(server, "/ask", {"question": "   "})
     assert blank.status_code == 422 and blank.json() == {"error": "question: ask something"}
@@ -72,7 +103,10 @@ def test_keyword_rerank_without_words_names_the_body_fields(server, setup):
         assert refused.status_code == 422, query
         assert "give require and/or exclude words" in refused.json()["error"]
     unknown_key = post(server, "/query", {"query": "lighthouse", "filters": {"colour": "red"}})
-    assert unknown_key.status_code == 422 and "unknown filter key 'colour'" in unknown_key.json()["error"]
+    assert (
+        unknown_key.status_code == 422
+        and "filters.colour: unknown filter key;" in unknown_key.json()["error"]
+    )
     cli = rag("query", "lighthouse", "--rerank", "keyword", "--index", str(setup["index"]), env=setup["env"])
     assert cli.returncode == 2 and "--require WORD / --exclude WORD" in cli.stderr
 

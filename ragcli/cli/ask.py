@@ -8,6 +8,7 @@ from typing import Annotated, Iterable, Optional
 import typer
 
 from ragcli.choices import ANSWER_STYLES, EVIDENCE_CHARS, REWRITES, STYLE_ALIASES
+from ragcli.arguments import CommandLineFilters
 from ragcli.cli.options import (
     CandidatesOption,
     EmbedModelOption,
@@ -246,7 +247,7 @@ def ask(
         threads=threads,
     )
     options = index_.ask_options(
-        filters=filters,
+        filters=None if filters is None else CommandLineFilters(filters),
         min_score=min_score,
         rerank=rerank,
         rerank_model=rerank_model,

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Iterable, Optional
 
 import typer
 
+from ragcli.arguments import CommandLineFilters
 from ragcli.cli.options import (
     CandidatesOption,
     EmbedModelOption,
@@ -146,7 +147,7 @@ def query(
 
     index_ = open_index(index, embed_model=embed_model, mode=mode, top_k=top_k, group=group)
     options = index_.query_options(
-        filters=filters,
+        filters=None if filters is None else CommandLineFilters(filters),
         min_score=min_score,
         rerank=rerank,
         rerank_model=rerank_model,

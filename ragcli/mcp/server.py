@@ -24,10 +24,10 @@ import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import BeforeValidator, Field, ValidationError
 
 from ragcli import __version__
-from ragcli.call_options import argument_problems
+from ragcli.call_options import argument_problems, checked_json_filters
 from ragcli.mcp.tools import IndexTools
 from ragcli.mcp.worker import WorkerTools
 from ragcli.choices import ANSWER_STYLES, EVIDENCE_CHARS, FUSIONS, MAX_EVIDENCE_CHARS, MODES, RERANKERS
@@ -45,7 +45,7 @@ Mode = Literal[MODES]  # type: ignore[valid-type]
 Reranker = Literal[RERANKERS]  # type: ignore[valid-type]
 Fusion = Literal[FUSIONS]  # type: ignore[valid-type]
 AnswerStyle = Literal[ANSWER_STYLES]  # type: ignore[valid-type]
-Filters = Optional[dict[str, Union[str, list[str]]]]
+Filters = Optional[Annotated[dict[str, Union[str, list[str]]], BeforeValidator(checked_json_filters)]]
 FILTERS_HELP = (
     "Metadata filters, key -> value or list of values (values of one key OR-ed, keys AND-ed). Keys: "
     "file_type (pdf, md, txt, docx, html), file_name, path (a glob, e.g. '*/notes/*'), title, "

@@ -41,6 +41,7 @@ __all__ = [
     "DATE_KEYS",
     "Condition",
     "Filters",
+    "ParsedFilters",
     "check_keys",
     "filters_sql",
     "matches",
@@ -55,40 +56,112 @@ _EXAMPLE_VALUES = {"file_type": "pdf", "modified": "2024-01-01", "created": "202
 _DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2}([T ]\d{2}(:\d{2}(:\d{2})?)?)?)?)?$")
 
 
-def parse_filters(pairs: Iterable[str]) -> dict[str, tuple[str, ...]]:
-    """Parse repeated `key=value` strings into `{key: (value, ...)}`.
+# Each filter error in the three forms a caller writes filters in, so the message names the
+# filter, and shows its fix, the way the caller wrote it: `--filter 'key=value'` on the command
+# line, "key=value" strings in a list (JSON, Python), or one key of a JSON object.
+# The JSON forms' fields come quoted as JSON strings.
+_MESSAGES = {
+    "flag": {
+        "no_key": "--filter '{pair}': write key=value, e.g. --filter file_type=pdf "
+        "or --filter 'modified>=2024-01-01'",
+        "no_value": "--filter '{pair}': no value after '{op}'; write a value, e.g. --filter '{example_pair}'",
+        "doubled": "--filter '{pair}': one '=' compares; write --filter '{fixed_pair}'",
+        "date": "--filter '{pair}': '{value}' is not a date; write an ISO date such as "
+        "--filter 'modified>=2024-01-01' (or 2024, 2024-05, 2024-05-01T10:00)",
+        "unknown": "unknown filter key '{key}': known keys are {known}",
+    },
+    "pair": {
+        "no_key": 'filters: {pair}: write key=value, e.g. "file_type=pdf" or "modified>=2024-01-01"',
+        "no_value": "filters: {pair}: no value after {op}; write a value, e.g. {example_pair}",
+        "doubled": "filters: {pair}: one {equals} compares; write {fixed_pair}",
+        "date": "filters: {pair}: {value} is not a date; write an ISO date such as "
+        '"modified>=2024-01-01" (or 2024, 2024-05, 2024-05-01T10:00)',
+        "unknown": "unknown filter key '{key_text}': known keys are {known}",
+    },
+    "field": {
+        "no_key": 'filters: {key} is not a key; write a metadata key, e.g. {{"file_type": "pdf"}}',
+        "no_value": "filters.{key_text}: no value after {op}; write a value, e.g. {example_value}",
+        "empty": "filters.{key_text}: an empty value; write a value, e.g. {example_value}",
+        "doubled": "filters.{key_text}: {written} has one {equals} too many; write {fixed_value}",
+        "date": "filters.{key_text}: {value} is not a date; write an ISO date such as "
+        '">=2024-01-01" (or 2024, 2024-05, 2024-05-01T10:00)',
+        "unknown": "filters.{key_text}: unknown filter key; known keys are {known}",
+    },
+}
+
+
+class ParsedFilters(dict):
+    """`{key: (value, ...)}` remembering the form each key was written in (see `_MESSAGES`), so
+    a key no document carries is named the caller's way when the search finds it unknown."""
+
+    def __init__(self, values: Any = (), forms: Mapping[str, str] | None = None) -> None:
+        # One argument as `dict` takes it too: `dataclasses.asdict` rebuilds a dict that way.
+        super().__init__(values)
+        self.forms = dict(forms or {})
+
+
+def parse_filters(written: Iterable[str | tuple[str, str]], *, command_line: bool = False) -> ParsedFilters:
+    """Parse filters into `{key: (value, ...)}`: `key=value` strings, or (key, value) pairs
+    for the values of a JSON object's keys.
 
     `key>=value` (and `<=`, `>`, `<`, `!=`) is accepted as the natural spelling of
     `key=>=value`. Dates must be ISO-8601 (a year, month, day or a time).
 
+    Args:
+        written: the filters as the caller wrote them.
+        command_line: the strings are `--filter` values (errors say `--filter '...'`).
+
     Raises:
-        UsageError: a pair has no `=` or an empty key, or a date value does not parse; the
-            message names the filter.
+        UsageError: a pair has no `=` or an empty key, a value is empty or has a doubled `=`, or
+            a date value does not parse; the message names the filter as it was written.
     """
     filters: dict[str, list[str]] = {}
-    for pair in pairs:
-        natural = _NATURAL.match(pair)
-        if natural and "=" not in natural.group(1):
-            key, value = natural.group(1), natural.group(2) + natural.group(3)
-        else:
-            key, sep, value = pair.partition("=")
-            if not sep:
-                key = ""
-        key = key.strip()
+    forms: dict[str, str] = {}
+    for item in written:
+        form = "field" if isinstance(item, tuple) else "flag" if command_line else "pair"
+        key, value = item if isinstance(item, tuple) else _split_pair(item)
+        key, value = key.strip(), value.strip()
+        say = _Messages(form, item if isinstance(item, str) else f"{key}={value}", key, value)
         if not key:
-            raise UsageError(
-                f"--filter '{pair}': write key=value, e.g. --filter file_type=pdf "
-                "or --filter 'modified>=2024-01-01'"
-            )
-        condition = parse_condition(value.strip())
-        _check_operand(pair, key, condition)
+            raise UsageError(say("no_key"))
+        condition = parse_condition(value)
+        _check_operand(say, key, condition)
         if key in DATE_KEYS:
-            _check_date(pair, condition.value)
-        filters.setdefault(key, []).append(value.strip())
-    return {key: tuple(values) for key, values in filters.items()}
+            _check_date(say, condition.value)
+        filters.setdefault(key, []).append(value)
+        forms.setdefault(key, form)
+    return ParsedFilters({key: tuple(values) for key, values in filters.items()}, forms)
 
 
-def _check_operand(pair: str, key: str, condition: Condition) -> None:
+def _split_pair(pair: str) -> tuple[str, str]:
+    """(key, value) of `key=value` or `key>=value`; an empty key when there is no `=`."""
+    natural = _NATURAL.match(pair)
+    if natural and "=" not in natural.group(1):
+        return natural.group(1), natural.group(2) + natural.group(3)
+    key, sep, value = pair.partition("=")
+    return (key, value) if sep else ("", value)
+
+
+class _Messages:
+    """The error messages about one filter, in the form it was written in."""
+
+    def __init__(self, form: str, pair: str, key: str, written: str) -> None:
+        self.form, self.pair, self.key, self.written = form, pair, key, written
+
+    def __call__(self, problem: str, known: str = "", **fields: str) -> str:
+        """The message about `problem`; `fields` are quoted as the form quotes (JSON strings
+        but on the command line), `known` (a list of keys) is not."""
+        quote = (lambda text: text) if self.form == "flag" else _json_text
+        named = {"pair": self.pair, "key": self.key, "written": self.written, "equals": "=", **fields}
+        quoted = {name: quote(text) for name, text in named.items()}
+        return _MESSAGES[self.form][problem].format(key_text=self.key, known=known, **quoted)
+
+
+def _json_text(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _check_operand(say: _Messages, key: str, condition: Condition) -> None:
     """Refuse a filter with nothing to compare with (`file_type=`, `size>`), which would match
     nothing or everything without a word, and a doubled `=` (`file_type==pdf`), which would
     look for a value starting with '='.
@@ -98,16 +171,17 @@ def _check_operand(pair: str, key: str, condition: Condition) -> None:
     """
     op = "" if condition.op == "=" else condition.op
     if not condition.value:
-        raise UsageError(
-            f"--filter '{pair}': no value after '{op or '='}'; write a value, e.g. "
-            f"--filter '{key}{op or '='}{_EXAMPLE_VALUES.get(key, 'VALUE')}'"
-        )
+        example = _EXAMPLE_VALUES.get(key, "VALUE")
+        problem = "empty" if say.form == "field" and not op else "no_value"
+        pair = f"{key}{op or '='}{example}"
+        raise UsageError(say(problem, op=op or "=", example_pair=pair, example_value=op + example))
     if condition.value.startswith("="):
-        written = f"{key}{op or '='}{condition.value.lstrip('=')}"
-        raise UsageError(f"--filter '{pair}': one '=' compares; write --filter '{written}'")
+        fixed = condition.value.lstrip("=")
+        pair = f"{key}{op or '='}{fixed}"
+        raise UsageError(say("doubled", fixed_pair=pair, fixed_value=op + fixed))
 
 
-def _check_date(pair: str, value: str) -> None:
+def _check_date(say: _Messages, value: str) -> None:
     """Refuse a date that is not ISO-8601 (`2024`, `2024-05`, `2024-05-01`, `2024-05-01T10:00`)."""
     from datetime import date, datetime
 
@@ -119,22 +193,21 @@ def _check_date(pair: str, value: str) -> None:
         elif len(value) == 7 and not 1 <= int(value[5:7]) <= 12:
             raise ValueError(value)
     except ValueError:
-        raise UsageError(
-            f"--filter '{pair}': '{value}' is not a date; write an ISO date such as "
-            "--filter 'modified>=2024-01-01' (or 2024, 2024-05, 2024-05-01T10:00)"
-        ) from None
+        raise UsageError(say("date", value=value)) from None
 
 
 def check_keys(filters: Filters, known: Iterable[str]) -> None:
     """Refuse keys no document carries.
 
     Raises:
-        UnknownFilter: names the key and lists the known ones.
+        UnknownFilter: names the key as it was written and lists the known ones.
     """
     known_set = set(known) | set(COLUMNS)
+    forms = getattr(filters, "forms", {})
     for key in filters:
         if key not in known_set:
-            raise UnknownFilter(f"unknown filter key '{key}': known keys are {', '.join(sorted(known_set))}")
+            say = _Messages(forms.get(key, "flag"), "", key, "")
+            raise UnknownFilter(say("unknown", known=", ".join(sorted(known_set))))
 
 
 def _compare(op: str, stored: Any, wanted: Any, glob: bool) -> bool:

@@ -10,13 +10,12 @@ OpenAPI document at /openapi.json is made of.
 # No `from __future__ import annotations`: pydantic reads the annotations at runtime.
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from ragcli import __version__
-from ragcli.call_options import filter_pairs
+from ragcli.call_options import checked_json_filters
 from ragcli.choices import ANSWER_STYLES, FUSIONS, MAX_EVIDENCE_CHARS, MODES, RERANKERS
-from ragcli.errors import UsageError
 
 MAX_QUERY_TOP_K = 100
 MAX_ASK_TOP_K = 50
@@ -26,16 +25,7 @@ MAX_TOKENS = 4096
 Mode = Literal[MODES]  # type: ignore[valid-type]
 
 
-def _some_values(filters: Any) -> Any:
-    """`filters` unless a key has an empty list of values, refused as the MCP tools refuse it."""
-    try:
-        filter_pairs(filters)
-    except UsageError as error:
-        raise PydanticCustomError("empty", str(error).removeprefix("filters: ")) from None
-    return filters
-
-
-Filters = Annotated[Union[dict[str, Union[str, list[str]]], list[str]], AfterValidator(_some_values)]
+Filters = Annotated[Union[dict[str, Union[str, list[str]]], list[str]], BeforeValidator(checked_json_filters)]
 FILTERS_HELP = (
     'Metadata filters: {"file_type": ["pdf", "md"], "modified": ">=2024-01-01"} (values of one key '
     'OR-ed, keys AND-ed) or the CLI\'s ["file_type=pdf", ...].'
