@@ -293,6 +293,26 @@ def test_bytes_the_stream_encoding_cannot_hold_end_no_command(tmp_path, indexed,
     assert hit["path"].endswith("caf\u00e9.txt") and "\u2026" in hit["text"]
 
 
+def test_stdin_questions_and_queries_echo_an_undecodable_byte_alike(tmp_path, isolated_home):
+    """`rag query -` echoed a stdin line's Latin-1 byte as that byte, `rag ask -` as U+FFFD: a
+    script joining answers to its input lines could not match them."""
+    docs = tmp_path / "bees"
+    docs.mkdir()
+    (docs / "hive.txt").write_text("Bees keep their honey in wax cells of the hive.")
+    real = tmp_path / "real-model-index"  # answers rank sentences with the real embedding model
+    assert run("ingest", str(docs), "--index", str(real), tmp=tmp_path).returncode == 0
+    line = "where do bees keep honey \xff".encode("latin-1") + b"\n"
+    echoed = []
+    for command in (["query", "-", "--jsonl", "-k", "1"], ["ask", "-", "--no-cache"]):
+        done = subprocess.run(
+            [RAG, *command, "--index", str(real)], input=line, capture_output=True, timeout=900
+        )
+        assert done.returncode == 0, done.stderr
+        record = json.loads(done.stdout.splitlines()[0])
+        echoed.append(record.get("query", record.get("question")))
+    assert echoed == ["where do bees keep honey \udcff"] * 2
+
+
 # -- control characters in names -------------------------------------------------------------
 def test_control_characters_in_names_are_escaped_in_human_output(tmp_path, indexed):
     evil = str(indexed / EVIL)

@@ -324,12 +324,19 @@ def log_timings(answer) -> None:
 
 def print_answers(asker, questions: Iterable[str], options) -> None:
     """Answer each question as one JSON line (stdin mode); a question too long to ask is said on
-    stderr and the others are answered (exit 2 at the end)."""
+    stderr and the others are answered (exit 2 at the end). Each line's "question" is the line as
+    read, as `rag query -` echoes its queries: a byte that is not UTF-8 stays that byte (a JSON
+    escape), so a script can join answers to its input lines."""
     from ragcli.cli.stdin import OverLong
 
     too_long = OverLong("question")
     emit_jsonl(
-        {"schema_version": SCHEMA_VERSION, "kind": "answer", **asker.ask(line, options).to_dict()}
+        {
+            "schema_version": SCHEMA_VERSION,
+            "kind": "answer",
+            **asker.ask(line, options).to_dict(),
+            "question": line,
+        }
         for line in questions
         if too_long.allowed(line)
     )
