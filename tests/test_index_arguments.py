@@ -36,7 +36,7 @@ def index(docs, loads):  # noqa: F811
         ({"filters": 5}, "filters must be key=value strings or a mapping"),
         ({"options": {"top_k": 3}}, "options must be QueryOptions, not dict"),
         # as `rag mcp` and `rag serve` pass them: no silent default group, no empty filter
-        ({"group": ""}, "--group '': give a group's name"),
+        ({"group": ""}, "group '': give a group's name"),  # not the command line's "--group"
         ({"filters": {"file_type": ""}}, 'filters.file_type: an empty value; write a value, e.g. "pdf"'),
         ({"filters": ["file_type="]}, 'filters: "file_type=": no value after "="'),
     ],

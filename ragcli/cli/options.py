@@ -76,6 +76,14 @@ def _complete_groups(ctx: typer.Context, incomplete: str) -> list[str]:
     return group_names(incomplete, ctx.params.get("index"))
 
 
+def named_group(value: Optional[str]) -> Optional[str]:
+    """Refuse an empty `--group ''` (an unset shell variable), which would search the default
+    group without a word."""
+    if value is not None and not value.strip():
+        raise typer.BadParameter("give a group's name, e.g. medium, or leave it out for the default")
+    return value
+
+
 GroupOption = Annotated[
     Optional[str],
     typer.Option(
@@ -84,6 +92,7 @@ GroupOption = Annotated[
         help="Chunk group (granularity), e.g. fine, medium, coarse.",
         show_default=False,
         autocompletion=_complete_groups,
+        callback=named_group,
     ),
 ]
 

@@ -123,7 +123,7 @@ def validate(options: QueryOptions) -> None:
     checks = (
         (
             options.group is None or bool(options.group.strip()),
-            f"--group '{options.group}': give a group's name, e.g. medium, or leave it out for the default",
+            f"group '{options.group}': give a group's name, e.g. medium, or leave it out for the default",
         ),
         (options.mode in MODES, f"--mode {options.mode}: choose one of {', '.join(MODES)}"),
         (options.top_k >= 1, f"--top-k {options.top_k}: must be at least 1"),
