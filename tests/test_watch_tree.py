@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from runner import rag
-from watching import eventually, indexed, watcher_fixture
+from watching import eventually, indexed, running_watcher, watcher_fixture
 
 
 watcher = watcher_fixture()
@@ -157,26 +157,13 @@ def test_a_watched_file_is_followed_through_every_editor_save(tmp_path, isolated
     note.parent.mkdir()
     note.write_text("Herons stand still in the shallows.", encoding="utf-8")
     log = tmp_path / "watch.err"
-    with log.open("w") as err:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "ragcli", "ingest", str(note), "--watch"],
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-        )
-        try:
-            eventually(lambda: "watching" in log.read_text() or process.poll() is not None, "the watcher")
-            for word in ("cranes", "storks", "egrets"):
-                temp = note.parent / ".birds.md.tmp"
-                temp.write_text(f"Now the note is about {word} nesting on roofs.", encoding="utf-8")
-                os.replace(temp, note)
-                eventually(
-                    lambda word=word: search(isolated_home, word) == [str(note)], f"the save with {word}"
-                )
-            assert process.poll() is None, log.read_text()
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+    with running_watcher(note, log) as process:
+        for word in ("cranes", "storks", "egrets"):
+            temp = note.parent / ".birds.md.tmp"
+            temp.write_text(f"Now the note is about {word} nesting on roofs.", encoding="utf-8")
+            os.replace(temp, note)
+            eventually(lambda word=word: search(isolated_home, word) == [str(note)], f"the save with {word}")
+        assert process.poll() is None, log.read_text()
 
 
 def search(index: Path, words: str) -> list[str]:
@@ -194,20 +181,9 @@ def test_files_deleted_while_not_watching_get_a_removed_line(tmp_path, isolated_
     assert rag("ingest", str(folder)).returncode == 0
     (folder / "gone.md").unlink()
     log = tmp_path / "watch.err"
-    with log.open("w") as err:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "ragcli", "ingest", str(folder), "--watch"],
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-        )
-        try:
-            eventually(lambda: "watching" in log.read_text() or process.poll() is not None, "the watcher")
-            process.send_signal(signal.SIGINT)
-            assert process.wait(timeout=300) == 130
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+    with running_watcher(folder, log) as process:
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=300) == 130
     assert f"removed {folder / 'gone.md'}" in log.read_text().splitlines()
     assert indexed(isolated_home) == {str(folder / "keep.md")}
 

@@ -7,7 +7,9 @@ import json
 import shutil
 import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -36,6 +38,25 @@ def eventually(check, what: str, deadline: float = DEADLINE):
         time.sleep(0.5)
 
 
+@contextmanager
+def running_watcher(target: Path, log: Path, *options: str) -> Iterator[subprocess.Popen]:
+    """A `rag ingest TARGET --watch` process with its stderr in `log`, once it says it is
+    watching (or has ended: the caller checks); killed on the way out if still running."""
+    with log.open("w") as err:
+        process = subprocess.Popen(
+            [RAG, "ingest", str(target), "--watch", *options], stdout=subprocess.DEVNULL, stderr=err
+        )
+        try:
+            eventually(
+                lambda: "watching" in log.read_text() or process.poll() is not None, "the watcher to start"
+            )
+            yield process
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
 def watcher_fixture():
     """The `watcher` fixture, for a test module to bind as ``watcher = watcher_fixture()``:
     (folder, index, process, stderr log) of a running `rag ingest FOLDER --watch`."""
@@ -45,23 +66,9 @@ def watcher_fixture():
         folder = tmp_path / "notes"
         folder.mkdir()
         (folder / "first.md").write_text("The lighthouse keeper polished the brass lens.", encoding="utf-8")
-        err = (tmp_path / "watch.err").open("w")
-        out = (tmp_path / "watch.out").open("w")
-        process = subprocess.Popen(
-            [RAG, "ingest", str(folder), "--watch", "--index", str(isolated_home)], stdout=out, stderr=err
-        )
         log = tmp_path / "watch.err"
-        try:
-            eventually(
-                lambda: "watching" in log.read_text() or process.poll() is not None, "the watcher to start"
-            )
+        with running_watcher(folder, log, "--index", str(isolated_home)) as process:
             assert process.poll() is None, log.read_text()
             yield folder, isolated_home, process, log
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-            err.close()
-            out.close()
 
     return watcher
