@@ -90,29 +90,15 @@ def misspells(word: str, words: set[str]) -> bool:
     Elasticsearch's fuzzy matching ("AUTO": one edit from 3 letters, two from 6)."""
     if len(word) < 4:
         return False
+    from rapidfuzz.distance import OSA  # optimal string alignment: Levenshtein with swaps
+
     edits = 1 if len(word) < 6 else 2
     return any(
-        other[:1] == word[:1] and abs(len(other) - len(word)) <= edits and _edits(word, other, edits) <= edits
+        other[:1] == word[:1]
+        and abs(len(other) - len(word)) <= edits
+        and OSA.distance(word, other, score_cutoff=edits) <= edits
         for other in words
     )
-
-
-def _edits(a: str, b: str, limit: int) -> int:
-    """The optimal-string-alignment distance of `a` and `b` (Levenshtein with transpositions);
-    any value past `limit` is returned as ``limit + 1``."""
-    previous2: list[int] = []
-    previous = list(range(len(b) + 1))
-    for i in range(1, len(a) + 1):
-        current = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            cost = a[i - 1] != b[j - 1]
-            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                current[j] = min(current[j], previous2[j - 2] + 1)
-        if min(current) > limit:
-            return limit + 1
-        previous2, previous = previous, current
-    return previous[-1]
 
 
 def spelled_out(name: str, texts: Sequence[str]) -> bool:
