@@ -10,8 +10,10 @@ from ragcli.retrieval.fusion import (
     PRIORS,
     adaptive_fusion,
     adaptive_weights,
+    exact_option_weights,
     floor_normalise,
     fuse_hits,
+    short_options,
     spread,
     top_gap,
 )
@@ -140,3 +142,48 @@ def test_feedback_vector_moves_the_query_toward_the_feedback_and_stays_unit_leng
     assert moved.shape == (1, 3) and np.linalg.norm(moved) == pytest.approx(1.0)
     assert moved[0, 1] / moved[0, 0] == pytest.approx(0.6)  # query + 0.6 * mean(feedback), normalised
     assert np.allclose(feedback_vector(query, feedback, 0.0), query)
+
+
+def test_one_letter_options_and_sigils_are_what_the_dense_list_cannot_read():
+    assert short_options("what does ls -h do? and $? after it") == {"-h", "$?"}
+    assert short_options("kill -9 or --force, os.path.join, package.json") == {"-9"}
+
+
+def test_a_one_letter_option_bm25_found_evens_the_priors():
+    chunk = lambda i, text: Chunk(i, i, "g", 0, text, 0, 1, None, f"p{i}")  # noqa: E731
+    holds = [Hit(chunk(1, "-h, --human-readable: print sizes like 1K"), 9.0)]
+    lacks = [Hit(chunk(2, "ls lists a directory"), 9.0)]
+    assert exact_option_weights("what does ls -h do?", holds, {}) == {"bm25": 4.0}
+    assert exact_option_weights("what does ls -h do?", lacks, {"bm25": 0.5}) == {"bm25": 0.5}
+    assert exact_option_weights("what does ls do?", holds, {}) == {}
+    raised = adaptive_weights({"bm25": [9.0, 1.0], "dense": [0.9, 0.1]}, priors={"bm25": 0.8, "dense": 0.8})
+    assert raised["bm25"] == pytest.approx(0.5)
+
+
+# Plain words the question shares with the wrong documents: a bag-of-words dense list ranks
+# those first, and only BM25 sees the `-h` the answer holds.
+OPTION_DOCS = {
+    "sizes.txt": "-h, --human-readable: with -l, print sizes like 1K 234M 2G.",
+    "ls.txt": "What does ls do? ls lists what a directory holds, and what ls does not show is hidden.",
+    "what.txt": "What does it do? It does what ls does: it lists, and what it lists is what you see.",
+    "do.txt": "Do what ls does, do it well: what you do is what ls would do.",
+    "long.txt": "The -l option of ls prints one file a line with its size and owner.",
+}
+
+
+def test_hybrid_search_puts_the_one_letter_option_asked_for_first(isolated_home):
+    from fakes import HashEmbedder
+    from ragcli.config import load_settings
+    from ragcli.ingest.pipeline import ingest_documents
+    from ragcli.retrieval.search import QueryOptions, Searcher
+    from ragcli.types import ChunkSettings, Document
+
+    documents = [Document(path=name, text=text, file_type="txt") for name, text in OPTION_DOCS.items()]
+    chunking = ChunkSettings("word", 2000, 0)
+    ingest_documents(isolated_home, documents, embedder=HashEmbedder(), group="medium", chunking=chunking)
+    with Searcher(isolated_home, settings=load_settings(), embedder=HashEmbedder()) as searcher:
+        asked = searcher.search("what does ls -h do?", QueryOptions(mode="hybrid", top_k=5))
+        plain = searcher.search("what does ls do?", QueryOptions(mode="hybrid", top_k=5))
+    assert asked[0].chunk.path == "sizes.txt"
+    assert asked[0].sources["bm25"]["weight"] > asked[0].sources["dense"]["weight"]
+    assert plain[0].chunk.path != "sizes.txt" and plain[0].sources["dense"]["weight"] > 0.5

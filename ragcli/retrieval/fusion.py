@@ -38,6 +38,13 @@ SPREAD_DEPTH = 20
 # multiplied by 1 + GAP_BOOST x `top_gap` (0 turns this off).
 GAP_BOOST = 1.0
 NORMALISATIONS = ("minmax", "zscore")
+# A one-letter option or shell sigil (`-h`, `-9`, `$?`) is two characters a sentence encoder
+# reads as punctuation and a letter: the dense list cannot tell `ls -h` from `ls -l`, while
+# BM25 keeps the token whole (`ragcli.analysis.whole_token`). When the query names one and one
+# of BM25's best `SHORT_OPTION_HITS` hits holds it, BM25's prior is multiplied by this (4: the
+# two priors even), so the dense prior cannot bury the exact match.
+SHORT_OPTION_BOOST = 4.0
+SHORT_OPTION_HITS = 3
 
 
 def _weight(weights: Mapping[str, float] | None, name: str) -> float:
@@ -230,6 +237,22 @@ def adaptive_fusion(
         for item in first_seen
     }
     return _ordered(scores, first_seen), weights
+
+
+def short_options(text: str) -> set[str]:
+    """The one-letter options and shell sigils of a text, kept whole: `-h`, `-9`, `$?`."""
+    from ragcli.analysis import technical_terms
+
+    return {term for term in technical_terms(text) if len(term) == 2 and term[0] in "-$"}
+
+
+def exact_option_weights(query: str, bm25: Sequence[Hit], weights: Mapping[str, float]) -> dict[str, float]:
+    """`weights` with BM25's raised by `SHORT_OPTION_BOOST` when the query names a one-letter
+    option or sigil that one of BM25's best hits (best first) holds."""
+    asked = short_options(query) if "-" in query or "$" in query else set()
+    if asked and any(asked & short_options(hit.chunk.text) for hit in bm25[:SHORT_OPTION_HITS]):
+        return {**weights, "bm25": _weight(weights, "bm25") * SHORT_OPTION_BOOST}
+    return dict(weights)
 
 
 def scaled_priors(names: Iterable[str], weights: Mapping[str, float] | None) -> dict[str, float]:

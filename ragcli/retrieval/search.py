@@ -32,7 +32,7 @@ from ragcli.retrieval import RETRIEVERS
 from ragcli.retrieval.base import ChunkFilter, Retriever
 from ragcli.retrieval.coverage import coverage_note, splice, splice_hits
 from ragcli.retrieval.filters import check_keys
-from ragcli.retrieval.fusion import adaptive_fusion, fuse_hits, scaled_priors
+from ragcli.retrieval.fusion import adaptive_fusion, exact_option_weights, fuse_hits, scaled_priors
 from ragcli.stages import stage
 from ragcli.store.chooser import open_backend
 from ragcli.store.interface import ClosedBackend
@@ -453,6 +453,7 @@ class Searcher(Closable):
         """
         with stage("bm25 retrieve"):
             bm25 = self.retriever("bm25", group).search(query, depth, allowed)
+        weights = exact_option_weights(query, bm25, weights)
         dense = self.retriever("dense", group)
         if not query.strip():
             return fuse_hits({"bm25": bm25, "dense": []}, fusion="adaptive", weights=weights)
