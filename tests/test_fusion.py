@@ -6,11 +6,13 @@ import pytest
 
 from ragcli.choices import FUSIONS
 from ragcli.retrieval.fusion import (
+    FEEDBACK_DENSE_DEPTH,
     GAP_BOOST,
     PRIORS,
     adaptive_fusion,
     adaptive_weights,
     exact_option_weights,
+    feedback_chunk,
     floor_normalise,
     fuse_hits,
     short_options,
@@ -187,3 +189,16 @@ def test_hybrid_search_puts_the_one_letter_option_asked_for_first(isolated_home)
     assert asked[0].chunk.path == "sizes.txt"
     assert asked[0].sources["bm25"]["weight"] > asked[0].sources["dense"]["weight"]
     assert plain[0].chunk.path != "sizes.txt" and plain[0].sources["dense"]["weight"] > 0.5
+
+
+def test_dense_feedback_follows_a_chunk_the_dense_list_ranks_well_when_dense_leads():
+    # The keyword list's favourite "k" tops the fusion, but the dense list ranks it below its
+    # top FEEDBACK_DENSE_DEPTH: feedback toward it would pull the dense list after the keyword
+    # list's pick, so where dense leads the next fused chunk the dense list ranks well is chosen.
+    dense = [(f"d{rank}", 0.9 - rank / 100) for rank in range(FEEDBACK_DENSE_DEPTH)] + [("k", 0.5)]
+    fused = [("k", 0.95), ("d7", 0.9), ("d0", 0.8)]
+    assert feedback_chunk(fused, dense, dense_weight=0.7) == "d7"
+    assert feedback_chunk([("d3", 1.0), ("d0", 0.9)], dense, dense_weight=0.7) == "d3"  # agreed already
+    assert feedback_chunk([("k", 1.0), ("x", 0.5)], dense, dense_weight=0.7) == "k"  # none agreed
+    # Where BM25 leads, its top hit is the evidence feedback brings to the dense side.
+    assert feedback_chunk(fused, dense, dense_weight=0.3) == "k"

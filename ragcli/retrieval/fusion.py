@@ -45,6 +45,9 @@ NORMALISATIONS = ("minmax", "zscore")
 # two priors even), so the dense prior cannot bury the exact match.
 SHORT_OPTION_BOOST = 4.0
 SHORT_OPTION_HITS = 3
+# The hybrid's dense feedback moves toward a chunk the dense list itself ranks this high
+# (`feedback_chunk`): its top SPREAD_DEPTH, the depth the fusion reads it to.
+FEEDBACK_DENSE_DEPTH = SPREAD_DEPTH
 
 
 def _weight(weights: Mapping[str, float] | None, name: str) -> float:
@@ -298,3 +301,23 @@ def fuse_hits(
         for name, part in parts.items():
             part["weight"] = round(used[name], 4)
     return [Hit(chunks[cid], score, rank, sources[cid]) for rank, (cid, score) in enumerate(fused, start=1)]
+
+
+def feedback_chunk(
+    fused: Sequence[tuple[Id, float]], dense: Sequence[tuple[Id, float]], dense_weight: float
+) -> Id:
+    """The chunk the dense query moves toward: the best fused chunk, except when dense leads
+    the fusion (`dense_weight`, its weight in it, at least one half): then the best fused chunk
+    that the dense list itself ranks in its top `FEEDBACK_DENSE_DEPTH` (the best fused chunk
+    when there is none).
+
+    Where BM25 leads, its top hit is the evidence the feedback exists to bring to the dense
+    side. Where dense leads, a fused top that dense ranks far down is the keyword list's pick
+    alone (a page repeating every query word, a "What it does" heading matching "what does X
+    do?"): moving the dense query toward it made the dense list repeat that mistake and bury
+    the passage it had near the top.
+    """
+    if dense_weight < 0.5:
+        return fused[0][0]
+    near = {chunk_id for chunk_id, _ in dense[:FEEDBACK_DENSE_DEPTH]}
+    return next((chunk_id for chunk_id, _ in fused if chunk_id in near), fused[0][0])

@@ -32,7 +32,8 @@ from ragcli.retrieval import RETRIEVERS
 from ragcli.retrieval.base import ChunkFilter, Retriever
 from ragcli.retrieval.coverage import coverage_note, splice, splice_hits
 from ragcli.retrieval.filters import check_keys
-from ragcli.retrieval.fusion import adaptive_fusion, exact_option_weights, fuse_hits, scaled_priors
+from ragcli.retrieval.fusion import adaptive_fusion, exact_option_weights, feedback_chunk
+from ragcli.retrieval.fusion import fuse_hits, scaled_priors
 from ragcli.stages import stage
 from ragcli.store.chooser import open_backend
 from ragcli.store.interface import ClosedBackend
@@ -467,16 +468,15 @@ class Searcher(Closable):
             first = splice(first, [hit.chunk.id for hit in bm25], unembedded)
         # The first fusion only picks the feedback chunk, so it runs on ids, building no hits.
         with stage("fuse", "adaptive, first pass"):
-            fused, _ = adaptive_fusion(
+            fused, first_weights = adaptive_fusion(
                 {"bm25": [(h.chunk.id, h.score) for h in bm25], "dense": first},
                 priors=scaled_priors(("bm25", "dense"), weights),
             )
         refined: list[Hit] = []
         with stage("dense feedback"):
             if fused and weights.get("dense", 1.0) and FEEDBACK_WEIGHT > 0:
-                refined = dense.search_feedback(
-                    vector, [fused[0][0]], depth, allowed, weight=FEEDBACK_WEIGHT, known=known
-                )
+                chosen = [feedback_chunk(fused, first, first_weights["dense"])]
+                refined = dense.search_feedback(vector, chosen, depth, allowed, FEEDBACK_WEIGHT, known)
             if not refined:  # nothing found, dense switched off, or the best hit has no vector
                 refined = dense.search_vector(vector, depth, allowed, known)
         if unembedded:
