@@ -67,6 +67,8 @@ def test_which_questions_ask_about_a_whole_document(question, about):
         ("summarize the guide to the giteveryday workflow", ["giteveryday"]),
         ("how do I call os.path.join?", []),  # a dotted name, not a file
         ("what is on the main page?", []),
+        # a title of several words, not a file name: its last word is not one either
+        ("what is the functional programming howto about?", []),
         ("where in the git docs is rebase explained?", []),  # all the pages, not one
     ],
 )

@@ -482,6 +482,28 @@ def test_html_main_landmark_is_the_page_unless_there_are_several(tmp_path):
     assert read_document(two).text.startswith("Press ? to show this help")
 
 
+def test_html_permalink_signs_are_left_out_other_same_page_links_kept(tmp_path):
+    """Sphinx, MkDocs and Docusaurus end each heading and API entry with a link to itself drawn
+    as a sign; a link with words or a footnote's number is text."""
+    page = tmp_path / "page.html"
+    page.write_text(
+        '<h2>Argument Passing<a class="headerlink" href="#argument-passing">¶</a></h2>'
+        '<dl><dt>gather(*aws)<a class="headerlink" href="#gather">¶</a></dt><dd><p>Run them.</p></dd></dl>'
+        '<h3><a class="hash-link" href="#setup">\u200b</a>Setup</h3>'
+        '<p>See <a href="#argument-passing">the section above</a> and note<a href="#fn1">1</a>.</p>',
+        encoding="utf-8",
+    )
+    text = read_document(page).text
+    paragraphs = [
+        "Argument Passing",
+        "gather(*aws)",
+        "Run them.",
+        "Setup",
+        "See the section above and note1.",
+    ]
+    assert text == "\n\n".join(paragraphs)
+
+
 # --- binary detection -----------------------------------------------------------------
 
 

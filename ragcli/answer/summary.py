@@ -112,12 +112,32 @@ def named_documents(question: str) -> list[str]:
     document") or right after it ("the man page for xz"). Each is a guess: only an indexed file
     of that name makes it one."""
     names = [match.group(0) for match in _FILE_NAME.finditer(question)]
-    named = [*_NAMED_BY_NOUN.finditer(question), *_NAMED_AFTER_NOUN.finditer(question)]
-    for match in named:
+    by_noun = [
+        match
+        for match in _NAMED_BY_NOUN.finditer(question)
+        if not _ends_a_longer_name(question[: match.start(1)])
+    ]
+    for match in [*by_noun, *_NAMED_AFTER_NOUN.finditer(question)]:
         word = match.group(1)
         if word.lower() not in _NOT_NAMES and not _DOCUMENT_NOUN.fullmatch(word):
             names.append(word)
     return list(dict.fromkeys(names))
+
+
+_LAST_WORD = re.compile(r"([\w'’-]+)[ \t]+$")
+
+
+def _ends_a_longer_name(before: str) -> bool:
+    """Whether the word right before a document noun is the last of several naming it ("the
+    functional programming howto", "the socket programming guide"): a page's title of many
+    words, not its file name, which is one word. Taken for a file name, its last word keeps the
+    answer to another page that happens to be called so ("programming.html"). A word such as
+    "the", "this" or "summarize" before the name is not part of it."""
+    previous = _LAST_WORD.search(before)
+    if previous is None:
+        return False
+    word = previous.group(1)
+    return word.lower() not in _NOT_NAMES and not _REQUEST_WORDS.fullmatch(word)
 
 
 def file_name_globs(name: str) -> tuple[str, ...]:

@@ -159,6 +159,18 @@ def _main_content(tree: Any) -> Any | None:
     return outermost[0]
 
 
+# A link to a place on its own page; with no word of its own it is a permalink marker.
+_SAME_PAGE_LINK = "a[href^='#']"
+
+
+def _is_permalink(node: Any) -> bool:
+    """Whether a same-page link is a heading's or an entry's permalink: a sign ("¶", "#", "§",
+    "🔗") or nothing, which Sphinx, MkDocs, Docusaurus and GitHub add after every heading and API
+    entry for readers to copy. Read as text, it is glued to the heading ("Argument Passing¶")
+    and quoted with it; a link holding a letter or a digit (a footnote's number) is kept."""
+    return not any(char.isalnum() for char in node.text())
+
+
 def _inside(node: Any, other: Any) -> bool:
     """Whether `node` is a descendant of `other`."""
     parent = node.parent
@@ -187,6 +199,9 @@ def extract_html(html: str, *, chapter: bool = False) -> tuple[str, str | None]:
     tree.strip_tags(_NOISE_TAGS)
     for node in tree.css(_HIDDEN):
         node.decompose()
+    for node in tree.css(_SAME_PAGE_LINK):
+        if _is_permalink(node):
+            node.decompose()
     root = _main_content(tree) or (tree.body if tree.body is not None else tree.root)
     return (_tidy(_walk(root)) if root is not None else ""), title
 
@@ -196,7 +211,8 @@ class HtmlReader:
 
     suffixes: tuple[str, ...] = (".html", ".htm")
     file_type = "html"
-    version = "2"  # 2: a page with one main-content landmark is read from it alone
+    # 2: a page with one main-content landmark is read from it alone; 3: permalink signs left out
+    version = "3"
 
     def read(self, path: Path) -> Document:
         """Read an HTML file (UTF-8, or UTF-16 with a BOM) into a Document.
