@@ -152,7 +152,11 @@ _HEADING_MARKS = re.compile(r"^\s*#{1,6}\s+(?=\S)")
 
 
 def rank_source_sentences(
-    question: str, sources: Sequence[Source], *, embedder: Embedder | None = None
+    question: str,
+    sources: Sequence[Source],
+    *,
+    embedder: Embedder | None = None,
+    everywhere: frozenset[str] = frozenset(),
 ) -> list[Sentence]:
     """Every sentence of the sources (headings left out, but for headings that ask a question)
     scored against the question, best first; ``Sentence.passage`` is the index of its source.
@@ -160,7 +164,7 @@ def rank_source_sentences(
     A heading asking a question ("## Can I grow tomatoes in pots?", a FAQ's entry) is scored: its
     answer below it often repeats none of its words ("Yes. Use a pot of at least 20 litres."), so
     without it a question asked as the page asks it was not answered. Chosen, it brings the
-    sentences of its section (`complete`)."""
+    sentences of its section (`complete`). `everywhere`: see `ragcli.answer.sentences.lexical_scores`."""
     texts = [source.text for source in sources]
     sentences, headings = [], []
     heading: dict[int, Sentence] = {}  # passage -> the heading over the sentences read so far
@@ -174,15 +178,20 @@ def rank_source_sentences(
         if asking or not title:
             sentences.append(sentence)
             headings.append(over.text if over is not None and over is not sentence else "")
-    return score_sentences(question, sentences, embedder=embedder, headings=headings)
+    return score_sentences(question, sentences, embedder=embedder, headings=headings, everywhere=everywhere)
 
 
 def rank_sentences(
-    question: str, hits: Sequence[Hit], *, embedder: Embedder | None = None, passages: int = 3
+    question: str,
+    hits: Sequence[Hit],
+    *,
+    embedder: Embedder | None = None,
+    passages: int = 3,
+    everywhere: frozenset[str] = frozenset(),
 ) -> tuple[tuple[Source, ...], list[Sentence]]:
     """The best `passages` hits as numbered sources, and all their sentences scored, best first."""
     sources = tuple(numbered_sources(hits, passages))
-    return sources, rank_source_sentences(question, sources, embedder=embedder)
+    return sources, rank_source_sentences(question, sources, embedder=embedder, everywhere=everywhere)
 
 
 def _uncovered(question: str, chosen: Sequence[Sentence]) -> set[str]:
@@ -365,6 +374,7 @@ def answer_with_evidence(
     passages: int = 3,
     budget: int = EVIDENCE_CHARS,
     reader: Reader | None = None,
+    everywhere: frozenset[str] = frozenset(),
 ) -> Evidence:
     """The `rag ask` evidence stage (see the module docstring).
 
@@ -375,8 +385,12 @@ def answer_with_evidence(
         passages: how many of the best hits to read.
         budget: characters of quoted evidence.
         reader: gives the short line from the quoted evidence (None: no short line).
+        everywhere: the question's terms nearly every chunk of the index holds
+            (`ragcli.answer.sentences.collection_terms`): every sentence counts as holding them.
     """
-    sources, ranked = rank_sentences(question, hits, embedder=embedder, passages=passages)
+    sources, ranked = rank_sentences(
+        question, hits, embedder=embedder, passages=passages, everywhere=everywhere
+    )
     best = ranked[0] if ranked else None
     if best is None or not (is_answerable(best) or covers_question(question, ranked[:SPREAD])):
         return Evidence("", None, sources, True, (best,) if best else ())

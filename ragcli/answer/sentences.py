@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -39,6 +39,13 @@ FORM_WORDS = frozenset(
 LEXICAL_WEIGHT = 0.45
 # Per rank step of the passage the sentence came from (ties go to the better passage).
 RANK_BONUS = 0.02
+# A question term held by this share of the index's chunks or more is the collection's own
+# subject ("python" in Python's docs, "npm" in npm's): every sentence of it is about that,
+# whether or not it repeats the word, so the term counts as held by every sentence read. Docs
+# seldom repeat their product's name, so sentence by sentence it looked rare and outweighed the
+# subject asked about ("what is a lambda in python?" quoted "... my usual course is to avoid
+# using lambda." over the page's definition).
+COLLECTION_SHARE = 0.9
 
 
 @dataclass(frozen=True)
@@ -96,6 +103,13 @@ _WORDED = re.compile(r"[^\W_]")
 _HOW_ADJECTIVE = re.compile(r"\bhow (long|old|far|often|big|large|high|tall|fast|heavy|deep|wide)\b", re.I)
 
 
+def collection_terms(question: str, shares: Callable[[Sequence[str]], Mapping[str, float]]) -> frozenset[str]:
+    """The question's terms held by `COLLECTION_SHARE` of the index's chunks or more;
+    `shares` gives each term's share of the chunks (`LexicalSearch.term_shares`)."""
+    found = shares(sorted(question_terms(question)))
+    return frozenset(term for term, share in found.items() if share >= COLLECTION_SHARE)
+
+
 def question_terms(question: str) -> set[str]:
     """The question's content terms: analysed words minus the words of its form."""
     terms = set(analyze(question))
@@ -110,13 +124,18 @@ _CODE_WORD = re.compile(r"`[^`]+`|\b\w[\w.-]*=|(?<![\w-])--?\w[\w-]*")
 
 
 def lexical_scores(
-    question: str, sentences: Sequence[Sentence], headings: Sequence[str] | None = None
+    question: str,
+    sentences: Sequence[Sentence],
+    headings: Sequence[str] | None = None,
+    everywhere: frozenset[str] = frozenset(),
 ) -> list[float]:
     """Rarity-weighted share of the question's content terms each sentence contains.
 
     Args:
         headings: per sentence, the heading it sits under ("" for none), whose terms count as
             the sentence's own: a section's sentences rarely repeat what its heading says.
+        everywhere: terms of the collection's own subject (`COLLECTION_SHARE`), held by every
+            sentence; unless they are all the question asks about.
     """
     terms = question_terms(question)
     sets = [set(analyze(s.text)) for s in sentences]
@@ -124,6 +143,8 @@ def lexical_scores(
         sets = [found | set(analyze(heading)) if heading else found for found, heading in zip(sets, headings)]
     if not terms or not sets:
         return [0.0] * len(sentences)
+    if terms - everywhere:
+        sets = [found | (terms & everywhere) for found in sets]
     # A term in every sentence tells them apart less than a term in one.
     weight = {t: 1.0 / math.log(2.0 + sum(t in found for found in sets)) for t in terms}
     total = sum(weight.values())
@@ -138,6 +159,7 @@ def score_sentences(
     question_vector: np.ndarray | None = None,
     lexical_weight: float = LEXICAL_WEIGHT,
     headings: Sequence[str] | None = None,
+    everywhere: frozenset[str] = frozenset(),
 ) -> list[Sentence]:
     """Score every sentence against the question (see the module docstring).
 
@@ -148,11 +170,12 @@ def score_sentences(
         question_vector: the question's embedding when already computed.
         lexical_weight: weight of the lexical part when an embedder is given.
         headings: per sentence, the heading it sits under (see `lexical_scores`).
+        everywhere: terms of the collection's own subject (see `lexical_scores`).
 
     Returns:
         The sentences with scores, best first.
     """
-    lexical = lexical_scores(question, sentences, headings)
+    lexical = lexical_scores(question, sentences, headings, everywhere)
     dense = [0.0] * len(sentences)
     if embedder is not None and sentences:
         vectors = np.asarray(embedder.embed([s.text for s in sentences]))

@@ -96,6 +96,11 @@ class LexicalSearch(Protocol):
         (`Backend.version()`); None when the database must be read."""
         ...
 
+    def term_shares(self, terms: Sequence[str]) -> dict[str, float]:
+        """The share of the group's chunks holding each analysed term (terms it cannot tell
+        are left out: no share is known)."""
+        ...
+
 
 class DenseSearch(Protocol):
     """Nearest neighbours over one group's unit-length vectors (inner product = cosine)."""

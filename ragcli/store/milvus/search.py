@@ -23,6 +23,10 @@ class MilvusLexical:
         """Nothing is kept between queries: every search asks Milvus."""
         return None
 
+    def term_shares(self, terms: Sequence[str]) -> dict[str, float]:
+        """Milvus keeps its term statistics to itself: no share is known."""
+        return {}
+
     def search_many(
         self, queries: Sequence[str], k: int, allowed: ChunkFilter | None
     ) -> list[list[tuple[Chunk, float]]]:
