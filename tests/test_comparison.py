@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragcli.answer.comparison import comparison_sides, missing_sides, side_description
+from ragcli.answer.comparison import comparison_sides, missing_sides, search_text, side_description
 from ragcli.answer.evidence import select_evidence
 from ragcli.answer.context import Source
 from ragcli.answer.sentences import score_sentences, sentences_of
@@ -32,10 +32,32 @@ from ragcli.answer.sentences import score_sentences, sentences_of
         ("How do the prices compare?", []),
         ("How do I bake bread?", []),
         ("Is a latte stronger?", []),
+        # "VS" in capitals is a name, not the word between two sides
+        ("how do I set up VS Code to work on a Rust project?", []),
     ],
 )
 def test_the_sides_a_question_compares(question, sides):
     assert comparison_sides(question) == sides
+
+
+@pytest.mark.parametrize(
+    ("question", "searched"),
+    [
+        # "vs" matched pages titled "A vs B" on other things ahead of the command's own page
+        (
+            "cargo check vs cargo build: why is check quicker?",
+            "cargo check cargo build: why is check quicker?",
+        ),
+        ("tar versus zip", "tar zip"),
+        (
+            "what's the difference between git fetch and git pull?",
+            "what's the difference between git fetch and git pull?",
+        ),
+        ("how do I set up VS Code?", "how do I set up VS Code?"),
+    ],
+)
+def test_a_comparison_is_searched_without_the_vs_between_its_sides(question, searched):
+    assert search_text(question) == searched
 
 
 MANUAL = (

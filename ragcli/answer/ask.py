@@ -66,7 +66,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from ragcli.answer.cache import AnswerCache, cache_key, code_identity, file_identity, index_state
-from ragcli.answer.comparison import side_names
+from ragcli.answer.comparison import search_text, side_names
 from ragcli.answer.context import Source, build_context, context_budget, prefer_own_files
 from ragcli.answer.edges import read_on, whole_sentences
 from ragcli.answer.evidence import excerpts, page_of, quoted_under, rank_source_sentences, render
@@ -267,7 +267,7 @@ class Asker(Closable):
 
     def _retrieve(self, run: AnswerRun) -> list[Hit]:
         stages, options = self.pipeline, run.options
-        subject = document_subject(run.question)
+        subject = search_text(document_subject(run.question))
         first, found = self._named_document(subject, run.question, first_stage(options))
         requests = [SearchRequest(subject, first)]
         if options.rewrite is not None:

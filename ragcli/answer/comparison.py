@@ -17,7 +17,8 @@ from ragcli.answer.sentences import Sentence
 from ragcli.answer.structure import is_label
 
 _BETWEEN = re.compile(r"\bdifferences?\s+between\s+(?P<sides>.+)$", re.IGNORECASE)
-_VERSUS = re.compile(r"\s+(?:vs\.?|versus)\s+", re.IGNORECASE)
+# "vs" in capitals is a name ("VS Code"), not the word between two sides.
+_VERSUS = re.compile(r"\s+(?:[Vv]s\.?|(?i:versus))\s+")
 # "reset --soft, --mixed and --hard: what's the difference?"
 _LISTED = re.compile(
     r"^(?P<sides>.+?)\s*[:,]\s*(?:what(?:'s|’s| is| are)? the differences?|how do they differ)\b",
@@ -53,6 +54,16 @@ def side_names(question: str) -> list[tuple[str, ...]]:
         return []
     sides = [side for side in map(_name, parts) if side]
     return _with_shorter_names(sides) if len(sides) >= 2 else []
+
+
+def search_text(question: str) -> str:
+    """What to search for to answer a comparison: the question without the "vs" between its
+    sides. The word says how the question is put, not what it is about, and it matches pages
+    titled "A vs B" on other things (for "cargo check vs cargo build", the page comparing two
+    files rather than the command's own page). Any other question unchanged."""
+    if not side_names(question):
+        return question
+    return " ".join(_VERSUS.sub(" ", question).split())
 
 
 def _compared_parts(text: str) -> list[str]:
