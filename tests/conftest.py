@@ -80,6 +80,26 @@ def child_environ(home: Path, model_cache_dir: Path) -> dict[str, str]:
     return environ
 
 
+def ingested_home(home: Path, model_cache_dir: Path, docs: Path) -> dict[str, str]:
+    """`child_environ` with its index under `home`, after the real `rag ingest` of `docs`."""
+    from runner import rag
+
+    environ = child_environ(home, model_cache_dir) | {"RAG_INDEX": str(home / "index")}
+    done = rag("ingest", str(docs), env=environ)
+    assert done.returncode == 0, done.stderr
+    return environ
+
+
+def ingested_pages(
+    tmp_path_factory, model_cache_dir: Path, name: str, pages: dict[str, str]
+) -> dict[str, str]:
+    """`ingested_home` of a new folder holding `pages` (file name -> text)."""
+    docs = tmp_path_factory.mktemp(f"{name}-docs")
+    for file_name, text in pages.items():
+        (docs / file_name).write_text(text, encoding="utf-8")
+    return ingested_home(tmp_path_factory.mktemp(f"{name}-home"), model_cache_dir, docs)
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path, monkeypatch, model_cache_dir) -> Path:
     """Point every index, config and cache location at this test's own folder."""

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from runner import rag
-from conftest import FIXTURES, child_environ
+from conftest import FIXTURES, ingested_home
 
 # Written for this test (fictional players): the fact asked four ways below, beside distractors
 # of the same types (another name, a number of sacks, a count of fumbles, a capitalised award).
@@ -39,11 +39,7 @@ def docs(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory, model_cache_dir, docs) -> dict[str, str]:
-    home = tmp_path_factory.mktemp("answers-home")
-    environ = child_environ(home, model_cache_dir) | {"RAG_INDEX": str(home / "index")}
-    done = rag("ingest", str(docs), env=environ)
-    assert done.returncode == 0, done.stderr
-    return environ
+    return ingested_home(tmp_path_factory.mktemp("answers-home"), model_cache_dir, docs)
 
 
 def ask(environ: dict[str, str], question: str, *args: str) -> dict:

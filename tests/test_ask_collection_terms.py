@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import child_environ
+from conftest import ingested_pages
 from runner import rag
 
 # Every page names the product once; the page about sprockets names them in every sentence,
@@ -28,14 +28,7 @@ PAGES = {
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory, model_cache_dir) -> dict[str, str]:
-    docs = tmp_path_factory.mktemp("collection-docs")
-    for name, text in PAGES.items():
-        (docs / name).write_text(text, encoding="utf-8")
-    home = tmp_path_factory.mktemp("collection-home")
-    environ = child_environ(home, model_cache_dir) | {"RAG_INDEX": str(home / "index")}
-    done = rag("ingest", str(docs), env=environ)
-    assert done.returncode == 0, done.stderr
-    return environ
+    return ingested_pages(tmp_path_factory, model_cache_dir, "collection", PAGES)
 
 
 def test_a_definition_question_naming_the_product_quotes_the_definition(env):

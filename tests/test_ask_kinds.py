@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from conftest import child_environ
+from conftest import ingested_pages
 from runner import rag
 
 HOWTO = """# How to back up your photos
@@ -83,19 +83,8 @@ QWEN = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory, model_cache_dir) -> dict[str, str]:
-    docs = tmp_path_factory.mktemp("kinds-docs")
-    for name, text in (
-        ("backup.md", HOWTO),
-        ("tea-coffee.md", COMPARISON),
-        ("faq.md", FAQ),
-        ("settings.md", SETTINGS),
-    ):
-        (docs / name).write_text(text, encoding="utf-8")
-    home = tmp_path_factory.mktemp("kinds-home")
-    environ = child_environ(home, model_cache_dir) | {"RAG_INDEX": str(home / "index")}
-    done = rag("ingest", str(docs), env=environ)
-    assert done.returncode == 0, done.stderr
-    return environ
+    pages = {"backup.md": HOWTO, "tea-coffee.md": COMPARISON, "faq.md": FAQ, "settings.md": SETTINGS}
+    return ingested_pages(tmp_path_factory, model_cache_dir, "kinds", pages)
 
 
 @pytest.fixture(scope="module")
