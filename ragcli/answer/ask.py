@@ -82,7 +82,7 @@ from ragcli.answer.quoting import agrees, quoted_evidence
 from ragcli.answer.readers import Reader
 from ragcli.answer.result import Answer
 from ragcli.answer.run import STAGE_TIMINGS, AnswerRun
-from ragcli.answer.sentences import collection_terms
+from ragcli.answer.sentences import collection_terms, unheld_terms
 from ragcli.answer.stages import Pipeline, is_short_line, prompt_sentences, reply_held_if_short
 from ragcli.answer.summary import SummaryCandidates, asks_about_document, document_subject, extractive_summary
 from ragcli.answer.summary import file_name_globs, named_documents, summary_candidates
@@ -376,7 +376,8 @@ class Asker(Closable):
             passages=options.passages,
             budget=options.evidence_chars,
             reader=reader,
-            everywhere=collection_terms(run.question, self._lexical(options.query).term_shares),
+            everywhere=collection_terms(run.question, shares := self._lexical(options.query).term_shares),
+            unheld=unheld_terms(run.question, shares),
         )
         run.lap("prompt")
         if found.abstained:

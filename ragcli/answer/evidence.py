@@ -70,6 +70,10 @@ DENSE_EVIDENCE = 0.5
 # Or when the best SPREAD sentences together hold this share of the question's terms.
 SPREAD = 3
 SPREAD_EVIDENCE = 0.6
+# The asker's words for themselves and whoever they ask ("how do I ...", "my project", "can you
+# ..."): a question is put in the first or second person, the documentation answering it in the
+# third or the imperative ("Run ..."), so its sentences seldom repeat these words.
+PERSONAL = frozenset(analyze("i me my mine myself we us our ours you your yours"))
 # A sentence from elsewhere joins when it scores this share of the best one's score.
 SECOND_SENTENCE = 0.8
 # For a question asking for several things (`asks_for_several`), the sentences scoring this share
@@ -116,11 +120,22 @@ def is_answerable(
     return sentence is not None and (sentence.lexical >= lexical or sentence.dense >= dense)
 
 
-def covers_question(question: str, sentences: Sequence[Sentence]) -> bool:
+def covers_question(
+    question: str, sentences: Sequence[Sentence], unheld: frozenset[str] = frozenset()
+) -> bool:
     """Whether the best few sentences together hold `SPREAD_EVIDENCE` of the question's terms
-    (both sides of a comparison are rarely in one sentence)."""
+    (both sides of a comparison are rarely in one sentence).
+
+    The asker's words for themselves and whoever they ask (`PERSONAL`) are not required: one
+    the sentences lack is left out of the count. A term of `unheld` (no chunk of the index
+    holds it) left uncovered fails the test: the documents never name that subject, so what
+    the sentences hold of the rest is about something else."""
     terms = question_terms(question)
-    return bool(terms) and len(terms - _uncovered(question, sentences)) >= SPREAD_EVIDENCE * len(terms)
+    uncovered = terms - {term for sentence in sentences for term in analyze(sentence.text)}
+    terms, uncovered = terms - (uncovered & PERSONAL), uncovered - PERSONAL
+    if uncovered & unheld:
+        return False
+    return bool(terms) and len(terms - uncovered) >= SPREAD_EVIDENCE * len(terms)
 
 
 def numbered_sources(hits: Sequence[Hit], passages: int) -> list[Source]:
@@ -375,6 +390,7 @@ def answer_with_evidence(
     budget: int = EVIDENCE_CHARS,
     reader: Reader | None = None,
     everywhere: frozenset[str] = frozenset(),
+    unheld: frozenset[str] = frozenset(),
 ) -> Evidence:
     """The `rag ask` evidence stage (see the module docstring).
 
@@ -387,12 +403,14 @@ def answer_with_evidence(
         reader: gives the short line from the quoted evidence (None: no short line).
         everywhere: the question's terms nearly every chunk of the index holds
             (`ragcli.answer.sentences.collection_terms`): every sentence counts as holding them.
+        unheld: the question's terms no chunk of the index holds
+            (`ragcli.answer.sentences.unheld_terms`; see `covers_question`).
     """
     sources, ranked = rank_sentences(
         question, hits, embedder=embedder, passages=passages, everywhere=everywhere
     )
     best = ranked[0] if ranked else None
-    if best is None or not (is_answerable(best) or covers_question(question, ranked[:SPREAD])):
+    if best is None or not (is_answerable(best) or covers_question(question, ranked[:SPREAD], unheld)):
         return Evidence("", None, sources, True, (best,) if best else ())
     chosen = select_evidence(question, sources, ranked, budget, reserve=numbered_sources(hits, len(hits)))
     chosen = split_at_quoted_pages(chosen)

@@ -110,6 +110,13 @@ def collection_terms(question: str, shares: Callable[[Sequence[str]], Mapping[st
     return frozenset(term for term, share in found.items() if share >= COLLECTION_SHARE)
 
 
+def unheld_terms(question: str, shares: Callable[[Sequence[str]], Mapping[str, float]]) -> frozenset[str]:
+    """The question's terms no chunk of the index holds: the documents never use the word, so
+    a subject it names ("... with husky", "... using poetry") is one they never treat."""
+    found = shares(sorted(question_terms(question)))
+    return frozenset(term for term, share in found.items() if share == 0)
+
+
 def question_terms(question: str) -> set[str]:
     """The question's content terms: analysed words minus the words of its form."""
     terms = set(analyze(question))
