@@ -128,14 +128,13 @@ def covers_question(
 
     The asker's words for themselves and whoever they ask (`PERSONAL`) are not required: one
     the sentences lack is left out of the count. A term of `unheld` (no chunk of the index
-    holds it) left uncovered fails the test: the documents never name that subject, so what
-    the sentences hold of the rest is about something else."""
+    holds it) left uncovered counts twice: the documents may never name that subject ("...
+    using poetry"), or the asker put it in their own words ("roughly")."""
     terms = question_terms(question)
     uncovered = terms - {term for sentence in sentences for term in analyze(sentence.text)}
     terms, uncovered = terms - (uncovered & PERSONAL), uncovered - PERSONAL
-    if uncovered & unheld:
-        return False
-    return bool(terms) and len(terms - uncovered) >= SPREAD_EVIDENCE * len(terms)
+    weight = len(terms) + len(uncovered & unheld)  # a word the index lacks counts twice
+    return bool(terms) and len(terms - uncovered) >= SPREAD_EVIDENCE * weight
 
 
 def numbered_sources(hits: Sequence[Hit], passages: int) -> list[Source]:
