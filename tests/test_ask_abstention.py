@@ -10,7 +10,7 @@ import pytest
 from conftest import ingested_pages
 from ragcli.analysis import analyze
 from ragcli.answer.evidence import answer_with_evidence
-from ragcli.answer.sentences import unheld_terms
+from ragcli.answer.sentences import index_held_terms
 from ragcli.types import Chunk, Hit
 
 # The saddle page explains setting its height and tilt over several sentences, none of which
@@ -54,7 +54,7 @@ def test_the_words_no_page_holds_are_read_from_the_index(env):
     backend = open_backend(Path(env["RAG_INDEX"]))
     try:
         group = next(iter(backend.groups()))
-        unheld = unheld_terms(TOOL_QUESTION, backend.lexical(group).term_shares)
+        _, unheld = index_held_terms(TOOL_QUESTION, backend.lexical(group).term_shares)
     finally:
         backend.close()
     assert unheld == frozenset(analyze("I using zipwrench"))  # the pages say none of these

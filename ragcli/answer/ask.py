@@ -82,7 +82,7 @@ from ragcli.answer.quoting import agrees, quoted_evidence
 from ragcli.answer.readers import Reader
 from ragcli.answer.result import Answer
 from ragcli.answer.run import STAGE_TIMINGS, AnswerRun
-from ragcli.answer.sentences import collection_terms, unheld_terms
+from ragcli.answer.sentences import index_held_terms
 from ragcli.answer.stages import Pipeline, is_short_line, prompt_sentences, reply_held_if_short
 from ragcli.answer.summary import SummaryCandidates, asks_about_document, document_subject, extractive_summary
 from ragcli.answer.summary import file_name_globs, named_documents, summary_candidates
@@ -97,7 +97,6 @@ from ragcli.types import Closable, Hit
 SIDE_HITS = 3
 
 if TYPE_CHECKING:
-    from ragcli.store.interface import LexicalSearch
     from ragcli.embedding.base import Embedder
 
 __all__ = ["Answer", "AskOptions", "Asker", "Pipeline"]
@@ -369,6 +368,8 @@ class Asker(Closable):
         options = run.options
         several = options.passages if asks_for_several(run.question) else 0
         hits = read_on(hits, self.searcher.store.neighbour_chunks, several)
+        lexical = self.searcher.store.lexical(self.searcher.resolve_group(options.query.group))
+        everywhere, unheld = index_held_terms(run.question, lexical.term_shares)
         found = self.pipeline.evidence(
             run.question,
             hits + self._side_hits(run.question, hits, options.query),
@@ -376,18 +377,14 @@ class Asker(Closable):
             passages=options.passages,
             budget=options.evidence_chars,
             reader=reader,
-            everywhere=collection_terms(run.question, shares := self._lexical(options.query).term_shares),
-            unheld=unheld_terms(run.question, shares),
+            everywhere=everywhere,
+            unheld=unheld,
         )
         run.lap("prompt")
         if found.abstained:
             return run.abstain(found.sources, model="evidence")
         answer = run.finish(found.text, found.sources, None, self.pipeline.annotate)
         return replace(answer, short=found.short, pages=dict(found.pages), model="evidence")
-
-    def _lexical(self, query: QueryOptions) -> LexicalSearch:
-        """BM25's statistics of the group `query` searches (`LexicalSearch.term_shares`)."""
-        return self.searcher.store.lexical(self.searcher.resolve_group(query.group))
 
     def _side_hits(self, question: str, hits: list[Hit], query: QueryOptions) -> list[Hit]:
         """For a comparison, the best hits for each side's own name that are not among `hits`:

@@ -401,9 +401,9 @@ def answer_with_evidence(
         budget: characters of quoted evidence.
         reader: gives the short line from the quoted evidence (None: no short line).
         everywhere: the question's terms nearly every chunk of the index holds
-            (`ragcli.answer.sentences.collection_terms`): every sentence counts as holding them.
+            (`ragcli.answer.sentences.index_held_terms`): every sentence counts as holding them.
         unheld: the question's terms no chunk of the index holds
-            (`ragcli.answer.sentences.unheld_terms`; see `covers_question`).
+            (`ragcli.answer.sentences.index_held_terms`; see `covers_question`).
     """
     sources, ranked = rank_sentences(
         question, hits, embedder=embedder, passages=passages, everywhere=everywhere

@@ -103,18 +103,16 @@ _WORDED = re.compile(r"[^\W_]")
 _HOW_ADJECTIVE = re.compile(r"\bhow (long|old|far|often|big|large|high|tall|fast|heavy|deep|wide)\b", re.I)
 
 
-def collection_terms(question: str, shares: Callable[[Sequence[str]], Mapping[str, float]]) -> frozenset[str]:
-    """The question's terms held by `COLLECTION_SHARE` of the index's chunks or more;
-    `shares` gives each term's share of the chunks (`LexicalSearch.term_shares`)."""
+def index_held_terms(
+    question: str, shares: Callable[[Sequence[str]], Mapping[str, float]]
+) -> tuple[frozenset[str], frozenset[str]]:
+    """The question's terms held by `COLLECTION_SHARE` of the index's chunks or more (the
+    collection's own subject), and those no chunk holds (the documents never use the word, so a
+    subject it names, "... with husky", is one they never treat); `shares` gives each term's
+    share of the chunks (`LexicalSearch.term_shares`)."""
     found = shares(sorted(question_terms(question)))
-    return frozenset(term for term, share in found.items() if share >= COLLECTION_SHARE)
-
-
-def unheld_terms(question: str, shares: Callable[[Sequence[str]], Mapping[str, float]]) -> frozenset[str]:
-    """The question's terms no chunk of the index holds: the documents never use the word, so
-    a subject it names ("... with husky", "... using poetry") is one they never treat."""
-    found = shares(sorted(question_terms(question)))
-    return frozenset(term for term, share in found.items() if share == 0)
+    everywhere = frozenset(term for term, share in found.items() if share >= COLLECTION_SHARE)
+    return everywhere, frozenset(term for term, share in found.items() if share == 0)
 
 
 def question_terms(question: str) -> set[str]:
