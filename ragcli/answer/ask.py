@@ -368,8 +368,8 @@ class Asker(Closable):
         options = run.options
         several = options.passages if asks_for_several(run.question) else 0
         hits = read_on(hits, self.searcher.store.neighbour_chunks, several)
-        lexical = self.searcher.store.lexical(self.searcher.resolve_group(options.query.group))
-        everywhere, unheld = index_held_terms(run.question, lexical.term_shares)
+        bm25 = self.searcher.retriever("bm25", self.searcher.resolve_group(options.query.group))
+        everywhere, unheld = index_held_terms(run.question, bm25.term_shares)
         found = self.pipeline.evidence(
             run.question,
             hits + self._side_hits(run.question, hits, options.query),

@@ -130,8 +130,7 @@ def covers_question(
     the sentences lack is left out of the count. A term of `unheld` (no chunk of the index
     holds it) left uncovered counts twice: the documents may never name that subject ("...
     using poetry"), or the asker put it in their own words ("roughly")."""
-    terms = question_terms(question)
-    uncovered = terms - {term for sentence in sentences for term in analyze(sentence.text)}
+    terms, uncovered = question_terms(question), _uncovered(question, sentences)
     terms, uncovered = terms - (uncovered & PERSONAL), uncovered - PERSONAL
     weight = len(terms) + len(uncovered & unheld)  # a word the index lacks counts twice
     return bool(terms) and len(terms - uncovered) >= SPREAD_EVIDENCE * weight

@@ -43,6 +43,11 @@ class BM25Retriever:
         """
         return self.search_many([query], k, allowed)[0]
 
+    def term_shares(self, terms: Sequence[str]) -> dict[str, float]:
+        """Each analysed term's share of the group's chunks (`LexicalSearch.term_shares`), from
+        the postings this retriever keeps: a question's terms were just read by its search."""
+        return self._lexical.term_shares(terms)
+
     def search_cached(self, query: str, k: int, version: Hashable) -> list[Hit] | None:
         """`search` without filters answered from memory, read at the store's `version`
         (just read); None when the store must be read (`LexicalSearch.search_cached`)."""

@@ -273,14 +273,11 @@ class LocalLexical:
         return [[(chunks[cid], score) for cid, score in rows if cid in chunks] for rows in ranked]
 
     def term_shares(self, terms: Sequence[str]) -> dict[str, float]:
-        """The share of the group's live chunks holding each term (its postings' count)."""
-        from ragcli.store.local.postings import collection_stats, term_postings
-
+        """The share of the group's live chunks holding each term (its postings' count), from
+        the postings the reader keeps (read on a miss)."""
         with self.store.snapshot():
-            chunks, _ = collection_stats(self.store.db, self.group)
-            if not chunks:
-                return {}
-            return {term: len(term_postings(self.store.db, self.group, term)[0]) / chunks for term in terms}
+            chunks, counts = self._reader.live_counts(self.store.db, self.group, terms, self.store.version())
+        return {term: count / chunks for term, count in counts.items()} if chunks else {}
 
     def search_cached(
         self, queries: Sequence[str], k: int, version: Hashable

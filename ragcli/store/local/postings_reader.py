@@ -141,6 +141,16 @@ class PostingsReader:
         postings = [cache.get(term) or self._term(db, group, term, cache) for term in terms]
         return self._ranked(postings, k, allowed)
 
+    def live_counts(
+        self, db: sqlite3.Connection, group: str, terms: Sequence[str], version: Hashable | None = None
+    ) -> tuple[int, dict[str, int]]:
+        """(the group's live chunks, how many of them hold each term), from the postings kept
+        (read on a miss, like `top_k`'s); call inside one snapshot."""
+        docs, _, cache = self._group(db, group, version)
+        if not docs:
+            return 0, {}
+        return docs, {term: (cache.get(term) or self._term(db, group, term, cache))[4] for term in terms}
+
     def top_k_cached(
         self, group: str, terms: Sequence[str], k: int, version: Hashable
     ) -> list[tuple[int, float]] | None:
